@@ -1,0 +1,128 @@
+"""All sessions of the monorepo. Members are discovered from the tree: no hand-kept list.
+
+Each ``tests`` session installs ONE member (with shared-core and their dependencies)
+from the lock into its own venv, which proves that a selective install works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = True
+ROOT = Path(__file__).parent
+DEVICES = ["cpu", "cuda"]
+
+
+def _members() -> dict[str, Path]:
+    """Workspace members: shared-core and every packages/<name> with a pyproject.toml."""
+    paths = [ROOT / "shared-core", *sorted((ROOT / "packages").glob("*/"))]
+    found = {}
+    for path in paths:
+        pyproject = path / "pyproject.toml"
+        if pyproject.exists():
+            found[tomllib.loads(pyproject.read_text())["project"]["name"]] = path
+    return found
+
+
+MEMBERS = _members()
+PACKAGES = [name for name in MEMBERS if name != "shared-core"]
+
+# plain `uvx nox`: lint, typecheck, every member's CPU tests, docs
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    *(f"tests(package='{name}', device='cpu')" for name in MEMBERS),
+    "docs",
+]
+
+
+def _sync(session: nox.Session, *args: str) -> None:
+    """``uv sync --frozen`` into this session's venv (never the project's .venv)."""
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    session.run_install("uv", "sync", "--frozen", "--no-default-groups", *args, env=env)
+
+
+def _gpu_present() -> tuple[bool, str]:
+    if shutil.which("nvidia-smi") is None:
+        return False, "no GPU on this machine (nvidia-smi not found)"
+    return True, ""
+
+
+@nox.session
+@nox.parametrize("device", DEVICES)
+@nox.parametrize("package", list(MEMBERS))
+def tests(session: nox.Session, package: str, device: str) -> None:
+    """Run one member's tests on one device (cuda sessions skip themselves without a GPU)."""
+    if device == "cuda":
+        ok, why = _gpu_present()
+        if not ok:
+            session.skip(f"cuda session skipped: {why}")
+    _sync(session, "--package", package, "--all-extras", "--group", "test")
+    path = MEMBERS[package]
+    env = {"SHARED_CORE_DEVICE": device, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "2"}
+    if device == "cuda":
+        code = "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+        if session.run("python", "-c", code, success_codes=[0, 1], silent=True) is False:
+            session.skip("cuda session skipped: torch.cuda.is_available() is False")
+        marker = "not slow"
+    else:
+        marker = "not cuda and not slow"
+    session.chdir(path)
+    session.run(
+        "python", "-m", "pytest", "tests", "-m", marker, "-p", "no:cacheprovider",
+        *session.posargs, env=env, success_codes=[0, 5],
+    )  # fmt: skip
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def bench(session: nox.Session, package: str) -> None:
+    """Run a package's benchmarks (each prints its ratio against the baseline)."""
+    _sync(session, "--package", package, "--all-extras", "--group", "test")
+    session.chdir(MEMBERS[package])
+    scripts = sorted(Path("benchmarks").glob("bench_*.py"))
+    if not scripts:
+        session.skip(f"{package} has no benchmarks/bench_*.py")
+    for script in scripts:
+        session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def reproduce(session: nox.Session, package: str) -> None:
+    """``<package> reproduce --scale tiny`` in a clean venv."""
+    _sync(session, "--package", package, "--all-extras")
+    session.run(package, "reproduce", "--scale", "tiny", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check + ruff format --check, and the workflow files against their JSON schema."""
+    _sync(session, "--only-group", "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    session.run("python", ".ci/check_layout.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on shared-core."""
+    _sync(session, "--package", "shared-core", "--all-extras", "--group", "typecheck")
+    session.run("mypy", "--strict", "shared-core/src/shared_core")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """mkdocs build --strict."""
+    _sync(session, "--only-group", "docs")
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(), "site")
+    )

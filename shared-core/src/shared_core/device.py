@@ -1,0 +1,217 @@
+"""Device, seed and dtype handling for torch and JAX, and the environment record for reports.
+
+torch and JAX are imported inside the functions that need them, never at module import.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+DEVICE_ENV = "SHARED_CORE_DEVICE"
+"""Environment variable that overrides ``"auto"`` (the nox ``cuda`` sessions set it)."""
+
+_DTYPE_ALIASES = {
+    "float64": "float64",
+    "fp64": "float64",
+    "double": "float64",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+}
+
+
+def _auto_spec() -> str:
+    return os.environ.get(DEVICE_ENV, "auto")
+
+
+def resolve_device(spec: str = "auto") -> torch.device:
+    """Turn ``"auto" | "cpu" | "cuda" | "cuda:N"`` into a `torch.device`.
+
+    ``"auto"`` honours ``$SHARED_CORE_DEVICE`` and otherwise picks CUDA when present.
+    Asking for CUDA where there is none raises a `ValueError` that says so.
+    """
+    import torch
+
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"device: expected a string such as 'auto', 'cpu' or 'cuda:0', got {spec!r}"
+        )
+    spec = spec.strip().lower()
+    if spec == "auto":
+        spec = _auto_spec().strip().lower()
+        if spec == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if spec == "cpu":
+        return torch.device("cpu")
+    if spec == "cuda" or spec.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device: {spec!r} was requested but CUDA is not available "
+                "(torch.cuda.is_available() is False); use 'cpu' or 'auto'"
+            )
+        if spec == "cuda":
+            return torch.device("cuda")
+        index = spec.split(":", 1)[1]
+        count = torch.cuda.device_count()
+        if not index.isdigit() or int(index) >= count:
+            raise ValueError(f"device: {spec!r} is not one of the {count} CUDA device(s) cuda:0..")
+        return torch.device("cuda", int(index))
+    raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+
+
+def resolve_jax_device(spec: str = "auto") -> Any:
+    """The JAX counterpart of `resolve_device`: returns a `jax.Device`."""
+    import jax
+
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"device: expected a string such as 'auto', 'cpu' or 'cuda:0', got {spec!r}"
+        )
+    spec = spec.strip().lower()
+    if spec == "auto":
+        spec = _auto_spec().strip().lower()
+        if spec == "auto":
+            return jax.devices()[0]
+    if spec == "cpu":
+        return jax.devices("cpu")[0]
+    if spec == "cuda" or spec.startswith("cuda:"):
+        try:
+            gpus = jax.devices("gpu")
+        except RuntimeError:
+            gpus = []
+        if not gpus:
+            raise ValueError(
+                f"device: {spec!r} was requested but JAX sees no GPU; use 'cpu' or 'auto'"
+            )
+        index = 0 if spec == "cuda" else spec.split(":", 1)[1]
+        if not str(index).isdigit() or int(index) >= len(gpus):
+            raise ValueError(f"device: {spec!r} is not one of the {len(gpus)} JAX GPU(s)")
+        return gpus[int(index)]
+    raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+
+
+def seed_everything(seed: int) -> Any:
+    """Seed Python, NumPy and (if installed) torch; return a JAX PRNG key if JAX is installed.
+
+    JAX is imported only when it is installed; otherwise the return value is ``None``.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    if _installed("torch"):
+        import torch
+
+        torch.manual_seed(seed)
+    if _installed("jax"):
+        import jax
+
+        return jax.random.key(seed)
+    return None
+
+
+def canonical_dtype_name(name: str) -> str:
+    """Map an alias (``"bf16"``, ``"fp32"``, ...) to its canonical name (``"bfloat16"``)."""
+    try:
+        return _DTYPE_ALIASES[name.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"dtype: expected one of {sorted(_DTYPE_ALIASES)}, got {name!r}") from None
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    return getattr(torch, canonical_dtype_name(name))  # type: ignore[no-any-return]
+
+
+def jax_dtype(name: str) -> Any:
+    import jax.numpy as jnp
+
+    return getattr(jnp, canonical_dtype_name(name))
+
+
+@dataclass(frozen=True)
+class DTypePolicy:
+    """Which precision each kind of tensor uses.
+
+    `param` holds the weights, `compute` the activations, `state` recurrent states and
+    accumulators (kept float32 by default: low-precision states overflow or drift).
+    """
+
+    param: str = "float32"
+    compute: str = "float32"
+    state: str = "float32"
+
+    def __post_init__(self) -> None:
+        for field in ("param", "compute", "state"):
+            object.__setattr__(self, field, canonical_dtype_name(getattr(self, field)))
+
+    @classmethod
+    def mixed(cls, compute: str = "bfloat16") -> DTypePolicy:
+        """float32 weights and states, low-precision activations."""
+        return cls(param="float32", compute=compute, state="float32")
+
+
+def _installed(dist: str) -> bool:
+    try:
+        metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def environment(packages: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Versions, device and git commit, for the header of a run report.
+
+    Reads torch/JAX versions from package metadata; imports torch only if it is already
+    imported (so recording the environment never pulls a framework in).
+    """
+    names = ("numpy", "torch", "jax", "flax", "transformers", *packages)
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "git_commit": _git_commit(),
+    }
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None:
+        cuda = torch_mod.cuda.is_available()
+        env["cuda"] = cuda
+        if cuda:
+            env["gpu"] = torch_mod.cuda.get_device_name(0)
+    return env

@@ -1,0 +1,154 @@
+"""Metrics shared by several packages (numpy in, float out; torch CPU tensors are accepted)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+ArrayLike = Any
+
+
+def _vec(x: ArrayLike, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    return a
+
+
+def _pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    t, p = _vec(y_true, "y_true"), _vec(y_pred, "y_pred")
+    if t.shape != p.shape:
+        raise ValueError(f"y_pred: expected shape {t.shape} like y_true, got {p.shape}")
+    return t, p
+
+
+def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Fraction of exact matches; `y_pred` may be labels ``(n,)`` or scores ``(n, classes)``."""
+    p = np.asarray(y_pred)
+    if p.ndim == 2:
+        p = p.argmax(axis=1)
+    t, p = _pair(y_true, p)
+    return float(np.mean(t == p))
+
+
+def roc_auc(y_true: ArrayLike, score: ArrayLike) -> float:
+    """Area under the ROC curve for binary labels {0, 1}: the Mann-Whitney U statistic, ties averaged."""
+    t, s = _pair(y_true, score)
+    if not np.all((t == 0) | (t == 1)):
+        raise ValueError("y_true: expected binary labels 0/1")
+    n_pos, n_neg = int(t.sum()), int((1 - t).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("y_true: ROC-AUC needs both classes present")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    sorted_s = s[order]
+    # average ranks over ties (1-based)
+    _, first, counts = np.unique(sorted_s, return_index=True, return_counts=True)
+    avg = first + (counts + 1) / 2.0
+    ranks[order] = np.repeat(avg, counts)
+    return float((ranks[t == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def mae(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    t, p = _pair(y_true, y_pred)
+    return float(np.mean(np.abs(t - p)))
+
+
+def rmse(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    t, p = _pair(y_true, y_pred)
+    return float(np.sqrt(np.mean((t - p) ** 2)))
+
+
+def r2_score(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Coefficient of determination 1 - SS_res / SS_tot (0 for the mean predictor)."""
+    t, p = _pair(y_true, y_pred)
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    if ss_tot == 0.0:
+        raise ValueError("y_true: R^2 is undefined for a constant target")
+    return 1.0 - float(np.sum((t - p) ** 2)) / ss_tot
+
+
+def nll(log_probs: ArrayLike, base: float = math.e) -> float:
+    """Mean negative log-likelihood of per-item log-probabilities (natural log), in units of `base`.
+
+    ``base=math.e`` gives nats, ``base=2`` bits.
+    """
+    lp = _vec(log_probs, "log_probs")
+    if np.any(lp > 1e-9):
+        raise ValueError("log_probs: log-probabilities must be <= 0")
+    return float(-lp.mean() / math.log(base))
+
+
+def bits_per_dim(nll_nats: float) -> float:
+    """Convert a per-dimension NLL in nats to bits."""
+    return float(nll_nats) / math.log(2.0)
+
+
+def perplexity(nll_nats: float) -> float:
+    """exp of a mean per-token NLL in nats."""
+    return float(math.exp(nll_nats))
+
+
+def expected_calibration_error(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> float:
+    """ECE with equal-width confidence bins (Guo et al. 2017).
+
+    `probs` is ``(n, classes)`` class probabilities, or ``(n,)`` P(label = 1) for binary labels.
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(labels)
+    if p.ndim == 1:
+        p = np.stack([1 - p, p], axis=1)
+    if p.ndim != 2 or len(p) != len(y):
+        raise ValueError(
+            f"probs: expected (n, classes) with n = len(labels) = {len(y)}, got {p.shape}"
+        )
+    if np.any(p < 0) or np.any(p > 1) or not np.all(np.isfinite(p)):
+        raise ValueError("probs: expected finite probabilities in [0, 1]")
+    if not isinstance(n_bins, int) or n_bins < 1:
+        raise ValueError(f"n_bins: expected a positive int, got {n_bins!r}")
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(np.float64)
+    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        m = bins == b
+        if m.any():
+            ece += m.mean() * abs(correct[m].mean() - conf[m].mean())
+    return float(ece)
+
+
+def bootstrap_ci(
+    metric: Callable[..., float],
+    *arrays: ArrayLike,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``(estimate, low, high)``: the metric and its percentile bootstrap interval over rows.
+
+    Resamples that make the metric undefined (e.g. one class only) are skipped.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a value in (0, 1), got {level}")
+    cols = [np.asarray(a) for a in arrays]
+    n = len(cols[0])
+    if any(len(c) != n for c in cols):
+        raise ValueError("arrays: all arrays must have the same length")
+    estimate = metric(*cols)
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        try:
+            stats.append(metric(*(c[idx] for c in cols)))
+        except ValueError:
+            continue
+    if not stats:
+        raise ValueError("metric: undefined on every bootstrap resample")
+    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return float(estimate), float(lo), float(hi)

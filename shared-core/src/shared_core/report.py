@@ -1,0 +1,212 @@
+"""Run reports: ``runs/<package>/<UTC timestamp>/`` with metrics.json, report.md and PNG plots.
+
+Every file is written atomically, so an interrupted run leaves whole files or none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from shared_core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from shared_core.device import environment
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if value != 0 and (abs(value) >= 1e5 or abs(value) < 10 ** -(digits - 1)):
+            return f"{value:.{digits}g}"
+        return (
+            f"{value:.{digits}f}".rstrip("0").rstrip(".")
+            if "." in f"{value:.{digits}f}"
+            else str(value)
+        )
+    return str(value)
+
+
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, digits: int = 4
+) -> str:
+    """A GitHub-markdown table of `rows`; `columns` defaults to the keys in first-seen order."""
+    if not rows:
+        raise ValueError("rows: expected at least one row")
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join(" --- " for _ in columns) + "|",
+    ]
+    for r in rows:
+        lines.append("| " + " | ".join(_fmt(r.get(c, ""), digits) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    return dict(config)
+
+
+class Run:
+    """One reproducible run: a folder, its config, environment, metrics, tables and plots.
+
+    ``Run(package, config)`` creates ``<out>/<package>/<UTC timestamp>/`` and writes
+    ``config.json`` at once; `log` and `add_row` accumulate results; `plot` writes PNGs;
+    `finish` writes ``metrics.json`` and ``report.md``. Set ``enabled=False`` on
+    non-main ranks: nothing is written, calls are no-ops.
+    """
+
+    def __init__(
+        self,
+        package: str,
+        config: Any,
+        out: str | Path = "runs",
+        enabled: bool = True,
+        timestamp: str | None = None,
+    ) -> None:
+        self.package = package
+        self.config = _config_dict(config)
+        self.enabled = enabled
+        self.started = time.time()
+        stamp = timestamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        self.dir = Path(out) / package / stamp
+        self.metrics: dict[str, Any] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.tables: dict[str, list[dict[str, Any]]] = {}
+        self.plots: list[tuple[str, Path]] = []
+        self.environment = environment()
+        if enabled:
+            self.dir.mkdir(parents=True, exist_ok=False)
+            atomic_write_json(self.dir / "config.json", {"package": package, "config": self.config})
+
+    def log(self, **metrics: Any) -> None:
+        """Record named scalar (or JSON-able) results."""
+        self.metrics.update(metrics)
+
+    def add_row(self, table: str = "results", **row: Any) -> None:
+        """Append one row (e.g. ``method="mesa", loss=1.2``) to a named table of the report."""
+        self.tables.setdefault(table, []).append(dict(row))
+
+    def plot(
+        self,
+        name: str,
+        series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+        *,
+        xlabel: str,
+        ylabel: str,
+        title: str = "",
+        logx: bool = False,
+        logy: bool = False,
+        kind: str = "line",
+    ) -> Path:
+        """Draw one PNG ``<name>.png``: a line (or ``kind="scatter"``) per labelled ``(x, y)`` series."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        if kind not in ("line", "scatter"):
+            raise ValueError(f"kind: expected 'line' or 'scatter', got {kind!r}")
+        fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+        for label, (x, y) in series.items():
+            if kind == "line":
+                ax.plot(x, y, marker="o", markersize=3, label=label)
+            else:
+                ax.scatter(x, y, s=4, alpha=0.6, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title or name)
+        if logx:
+            ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        if len(series) > 1:
+            ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        return self.save_figure(name, fig)
+
+    def save_figure(self, name: str, fig: Any) -> Path:
+        """Save a matplotlib figure the caller built as ``<name>.png`` (atomically) and close it."""
+        import matplotlib.pyplot as plt
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        plt.close(fig)
+        path = self.dir / f"{name}.png"
+        if self.enabled:
+            atomic_write_bytes(path, buf.getvalue())
+            self.plots.append((name, path))
+        return path
+
+    def finish(self, title: str | None = None, notes: str = "", print_tables: bool = True) -> Path:
+        """Write ``metrics.json`` and ``report.md``; print the tables; return the run folder."""
+        elapsed = time.time() - self.started
+        if print_tables:
+            for name, rows in self.tables.items():
+                print(f"\n{name}\n{markdown_table(rows)}")
+        if not self.enabled:
+            return self.dir
+        atomic_write_json(
+            self.dir / "metrics.json",
+            {
+                "package": self.package,
+                "config": self.config,
+                "metrics": self.metrics,
+                "tables": self.tables,
+                "elapsed_s": elapsed,
+                "environment": self.environment,
+            },
+        )
+        parts = [f"# {title or self.package + ' reproduce'}", ""]
+        if notes:
+            parts += [notes.strip(), ""]
+        for name, rows in self.tables.items():
+            parts += [f"## {name}", "", markdown_table(rows), ""]
+        if self.metrics:
+            scalars = [{"metric": k, "value": v} for k, v in self.metrics.items() if _is_scalar(v)]
+            if scalars:
+                parts += ["## Metrics", "", markdown_table(scalars), ""]
+        for name, path in self.plots:
+            parts += [f"![{name}]({path.name})", ""]
+        parts += [
+            "## Configuration",
+            "",
+            "```json",
+            _json(self.config),
+            "```",
+            "",
+            f"Elapsed: {elapsed:.1f} s. Environment: python {self.environment['python']}, "
+            f"{', '.join(f'{k} {v}' for k, v in self.environment['versions'].items())}; "
+            f"commit {self.environment.get('git_commit') or 'unknown'}.",
+            "",
+        ]
+        atomic_write_text(self.dir / "report.md", "\n".join(parts))
+        print(f"\nreport: {self.dir / 'report.md'}")
+        return self.dir
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (int, float, str, bool)) or (
+        hasattr(v, "item") and getattr(v, "ndim", 1) == 0
+    )
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    from shared_core.atomic import _jsonable
+
+    return json.dumps(obj, indent=2, default=_jsonable)

@@ -1,0 +1,76 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from sklearn import metrics as sk
+
+from shared_core import metrics as m
+
+
+@given(st.integers(0, 1000))
+@settings(max_examples=25, deadline=None)
+def test_roc_auc_matches_sklearn_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 60)
+    y[:2] = [0, 1]
+    s = rng.integers(0, 5, 60).astype(float)  # many ties
+    assert m.roc_auc(y, s) == pytest.approx(sk.roc_auc_score(y, s), abs=1e-12)
+
+
+def test_roc_auc_extremes_and_errors():
+    assert m.roc_auc([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9]) == 1.0
+    assert m.roc_auc([0, 0, 1, 1], [0.9, 0.8, 0.2, 0.1]) == 0.0
+    with pytest.raises(ValueError, match="both classes"):
+        m.roc_auc([1, 1], [0.1, 0.2])
+    with pytest.raises(ValueError, match="NaN"):
+        m.roc_auc([0, 1], [0.1, float("nan")])
+
+
+def test_regression_metrics_match_sklearn():
+    rng = np.random.default_rng(0)
+    t, p = rng.normal(size=100), rng.normal(size=100)
+    assert m.mae(t, p) == pytest.approx(sk.mean_absolute_error(t, p))
+    assert m.rmse(t, p) == pytest.approx(math.sqrt(sk.mean_squared_error(t, p)))
+    assert m.r2_score(t, p) == pytest.approx(sk.r2_score(t, p))
+    assert m.r2_score(t, np.full(100, t.mean())) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="shape"):
+        m.mae(t, p[:5])
+
+
+def test_accuracy_labels_and_scores():
+    assert m.accuracy([0, 1, 2], [0, 1, 1]) == pytest.approx(2 / 3)
+    assert m.accuracy([0, 1], [[0.9, 0.1], [0.2, 0.8]]) == 1.0
+
+
+def test_nll_units_and_perplexity():
+    lp = np.log([0.5, 0.25])
+    nats = m.nll(lp)
+    assert nats == pytest.approx(-np.mean(lp))
+    assert m.nll(lp, base=2) == pytest.approx(1.5)
+    assert m.bits_per_dim(nats) == pytest.approx(1.5)
+    assert m.perplexity(math.log(7.0)) == pytest.approx(7.0)
+    assert m.nll(lp) == pytest.approx(sk.log_loss([0, 1], [[0.5, 0.5], [0.75, 0.25]]))
+    with pytest.raises(ValueError, match="<= 0"):
+        m.nll([0.3])
+
+
+def test_ece_hand_computed_and_perfect():
+    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
+    labels = np.array([0, 1, 1])
+    # bins (15 equal-width): 0.9 -> bin 13, 0.8 -> bin 12, 0.7 -> bin 10; each holds one point
+    expected = (abs(1 - 0.9) + abs(0 - 0.8) + abs(1 - 0.7)) / 3
+    assert m.expected_calibration_error(probs, labels) == pytest.approx(expected)
+    assert m.expected_calibration_error(np.eye(3), np.arange(3)) == 0.0
+
+
+def test_bootstrap_ci_covers_estimate_and_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(1.0, 1.0, 400)
+    est, lo, hi = m.bootstrap_ci(lambda a: float(np.mean(a)), x, n_resamples=2000, seed=0)
+    assert lo < est < hi
+    ref = stats.bootstrap((x,), np.mean, n_resamples=2000, method="percentile", random_state=0)
+    assert lo == pytest.approx(ref.confidence_interval.low, abs=0.03)
+    assert hi == pytest.approx(ref.confidence_interval.high, abs=0.03)

@@ -1,0 +1,51 @@
+import json
+
+import pytest
+
+from shared_core.atomic import atomic_write, atomic_write_text
+from shared_core.report import Run, markdown_table
+
+
+def test_run_writes_metrics_report_and_png(tmp_path):
+    run = Run("demo", {"lr": 0.1, "steps": 3}, out=tmp_path)
+    assert run.dir.parent == tmp_path / "demo"
+    run.add_row(method="mesa", loss=1.25)
+    run.add_row(method="baseline", loss=2.5)
+    run.log(ratio=2.0)
+    png = run.plot("loss", {"mesa": ([1, 2, 3], [3, 2, 1])}, xlabel="step", ylabel="loss")
+    out = run.finish(title="Demo")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["metrics"]["ratio"] == 2.0
+    assert metrics["tables"]["results"][1] == {"method": "baseline", "loss": 2.5}
+    assert metrics["config"] == {"lr": 0.1, "steps": 3}
+    report = (out / "report.md").read_text()
+    assert "| mesa | 1.25 |" in report and "![loss](loss.png)" in report
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_disabled_run_writes_nothing(tmp_path):
+    run = Run("demo", {}, out=tmp_path, enabled=False)
+    run.add_row(method="x", v=1)
+    run.finish(print_tables=False)
+    assert not (tmp_path / "demo").exists()
+
+
+def test_interrupted_write_leaves_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "metrics.json"
+    atomic_write_text(target, '{"old": true}')
+
+    def half_then_interrupt(f):
+        f.write(b'{"new": ')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, half_then_interrupt)
+    assert target.read_text() == '{"old": true}'
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
+
+
+def test_markdown_table():
+    table = markdown_table([{"a": 1, "b": 0.5}, {"a": 2}])
+    assert table.splitlines() == ["| a | b |", "| --- | --- |", "| 1 | 0.5 |", "| 2 |  |"]
+    with pytest.raises(ValueError, match="rows"):
+        markdown_table([])
