@@ -1,0 +1,1 @@
+"""JAX / Flax (nnx) implementation of the Mesa layer."""

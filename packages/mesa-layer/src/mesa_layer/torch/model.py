@@ -1,0 +1,159 @@
+"""MesaNet: pre-norm residual blocks (sequence mixer + SwiGLU MLP) and a small causal LM (Fig. 1).
+
+    h   = x + Mixer(RMSNorm(x))
+    out = h + SwiGLU(RMSNorm(h))
+
+The mixer is the Mesa layer or, for the baselines, gated linear attention, DeltaNet or
+softmax attention of the same width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mesa_layer.torch.baselines import DeltaNetLayer, GatedLinearAttentionLayer, SoftmaxAttention
+from mesa_layer.torch.layer import MesaLayer
+
+MIXERS = ("mesa", "gla", "deltanet", "attention")
+
+
+@dataclass
+class MesaNetConfig:
+    """Width, depth and mixer of a `MesaNet` (defaults: the tiny scale of the reproduction)."""
+
+    vocab_size: int = 256
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 2
+    intermediate_size: int = 128
+    mixer: str = "mesa"
+    max_cg_steps_train: int = 30
+    max_cg_steps_decode: int = 30
+    cg_tol: float | None = None
+    chunk_size: int = 64
+    forget_bias_init: float = 0.0
+    use_output_gate: bool = False
+    lambda_lower_bound: float = 0.25
+    norm_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.mixer not in MIXERS:
+            raise ValueError(f"mixer: expected one of {MIXERS}, got {self.mixer!r}")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"num_heads: expected a divisor of hidden_size={self.hidden_size}, got {self.num_heads}"
+            )
+
+
+def make_mixer(cfg: MesaNetConfig) -> nn.Module:
+    if cfg.mixer == "mesa":
+        return MesaLayer(
+            cfg.hidden_size,
+            cfg.num_heads,
+            max_cg_steps_train=cfg.max_cg_steps_train,
+            max_cg_steps_decode=cfg.max_cg_steps_decode,
+            cg_tol=cfg.cg_tol,
+            chunk_size=cfg.chunk_size,
+            forget_bias_init=cfg.forget_bias_init,
+            use_output_gate=cfg.use_output_gate,
+            lambda_lower_bound=cfg.lambda_lower_bound,
+            norm_eps=cfg.norm_eps,
+        )
+    if cfg.mixer == "gla":
+        return GatedLinearAttentionLayer(cfg.hidden_size, cfg.num_heads, forget_bias_init=cfg.forget_bias_init)
+    if cfg.mixer == "deltanet":
+        return DeltaNetLayer(cfg.hidden_size, cfg.num_heads)
+    return SoftmaxAttention(cfg.hidden_size, cfg.num_heads)
+
+
+class SwiGLU(nn.Module):
+    """``W_down (SiLU(W_gate x) * W_up x)`` (fla ``GatedMLP`` with ``hidden_act='swish'``)."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.up_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
+        self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class MesaNetBlock(nn.Module):
+    """One pre-norm residual block: mixer then SwiGLU MLP."""
+
+    def __init__(self, cfg: MesaNetConfig) -> None:
+        super().__init__()
+        self.mixer_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.mixer = make_mixer(cfg)
+        self.mlp_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
+
+    def forward(self, x: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
+        h = x + self.mixer(self.mixer_norm(x), cg_steps=cg_steps)
+        return h + self.mlp(self.mlp_norm(h))
+
+
+class MesaNetBackbone(nn.Module):
+    """A stack of `MesaNetBlock` and a final RMSNorm on ``(B, T, hidden)`` features."""
+
+    def __init__(self, cfg: MesaNetConfig) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(MesaNetBlock(cfg) for _ in range(cfg.num_layers))
+        self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.norm_eps)
+
+    def forward(self, h: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
+        for block in self.blocks:
+            h = block(h, cg_steps=cg_steps)
+        return self.norm(h)
+
+
+class MesaNetLM(nn.Module):
+    """Token embedding, `MesaNetBackbone`, untied LM head (fla ``MesaNetForCausalLM``)."""
+
+    def __init__(self, cfg: MesaNetConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.backbone = MesaNetBackbone(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.apply(_init_weights)
+
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None, cg_steps: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``idx`` ``(B, T)`` token ids -> logits ``(B, T, vocab)`` and, with aligned `targets`
+        (``-100`` = ignored; no shift is applied here), the mean cross-entropy."""
+        if idx.ndim != 2:
+            raise ValueError(f"idx: expected shape (batch, time), got {tuple(idx.shape)}")
+        logits = self.lm_head(self.backbone(self.embed(idx), cg_steps=cg_steps))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+        return logits, loss
+
+
+def _init_weights(m: nn.Module) -> None:
+    # fla's _init_weights: N(0, 0.02) for linear and embedding weights. Biases are left as the
+    # layers set them (the forget-gate bias carries forget_bias_init).
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, std=0.02)
+    elif isinstance(m, nn.Embedding):
+        nn.init.normal_(m.weight, std=0.02)
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW groups: no weight decay on Lambda, biases, norms and 1-D parameters."""
+    decay, no_decay = [], []
+    for p in model.parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or getattr(p, "_no_weight_decay", False) else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
