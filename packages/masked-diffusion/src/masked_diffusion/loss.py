@@ -1,0 +1,153 @@
+"""The MDLM continuous-time NELBO with the SUBS parameterisation (Sahoo et al. 2024, Sec. 3.2-3.3).
+
+SUBS: the denoiser ``x_theta(z_t, t)`` puts (1) zero mass on the mask token and (2) carries
+unmasked tokens over unchanged. Then the NELBO (MDLM Eq. 10-11) is
+
+    L_NELBO = E_t E_q(z_t|x) [ sum_l w(t) * 1[z_t^l = m] * (-log x_theta^l(z_t, t)[x^l]) ],
+
+with ``w(t) = -alpha'_t / (1 - alpha_t)`` (= 1/t for the log-linear schedule). Here a *denoiser*
+is any callable ``denoiser(x_t, t) -> logits`` with ``x_t`` (batch, length) long and ``t``
+(batch,) float, returning logits (batch, length, vocab_size) over the data vocabulary only: the
+mask token has no logit, which is zero masking probability by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from masked_diffusion.forward import check_tokens, q_xt, sample_t
+from masked_diffusion.schedule import Schedule
+
+Denoiser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``denoiser(x_t (batch, length) long, t (batch,) float) -> logits (batch, length, vocab_size)``."""
+
+
+def check_logits(logits: torch.Tensor, x_t: torch.Tensor, vocab_size: int) -> None:
+    """Raise unless `logits` is a finite (batch, length, vocab_size) float tensor matching `x_t`."""
+    if not isinstance(logits, torch.Tensor) or not torch.is_floating_point(logits):
+        raise TypeError("logits: expected a floating torch.Tensor")
+    want = (*x_t.shape, vocab_size)
+    if tuple(logits.shape) != want:
+        raise ValueError(f"logits: expected shape {want}, got {tuple(logits.shape)}")
+    if torch.isnan(logits).any():
+        raise ValueError("logits: the denoiser returned NaN")
+
+
+def subs_log_probs(logits: torch.Tensor, x_t: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """log x_theta(z_t, t) under SUBS: log-softmax on masked positions, carry-over elsewhere.
+
+    Args:
+        logits: (batch, length, vocab_size) with ``vocab_size == mask_id``.
+        x_t: (batch, length) noisy tokens.
+
+    Returns:
+        (batch, length, vocab_size) log-probabilities; an unmasked position is the point mass
+        at its token (0 there, -inf elsewhere).
+    """
+    logp = F.log_softmax(logits.float(), dim=-1)
+    unmasked = x_t != mask_id
+    carry = torch.full_like(logp, -math.inf)
+    carry.scatter_(-1, x_t.clamp(max=mask_id - 1).unsqueeze(-1), 0.0)
+    return torch.where(unmasked.unsqueeze(-1), carry, logp)
+
+
+def nelbo_terms(
+    logits: torch.Tensor, x0: torch.Tensor, x_t: torch.Tensor, t: torch.Tensor, schedule: Schedule
+) -> torch.Tensor:
+    """Per-token NELBO integrand ``w(t) 1[x_t^l = m] (-log x_theta^l[x0^l])``, shape (batch, length).
+
+    The mask id is ``logits.shape[-1]`` (= vocab_size). Carry-over makes unmasked terms exactly zero; summing over l and averaging over t gives an
+    unbiased estimate of the sequence NELBO (MDLM Eq. 11).
+    """
+    vocab_size = logits.shape[-1]
+    check_logits(logits, x_t, vocab_size)
+    check_tokens(x0, vocab_size, "x0")
+    masked = x_t == vocab_size
+    nll = -F.log_softmax(logits.float(), dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
+    w = schedule.weight(t.float())[:, None]
+    return torch.where(masked, w * nll, torch.zeros_like(nll))
+
+
+@dataclass
+class LossOutput:
+    """What `mdlm_loss` computed: the scalar `loss` and everything needed to reweight it.
+
+    loss: mean NELBO per token (nats), ``terms.sum() / terms.numel()``.
+    terms: (batch, length) per-token NELBO terms (zero where unmasked).
+    t: (batch,) times; x_t: (batch, length) noisy input; logits: the denoiser output.
+    """
+
+    loss: torch.Tensor
+    terms: torch.Tensor
+    t: torch.Tensor
+    x_t: torch.Tensor
+    logits: torch.Tensor
+
+
+def mdlm_loss(
+    denoiser: Denoiser,
+    x0: torch.Tensor,
+    schedule: Schedule,
+    vocab_size: int,
+    *,
+    generator: torch.Generator | None = None,
+    antithetic: bool = True,
+    sampling_eps: float = 1e-3,
+    t: torch.Tensor | None = None,
+) -> LossOutput:
+    """One Monte-Carlo estimate of the MDLM NELBO (nats per token) for a batch of sequences.
+
+    Draws t (antithetic by default) and ``x_t ~ q(x_t | x0)``, calls ``denoiser(x_t, t)`` and
+    returns the per-token terms and their mean. Pass `t` to fix the times.
+    """
+    check_tokens(x0, vocab_size, "x0")
+    if t is None:
+        t = sample_t(
+            x0.shape[0],
+            antithetic=antithetic,
+            sampling_eps=sampling_eps,
+            generator=generator,
+            device=x0.device,
+        )
+    x_t = q_xt(x0, t, schedule, vocab_size, generator=generator)
+    logits = denoiser(x_t, t)
+    check_logits(logits, x_t, vocab_size)
+    terms = nelbo_terms(logits, x0, x_t, t, schedule)
+    return LossOutput(loss=terms.mean(), terms=terms, t=t, x_t=x_t, logits=logits)
+
+
+@torch.no_grad()
+def nelbo(
+    denoiser: Denoiser,
+    x0: torch.Tensor,
+    schedule: Schedule,
+    vocab_size: int,
+    *,
+    n_samples: int = 8,
+    batch_size: int = 256,
+    seed: int = 0,
+    sampling_eps: float = 1e-3,
+) -> float:
+    """Validation NELBO in nats per token: `n_samples` antithetic (t, x_t) draws per sequence.
+
+    Use ``shared_core.metrics.bits_per_dim(nelbo(...))`` for bits per token.
+    """
+    check_tokens(x0, vocab_size, "x0")
+    if not isinstance(n_samples, int) or n_samples <= 0:
+        raise ValueError(f"n_samples: expected a positive int, got {n_samples!r}")
+    g = torch.Generator(device=x0.device).manual_seed(seed)
+    total, count = 0.0, 0
+    for _ in range(n_samples):
+        for start in range(0, x0.shape[0], batch_size):
+            xb = x0[start : start + batch_size]
+            out = mdlm_loss(
+                denoiser, xb, schedule, vocab_size, generator=g, sampling_eps=sampling_eps
+            )
+            total += float(out.terms.sum())
+            count += out.terms.numel()
+    return total / count

@@ -1,0 +1,124 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from masked_diffusion import (
+    CosineSchedule,
+    LogLinearSchedule,
+    mdlm_loss,
+    nelbo_terms,
+    q_xt,
+    sample_t,
+    subs_log_probs,
+)
+from masked_diffusion.reference import nelbo_terms_loop
+
+
+def test_vectorised_terms_match_reference(table_denoiser):
+    g = torch.Generator().manual_seed(1)
+    x0 = torch.randint(0, 5, (16, 3), generator=g)
+    for sched in (LogLinearSchedule(), CosineSchedule()):
+        out = mdlm_loss(table_denoiser, x0, sched, 5, generator=g)
+        ref = nelbo_terms_loop(out.logits, x0, out.x_t, out.t, sched)
+        torch.testing.assert_close(out.terms.double(), ref, rtol=1e-5, atol=1e-6)
+        assert out.loss == pytest.approx(float(ref.mean()), rel=1e-5)
+        assert (out.terms[out.x_t != 5] == 0).all()
+
+
+def _exact_integrand(denoiser, x0, t, sched):
+    """E_{x_t | x0, t} of the summed per-token terms, by enumerating all mask patterns."""
+    L, v = x0.shape[1], denoiser.vocab_size
+    a = float(sched.alpha(torch.tensor([t], dtype=torch.float64)))
+    total = 0.0
+    for pattern in itertools.product([0, 1], repeat=L):
+        m = torch.tensor(pattern, dtype=torch.bool)
+        prob = np.prod([(1 - a) if p else a for p in pattern])
+        x_t = torch.where(m[None], torch.full_like(x0, v), x0)
+        tt = torch.tensor([t])
+        terms = nelbo_terms(denoiser(x_t, tt), x0, x_t, tt, sched)
+        total += prob * float(terms.sum())
+    return total
+
+
+@pytest.mark.parametrize("sched", [LogLinearSchedule(), CosineSchedule()])
+def test_monte_carlo_matches_integral_over_t(table_denoiser, sched):
+    x0 = torch.tensor([[1, 4, 2]])
+    se = 1e-3
+    # Gauss-Legendre quadrature of E_{x_t}[terms](t) over [se, 1], divided by (1 - se)
+    nodes, weights = np.polynomial.legendre.leggauss(40)
+    ts = 0.5 * (nodes + 1) * (1 - se) + se
+    integral = sum(
+        w * 0.5 * (1 - se) * _exact_integrand(table_denoiser, x0, float(t), sched)
+        for t, w in zip(ts, weights, strict=True)
+    ) / (1 - se)
+    g = torch.Generator().manual_seed(0)
+    n = 200_000
+    out = mdlm_loss(table_denoiser, x0.expand(n, 3), sched, 5, generator=g, sampling_eps=se)
+    per_seq = out.terms.sum(dim=1).double()
+    mc, stderr = float(per_seq.mean()), float(per_seq.std() / math.sqrt(n))
+    assert abs(mc - integral) < 4 * stderr + 1e-6, (mc, integral, stderr)
+
+
+def test_single_token_bound_is_tight():
+    """One token, model = data distribution p, eps = 0: the NELBO equals -log p(x) exactly."""
+    logits = torch.tensor([0.3, -1.2, 2.0, 0.5])
+    sched = LogLinearSchedule(eps=0.0)
+    x0 = torch.tensor([[2]])
+    x_t = torch.tensor([[4]])
+    nodes, weights = np.polynomial.legendre.leggauss(20)
+    val = 0.0
+    for t, w in zip(0.5 * (nodes + 1), weights, strict=True):
+        tt = torch.tensor([t], dtype=torch.float64)
+        term = float(nelbo_terms(logits[None, None].double(), x0, x_t, tt, sched)[0, 0])
+        val += 0.5 * w * float(sched.mask_prob(tt)) * term  # only the masked branch contributes
+    assert val == pytest.approx(-float(torch.log_softmax(logits, -1)[2]), abs=1e-3)
+    for p_name, sch in (("cosine", CosineSchedule(eps=0.0)),):
+        v2 = 0.0
+        for t, w in zip(0.5 * (nodes + 1), weights, strict=True):
+            tt = torch.tensor([t], dtype=torch.float64)
+            term = float(nelbo_terms(logits[None, None].double(), x0, x_t, tt, sch)[0, 0])
+            v2 += 0.5 * w * float(sch.mask_prob(tt)) * term
+        assert v2 == pytest.approx(-float(torch.log_softmax(logits, -1)[2]), abs=1e-3), p_name
+
+
+def test_subs_carry_over():
+    logits = torch.randn(2, 4, 3)
+    x_t = torch.tensor([[0, 3, 2, 3], [3, 3, 1, 0]])
+    lp = subs_log_probs(logits, x_t, 3)
+    assert torch.allclose(lp.exp().sum(-1), torch.ones(2, 4))
+    keep = x_t != 3
+    assert (lp.argmax(-1)[keep] == x_t[keep]).all()
+    assert (lp.exp().max(-1).values[keep] == 1).all()
+
+
+def test_antithetic_times_are_stratified():
+    t = sample_t(10, generator=torch.Generator().manual_seed(0), sampling_eps=0.0)
+    assert sorted(int(x * 10) for x in t) == list(range(10))
+    assert t.shape == (10,) and t.dtype == torch.float32
+
+
+def test_forward_mask_rate():
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.zeros(4000, 50, dtype=torch.long)
+    t = torch.full((4000,), 0.3)
+    x_t = q_xt(x0, t, LogLinearSchedule(), 7, generator=g)
+    assert float((x_t == 7).float().mean()) == pytest.approx(0.3 * 0.999, abs=3e-3)
+    assert set(x_t.unique().tolist()) <= {0, 7}
+
+
+def test_bad_input(table_denoiser):
+    s = LogLinearSchedule()
+    with pytest.raises(ValueError, match="x0"):
+        mdlm_loss(table_denoiser, torch.tensor([[0, 5, 1]]), s, 5)
+    with pytest.raises(ValueError, match="x0"):
+        mdlm_loss(table_denoiser, torch.tensor([-1, 2, 1]), s, 5)
+    with pytest.raises(TypeError, match="x0"):
+        mdlm_loss(table_denoiser, torch.tensor([[0.0, 1.0, 1.0]]), s, 5)
+    with pytest.raises(ValueError, match="logits"):
+        mdlm_loss(lambda x, t: torch.full((*x.shape, 5), math.nan), torch.zeros(2, 3).long(), s, 5)
+    with pytest.raises(ValueError, match="logits"):
+        mdlm_loss(lambda x, t: torch.zeros(*x.shape, 6), torch.zeros(2, 3).long(), s, 5)
+    with pytest.raises(ValueError, match="batch_size"):
+        sample_t(0)

@@ -1,0 +1,226 @@
+import itertools
+import math
+
+import pytest
+import torch
+from masked_diffusion import (
+    CosineSchedule,
+    ancestral_sample,
+    confidence_sample,
+    halton_order,
+    ordered_sample,
+    random_order,
+    reveal_counts,
+)
+from masked_diffusion.reference import ancestral_sample_loop
+
+V, L = 5, 9
+
+
+class Recorder:
+    """Wraps a denoiser and records every x_t it is called with."""
+
+    def __init__(self, f):
+        self.f, self.calls = f, []
+
+    def __call__(self, x, t):
+        self.calls.append(x.clone())
+        return self.f(x, t)
+
+
+def _den(x, t):
+    g = torch.Generator().manual_seed(3)
+    table = torch.randn(V + 1, V, generator=g)
+    return table[torch.roll(x, 1, dims=1)] + 0.1 * t[:, None, None]
+
+
+def _samplers():
+    return {
+        "ancestral": lambda d, steps, g, **kw: ancestral_sample(
+            d, vocab_size=V, steps=steps, batch_size=4, seq_len=L, generator=g, **kw
+        ),
+        "ancestral-cosine": lambda d, steps, g, **kw: ancestral_sample(
+            d,
+            vocab_size=V,
+            steps=steps,
+            batch_size=4,
+            seq_len=L,
+            generator=g,
+            schedule=CosineSchedule(),
+            **kw,
+        ),
+        "confidence": lambda d, steps, g, **kw: confidence_sample(
+            d,
+            vocab_size=V,
+            steps=steps,
+            batch_size=4,
+            seq_len=L,
+            generator=g,
+            choice_temperature=4.5,
+            **kw,
+        ),
+        "halton": lambda d, steps, g, **kw: ordered_sample(
+            d, halton_order(3, 3), vocab_size=V, steps=steps, batch_size=4, generator=g, **kw
+        ),
+        "random-order": lambda d, steps, g, **kw: ordered_sample(
+            d,
+            random_order(4, L, generator=torch.Generator().manual_seed(9)),
+            vocab_size=V,
+            steps=steps,
+            generator=g,
+            counts="cosine",
+            **kw,
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_samplers()))
+@pytest.mark.parametrize("steps", [1, 2, 7, L])
+def test_all_positions_unmasked_and_carry_over(name, steps):
+    rec = Recorder(_den)
+    x = _samplers()[name](rec, steps, torch.Generator().manual_seed(0))
+    assert x.shape == (4, L) and x.dtype == torch.long
+    assert ((x >= 0) & (x < V)).all()
+    states = [*rec.calls, x]
+    assert len(rec.calls) == steps
+    for a, b in itertools.pairwise(states):
+        kept = a != V
+        assert torch.equal(a[kept], b[kept])  # carry-over: revealed tokens never change
+
+
+@pytest.mark.parametrize("name", list(_samplers()))
+def test_seeded_determinism(name):
+    s = _samplers()[name]
+    a = s(_den, 4, torch.Generator().manual_seed(5))
+    b = s(_den, 4, torch.Generator().manual_seed(5))
+    c = s(_den, 4, torch.Generator().manual_seed(6))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+@pytest.mark.parametrize("steps", [1, 3, L])
+def test_ancestral_matches_loop_reference(steps):
+    fast = ancestral_sample(
+        _den,
+        vocab_size=V,
+        steps=steps,
+        batch_size=3,
+        seq_len=L,
+        generator=torch.Generator().manual_seed(2),
+    )
+    ref = ancestral_sample_loop(
+        _den,
+        vocab_size=V,
+        steps=steps,
+        batch_size=3,
+        seq_len=L,
+        generator=torch.Generator().manual_seed(2),
+    )
+    assert torch.equal(fast, ref)
+
+
+def test_ancestral_cache_keeps_samples():
+    def time_free(x, t):
+        return _den(x, torch.zeros_like(t))
+
+    rec = Recorder(time_free)
+    a = ancestral_sample(
+        rec,
+        vocab_size=V,
+        steps=64,
+        batch_size=2,
+        seq_len=L,
+        generator=torch.Generator().manual_seed(1),
+        cache=True,
+    )
+    b = ancestral_sample(
+        time_free,
+        vocab_size=V,
+        steps=64,
+        batch_size=2,
+        seq_len=L,
+        generator=torch.Generator().manual_seed(1),
+    )
+    assert torch.equal(a, b)
+    assert len(rec.calls) < 64
+
+
+def test_ancestral_samples_the_model_distribution():
+    """One step from all-mask with fixed logits draws from softmax(logits) per position."""
+    logits = torch.tensor([2.0, 0.0, -1.0, 1.0, 0.5])
+    x = ancestral_sample(
+        lambda x, t: logits.expand(*x.shape, V),
+        vocab_size=V,
+        steps=1,
+        batch_size=20000,
+        seq_len=1,
+        generator=torch.Generator().manual_seed(0),
+    )
+    freq = torch.bincount(x.flatten(), minlength=V).float() / x.numel()
+    torch.testing.assert_close(freq, torch.softmax(logits, -1), atol=0.01, rtol=0)
+
+
+def test_confidence_greedy_reveals_most_confident_first():
+    # position j's distribution gets sharper with j: greedy confidence reveals the last first
+    sharp = torch.arange(L, dtype=torch.float32)[None, :, None] * torch.eye(V)[0]
+
+    rec = Recorder(lambda x, t: sharp.expand(x.shape[0], L, V))
+    confidence_sample(
+        rec,
+        vocab_size=V,
+        steps=L,
+        batch_size=1,
+        seq_len=L,
+        generator=torch.Generator().manual_seed(0),
+        counts="linear",
+    )
+    first_revealed = (rec.calls[1][0] != V).nonzero().flatten().tolist()
+    assert first_revealed == [L - 1]
+
+
+def test_in_filling_keeps_given_tokens():
+    x_init = torch.full((2, L), V)
+    x_init[:, ::2] = 1
+    for fn in (ancestral_sample, confidence_sample):
+        x = fn(
+            _den, vocab_size=V, steps=3, x_init=x_init, generator=torch.Generator().manual_seed(0)
+        )
+        assert (x[:, ::2] == 1).all() and (x != V).all()
+
+
+def test_halton_order_is_a_spread_permutation():
+    o = halton_order(8, 8)
+    assert sorted(o.tolist()) == list(range(64))
+    rows, cols = o[:4] // 8, o[:4] % 8
+    assert len(set(rows.tolist())) == 4 and len(set(cols.tolist())) >= 3
+
+
+@pytest.mark.parametrize("kind", ["linear", "cosine", "arccos"])
+@pytest.mark.parametrize("steps", [1, 2, 7, 16, 40])
+def test_reveal_counts(kind, steps):
+    c = reveal_counts(16, steps, kind)
+    assert len(c) == steps and c[-1] == 16
+    assert all(b >= a for a, b in itertools.pairwise(c))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="steps"):
+        ancestral_sample(_den, vocab_size=V, steps=0, seq_len=L)
+    with pytest.raises(ValueError, match="steps"):
+        confidence_sample(_den, vocab_size=V, steps=-2, seq_len=L)
+    with pytest.raises(ValueError, match="seq_len"):
+        ancestral_sample(_den, vocab_size=V, steps=2)
+    with pytest.raises(ValueError, match="x_init"):
+        ancestral_sample(_den, vocab_size=V, steps=2, x_init=torch.full((1, L), V + 1))
+    with pytest.raises(ValueError, match="logits"):
+        ancestral_sample(
+            lambda x, t: torch.full((*x.shape, V), math.nan), vocab_size=V, steps=2, seq_len=L
+        )
+    with pytest.raises(ValueError, match="logits"):
+        confidence_sample(lambda x, t: torch.zeros(x.shape[0], V), vocab_size=V, steps=2, seq_len=L)
+    with pytest.raises(ValueError, match="order"):
+        ordered_sample(_den, torch.zeros(L, dtype=torch.long), vocab_size=V, steps=2)
+    with pytest.raises(ValueError, match="kind"):
+        reveal_counts(4, 2, "square")
+    with pytest.raises(ValueError, match="temperature"):
+        ancestral_sample(_den, vocab_size=V, steps=2, seq_len=L, temperature=0.0)
