@@ -1,0 +1,292 @@
+"""Padded molecule batches and each pose's orientation relative to its principal-axes frame.
+
+The frame (paper §2, official ``orientations.py``): centre the atoms, form the 3x3
+second-moment matrix, take its eigenvectors sorted by decreasing eigenvalue
+(PC1, PC2, PC3) and fix their signs. Unweighted this is PCA of the positions (the paper's
+default); mass-weighted it is the inertia frame, since the inertia tensor
+I = tr(S)·1 - S shares S's eigenvectors (in reverse order).
+
+Everything is vectorised over a padded batch ``(B, N, 3)``: no Python loop per atom or
+per molecule.
+
+Deterministic policy (``tol`` is relative to the largest eigenvalue λ1):
+
+1. **Sign of PC1 and PC2** (the paper's "max" rule): the atom with the largest
+   ``|projection|`` lies on the positive side. A tie (``|max⁺ - max⁻| <= tol·sqrt(λ1)``,
+   e.g. a centrosymmetric molecule) is broken by the sign of the third moment
+   ``Σ w p³``; if that vanishes too, by the **lab rule**: the largest-magnitude lab
+   component of the axis is made positive (lowest index on ties). The paper breaks
+   exact ties at random instead.
+2. **Handedness:** PC3 = PC1 × PC2, so the frame is a proper rotation (det +1).
+3. **Degenerate eigenvalues** (``(λi - λj)/λ1 <= tol``) leave the axes inside the
+   degenerate subspace undefined by the molecule; they are taken from the lab frame:
+   - ``PROLATE`` (λ2 ≈ λ3, incl. ``LINEAR`` where λ2 ≈ λ3 ≈ 0): PC1 is the unique axis,
+     sign by rule 1; PC2 is the normalised projection of the lab axis e_k most
+     orthogonal to PC1 (smallest ``|PC1_k|``, lowest k on ties); PC3 = PC1 × PC2.
+   - ``OBLATE`` (λ1 ≈ λ2): PC3 (the normal) is the unique axis, sign by rule 1;
+     PC1 is the projection of the lab axis most orthogonal to PC3; PC2 = PC3 × PC1.
+   - ``SPHERICAL`` (all three equal): the lab frame itself, axes = identity.
+   Such frames say nothing about the molecule's pose; `Frames.kind` flags them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shared_core.data import Molecule
+
+__all__ = [
+    "ASYMMETRIC",
+    "KIND_NAMES",
+    "LINEAR",
+    "OBLATE",
+    "PROLATE",
+    "SPHERICAL",
+    "Frames",
+    "Poses",
+    "atomic_masses",
+    "centre",
+    "pad",
+    "principal_frames",
+]
+
+ASYMMETRIC, PROLATE, OBLATE, SPHERICAL, LINEAR = 0, 1, 2, 3, 4
+KIND_NAMES = ("asymmetric", "prolate", "oblate", "spherical", "linear")
+
+# Standard atomic weights (u) for Z = 1..118, as tabulated by RDKit's periodic table.
+_MASSES = np.array(
+    [0.0]
+    + [
+        float(t)
+        for t in (
+            "1.008 4.003 6.941 9.012 10.81 12.01 14.01 16 19 20.18 22.99 24.3 26.98 28.09 30.97 "
+            "32.07 35.45 39.95 39.1 40.08 44.96 47.87 50.94 52 54.94 55.84 58.93 58.69 63.55 "
+            "65.39 69.72 72.61 74.92 78.96 79.9 83.8 85.47 87.62 88.91 91.22 92.91 95.94 98 "
+            "101.1 102.9 106.4 107.9 112.4 114.8 118.7 121.8 127.6 126.9 131.3 132.9 137.3 "
+            "138.9 140.1 140.9 144.2 145 150.4 152 157.2 158.9 162.5 164.9 167.3 168.9 173 175 "
+            "178.5 180.9 183.8 186.2 190.2 192.2 195.1 197 200.6 204.4 207.2 209 209 210 222 "
+            "223 226 227 232 231 238 237 244 243 247 247 251 252 257 258 259 262 267 268 269 "
+            "270 269 278 281 281 285 284 289 288 293 292 294"
+        ).split()
+    ]
+)
+
+
+def atomic_masses(numbers: np.ndarray) -> np.ndarray:
+    """Atomic masses (u) for an integer array of atomic numbers; 0 (padding) maps to 0."""
+    z = np.asarray(numbers)
+    if np.any(z < 0) or np.any(z >= len(_MASSES)):
+        raise ValueError(f"numbers: expected atomic numbers in 0..{len(_MASSES) - 1}")
+    return _MASSES[z]
+
+
+@dataclass
+class Poses:
+    """A padded batch of poses.
+
+    positions: ``(B, N, 3)`` float64 in Å; numbers: ``(B, N)`` int64 atomic numbers with
+    0 marking padding (padding positions are 0); names: ``(B,)`` identifiers.
+    """
+
+    positions: np.ndarray
+    numbers: np.ndarray
+    names: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.positions = np.asarray(self.positions, dtype=np.float64)
+        self.numbers = np.asarray(self.numbers, dtype=np.int64)
+        if self.positions.ndim != 3 or self.positions.shape[2] != 3:
+            raise ValueError(
+                f"positions: expected shape (B, N, 3), got {self.positions.shape}"
+            )
+        if self.numbers.shape != self.positions.shape[:2]:
+            raise ValueError(
+                f"numbers: expected shape {self.positions.shape[:2]} to match positions, "
+                f"got {self.numbers.shape}"
+            )
+        self.names = np.asarray(self.names)
+        if self.names.shape != (len(self.positions),):
+            raise ValueError(
+                f"names: expected shape ({len(self.positions)},), got {self.names.shape}"
+            )
+        if not np.all(np.isfinite(self.positions)):
+            bad = np.flatnonzero(~np.isfinite(self.positions).all(axis=(1, 2)))
+            raise ValueError(f"positions: NaN or infinite coordinates in molecules {bad[:10].tolist()}")
+        if np.any(self.numbers < 0):
+            raise ValueError("numbers: atomic numbers must be >= 0 (0 marks padding)")
+
+    @property
+    def mask(self) -> np.ndarray:
+        """``(B, N)`` True where an atom is present."""
+        return self.numbers > 0
+
+    @property
+    def n_atoms(self) -> np.ndarray:
+        return self.mask.sum(1)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def subset(self, index: Any) -> Poses:
+        return Poses(self.positions[index], self.numbers[index], self.names[index])
+
+    def rotated(self, R: np.ndarray) -> Poses:
+        """Each molecule b rotated by ``R[b]`` (``x' = R x``) about the lab origin."""
+        R = np.asarray(R, dtype=np.float64)
+        if R.shape != (len(self), 3, 3):
+            raise ValueError(f"R: expected shape ({len(self)}, 3, 3), got {R.shape}")
+        return Poses(np.einsum("bij,bnj->bni", R, self.positions), self.numbers, self.names)
+
+
+def pad(molecules: list[Molecule], n_max: int | None = None) -> Poses:
+    """Stack `Molecule` records into a zero-padded `Poses` batch (one concatenation, no atom loop)."""
+    if len(molecules) == 0:
+        raise ValueError("molecules: expected at least one molecule")
+    counts = np.array([len(m) for m in molecules])
+    width = int(counts.max()) if n_max is None else n_max
+    if counts.max() > width:
+        raise ValueError(f"n_max: {n_max} is smaller than the largest molecule ({counts.max()})")
+    b = np.repeat(np.arange(len(molecules)), counts)
+    j = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    pos = np.zeros((len(molecules), width, 3))
+    num = np.zeros((len(molecules), width), dtype=np.int64)
+    pos[b, j] = np.concatenate([m.positions for m in molecules])
+    num[b, j] = np.concatenate([m.numbers for m in molecules])
+    return Poses(pos, num, np.array([m.name for m in molecules]))
+
+
+def _weights(poses: Poses, weighting: str) -> np.ndarray:
+    if weighting == "none":
+        return poses.mask.astype(np.float64)
+    if weighting == "mass":
+        return atomic_masses(poses.numbers)
+    raise ValueError(f"weighting: expected 'none' or 'mass', got {weighting!r}")
+
+
+def centre(poses: Poses, weighting: str = "none") -> Poses:
+    """Subtract each molecule's centroid (``weighting="mass"``: centre of mass); padding stays 0."""
+    w = _weights(poses, weighting)
+    c = np.einsum("bn,bni->bi", w, poses.positions) / w.sum(1, keepdims=True)
+    x = (poses.positions - c[:, None, :]) * poses.mask[..., None]
+    return Poses(x, poses.numbers, poses.names)
+
+
+@dataclass
+class Frames:
+    """Principal-axes frames of a batch.
+
+    axes: ``(B, 3, 3)``, row k is PC(k+1) in lab coordinates (the paper's per-molecule
+    rotation matrix); eigenvalues: ``(B, 3)`` λ1 >= λ2 >= λ3 of the (weighted) second-moment
+    matrix in Å²; kind: ``(B,)`` one of ASYMMETRIC, PROLATE, OBLATE, SPHERICAL, LINEAR;
+    centroid: ``(B, 3)``.
+
+    The canonical pose is ``y = (x - centroid) @ axes.T`` and the pose is recovered as
+    ``x - centroid = y @ axes``, i.e. ``rotation = axes.T`` maps the canonical pose to it.
+    """
+
+    axes: np.ndarray
+    eigenvalues: np.ndarray
+    kind: np.ndarray
+    centroid: np.ndarray
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """``(B, 3, 3)``: the rotation taking the canonical pose to the given pose (``axesᵀ``)."""
+        return np.swapaxes(self.axes, 1, 2)
+
+    def canonical(self, poses: Poses) -> np.ndarray:
+        """Positions in the principal frame, ``(B, N, 3)`` (padding stays 0)."""
+        x = (poses.positions - self.centroid[:, None, :]) * poses.mask[..., None]
+        return np.einsum("bij,bnj->bni", self.axes, x)
+
+
+def _lab_sign(v: np.ndarray) -> np.ndarray:
+    """+1/-1 per row so that the largest-magnitude component of ``v`` (B, 3) is positive."""
+    k = np.abs(v).argmax(-1)  # argmax returns the lowest index on ties
+    return np.where(v[np.arange(len(v)), k] < 0, -1.0, 1.0)
+
+
+def _axis_sign(
+    v: np.ndarray, x: np.ndarray, w: np.ndarray, mask: np.ndarray, scale: np.ndarray, tol: float
+) -> np.ndarray:
+    """Sign per molecule for axis ``v`` (B, 3) by rule 1 (max projection, third moment, lab)."""
+    p = np.einsum("bni,bi->bn", x, v)
+    hi = np.where(mask, p, -np.inf).max(1)
+    lo = np.where(mask, -p, -np.inf).max(1)
+    s = np.where(hi >= lo, 1.0, -1.0)
+    tie = np.abs(hi - lo) <= tol * scale
+    m3 = (w * p**3).sum(1) / w.sum(1)
+    s3 = np.where(m3 >= 0, 1.0, -1.0)
+    tie3 = np.abs(m3) <= tol * scale**3
+    return np.where(tie, np.where(tie3, _lab_sign(v), s3), s)
+
+
+def _in_plane(u: np.ndarray) -> np.ndarray:
+    """Projection of the lab axis most orthogonal to unit ``u`` (B, 3), normalised."""
+    k = np.abs(u).argmin(-1)
+    e = np.eye(3)[k]
+    a = e - (e * u).sum(-1, keepdims=True) * u
+    return a / np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+def principal_frames(poses: Poses, weighting: str = "none", tol: float = 1e-4) -> Frames:
+    """The principal-axes frame of every pose, with the module's deterministic policy.
+
+    weighting: ``"none"`` (PCA of positions, the paper's default) or ``"mass"`` (inertia
+    frame). tol: relative tolerance for degenerate eigenvalues and sign ties.
+    Raises ValueError if a molecule has fewer than 2 atoms or all atoms coincide.
+    """
+    if not (isinstance(tol, float | int) and 0 < tol < 1):
+        raise ValueError(f"tol: expected a number in (0, 1), got {tol!r}")
+    mask = poses.mask
+    small = np.flatnonzero(mask.sum(1) < 2)
+    if len(small):
+        raise ValueError(
+            f"poses: molecules {small[:10].tolist()} have fewer than 2 atoms; "
+            "a single atom has no orientation"
+        )
+    w = _weights(poses, weighting)
+    wsum = w.sum(1)
+    c = np.einsum("bn,bni->bi", w, poses.positions) / wsum[:, None]
+    x = (poses.positions - c[:, None, :]) * mask[..., None]
+    S = np.einsum("bn,bni,bnj->bij", w, x, x) / wsum[:, None, None]
+    lam, V = np.linalg.eigh(S)  # ascending
+    lam, V = lam[:, ::-1], V[:, :, ::-1]
+    lam = np.maximum(lam, 0.0)
+    if np.any(lam[:, 0] <= 1e-20):
+        bad = np.flatnonzero(lam[:, 0] <= 1e-20)
+        raise ValueError(f"poses: all atoms coincide in molecules {bad[:10].tolist()}")
+    axes = np.swapaxes(V, 1, 2).copy()  # rows = PC1, PC2, PC3
+    scale = np.sqrt(lam[:, 0])
+    rel12 = (lam[:, 0] - lam[:, 1]) / lam[:, 0]
+    rel23 = (lam[:, 1] - lam[:, 2]) / lam[:, 0]
+    kind = np.full(len(poses), ASYMMETRIC, dtype=np.int64)
+    kind[rel23 <= tol] = PROLATE
+    kind[(rel23 <= tol) & (lam[:, 1] / lam[:, 0] <= tol)] = LINEAR
+    kind[rel12 <= tol] = OBLATE
+    kind[(rel12 <= tol) & (rel23 <= tol)] = SPHERICAL
+
+    def sign(v: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        return _axis_sign(v, x[sel], w[sel], mask[sel], scale[sel], tol)[:, None] * v
+
+    asym = kind == ASYMMETRIC
+    if asym.any():
+        a1 = sign(axes[asym, 0], asym)
+        a2 = sign(axes[asym, 1], asym)
+        axes[asym] = np.stack([a1, a2, np.cross(a1, a2)], 1)
+    pro = (kind == PROLATE) | (kind == LINEAR)
+    if pro.any():
+        u = sign(axes[pro, 0], pro)
+        a = _in_plane(u)
+        axes[pro] = np.stack([u, a, np.cross(u, a)], 1)
+    obl = kind == OBLATE
+    if obl.any():
+        u = sign(axes[obl, 2], obl)
+        a = _in_plane(u)
+        axes[obl] = np.stack([a, np.cross(u, a), u], 1)
+    sph = kind == SPHERICAL
+    axes[sph] = np.eye(3)
+    return Frames(axes=axes, eigenvalues=lam, kind=kind, centroid=c)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from orient_bias.cli import main
+from orient_bias.frames import pad, principal_frames
+
+from conftest import asymmetric_molecule
+
+
+def _write_aligned_npz(path, n=120):
+    mols = [asymmetric_molecule(s, n=6 + s % 5) for s in range(n)]
+    p = pad(mols)
+    np.savez(path, positions=principal_frames(p).canonical(p), numbers=p.numbers)
+
+
+def test_audit_command_writes_report_and_flags_bias(tmp_path, capsys):
+    _write_aligned_npz(tmp_path / "aligned.npz")
+    (tmp_path / "bad.xyz").write_text("3\nx\nC 0 0 0\n")
+    code = main(["audit", str(tmp_path), "--out", str(tmp_path / "runs"), "--fail-on-bias"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "BIASED" in out and "1 skipped" in out and "bad.xyz" in out
+    run_dir = next((tmp_path / "runs" / "orient-bias").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())["metrics"]
+    assert metrics["biased"] is True and len(metrics["skipped"]) == 1
+    assert (run_dir / "mollweide_axes.png").exists() and (run_dir / "report.md").exists()
+
+
+def test_audit_bad_path_is_one_error_line(tmp_path, capsys):
+    code = main(["audit", str(tmp_path / "missing.xyz"), "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("orient-bias: error:") and "does not exist" in err
