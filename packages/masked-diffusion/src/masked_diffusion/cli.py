@@ -31,9 +31,9 @@ class ReproduceConfig:
     d_model: int = 128
     n_heads: int = 4
     n_layers: int = 3
-    steps: int = 250
+    steps: int = 600
     batch_size: int = 32
-    lr: float = 2e-3
+    lr: float = 3e-3
     warmup: int = 25
     eval_rows: int = 128
     eval_samples: int = 4
