@@ -2,7 +2,6 @@ import math
 
 import pytest
 import torch
-
 from masked_diffusion.cli import main, unigram_cross_entropy_bits, unigram_entropy_bits
 
 

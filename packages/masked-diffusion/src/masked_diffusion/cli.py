@@ -138,12 +138,18 @@ def run_reproduce(args: ReproduceArgs) -> int:
     )
     run.add_row("nelbo", model="unigram baseline", val_bits_per_char=uni_bits, params=v)
     denoise = lambda x, t: model(x, t)  # noqa: E731
-    for name, sampler in (("ancestral", ancestral_sample), ("confidence", confidence_sample)):
+    samplers = {
+        "ancestral": lambda **kw: ancestral_sample(denoise, **kw),
+        "confidence (greedy)": lambda **kw: confidence_sample(denoise, **kw),
+        "confidence (Gumbel 4.5)": lambda **kw: confidence_sample(
+            denoise, choice_temperature=4.5, **kw
+        ),
+    }
+    for name, sampler in samplers.items():
         for steps in cfg.sample_steps:
             g = torch.Generator(device=dev).manual_seed(args.seed)
             t1 = time.time()
             x = sampler(
-                denoise,
                 vocab_size=v,
                 steps=steps,
                 batch_size=cfg.n_generate,
@@ -161,7 +167,7 @@ def run_reproduce(args: ReproduceArgs) -> int:
                 tokens_per_s=x.numel() / dt,
             )
             if steps == cfg.sample_steps[-1]:
-                run.log(**{f"sample_{name}": data.decode(x[0].cpu())})
+                run.log(**{f"sample {name}": data.decode(x[0].cpu())})
     losses = result.losses
     run.plot(
         "train_loss",
