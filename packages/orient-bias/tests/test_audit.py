@@ -2,14 +2,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from shared_core.data import Molecule
-
+from conftest import asymmetric_molecule
 from orient_bias.audit import AuditConfig, audit_molecules, audit_poses
 from orient_bias.frames import centre, pad, principal_frames
 from orient_bias.rotations import random_rotations
 
-from conftest import asymmetric_molecule
+from shared_core.data import Molecule
 
 CFG = AuditConfig(n_bootstrap=200, n_permutations=500, seed=0)
 

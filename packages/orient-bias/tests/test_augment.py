@@ -3,10 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from scipy.stats import kstest
-
 from orient_bias.augment import RandomRotation, RotatedDataset
 from orient_bias.rotations import haar_angle_cdf, rotation_angle
+from scipy.stats import kstest
 
 
 def test_single_and_batched_preserve_geometry():
@@ -28,7 +27,9 @@ def test_single_and_batched_preserve_geometry():
 
 
 def test_mapping_rotates_vectors_consistently_and_rotations_are_haar():
-    t = RandomRotation(vector_keys=("forces",), centre=False, generator=torch.Generator().manual_seed(1))
+    t = RandomRotation(
+        vector_keys=("forces",), centre=False, generator=torch.Generator().manual_seed(1)
+    )
     x = torch.randn(6, 3, dtype=torch.float64)
     s = t({"positions": x, "forces": x.clone(), "energy": 1.0})
     torch.testing.assert_close(s["positions"], s["forces"])

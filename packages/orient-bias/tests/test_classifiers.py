@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from orient_bias.classifiers import (
     fit_feature_classifier,
     fit_feature_regressor,
@@ -29,7 +28,9 @@ def test_permutation_pvalue_null_and_signal():
     # under H0 the p-values are roughly uniform: not concentrated near 0
     assert 0.3 < np.mean(pvals) < 0.7
     assert np.mean(np.array(pvals) < 0.05) < 0.2
-    assert pair_permutation_pvalue(rng.normal(size=200), rng.normal(1.0, size=200), 500) == pytest.approx(1 / 501)
+    assert pair_permutation_pvalue(
+        rng.normal(size=200), rng.normal(1.0, size=200), 500
+    ) == pytest.approx(1 / 501)
 
 
 def test_permutation_matches_explicit_loop():

@@ -3,11 +3,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
+from conftest import asymmetric_molecule
 from orient_bias.cli import main
 from orient_bias.frames import pad, principal_frames
-
-from conftest import asymmetric_molecule
 
 
 def _write_aligned_npz(path, n=120):

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from orient_bias.data import QM9_TARGETS, parse_qm9pack_csv
 
 from shared_core.data import iter_qm9pack_csv
-
-from orient_bias.data import QM9_TARGETS, parse_qm9pack_csv
 
 
 def test_fast_parser_matches_shared_core_reader(qm9_csv, tmp_path):
@@ -23,13 +22,21 @@ def test_fast_parser_matches_shared_core_reader(qm9_csv, tmp_path):
         for j, t in enumerate(QM9_TARGETS):
             assert arrays["targets"][b, j] == m.properties[t]
     # methane, as published (not centred)
-    np.testing.assert_allclose(arrays["positions"][0, 0], [-0.0126981359, 1.0858041578, 0.0080009958])
+    np.testing.assert_allclose(
+        arrays["positions"][0, 0], [-0.0126981359, 1.0858041578, 0.0080009958]
+    )
     assert parse_qm9pack_csv(qm9_csv, limit=5)[0]["index"].tolist() == [1, 2, 3, 4, 5]
 
 
 def test_malformed_rows_are_reported_not_dropped(qm9_csv, tmp_path):
-    lines = open(qm9_csv).readlines()[:6]
-    bad = lines[:2] + [lines[2].replace("'H'", "'Xx'", 1), lines[3].replace("[[", "[[nan, ", 1)] + lines[4:]
+    with open(qm9_csv) as f:
+        lines = [next(f) for _ in range(6)]
+    bad = [
+        *lines[:2],
+        lines[2].replace("'H'", "'Xx'", 1),
+        lines[3].replace("[[", "[[nan, ", 1),
+        *lines[4:],
+    ]
     f = tmp_path / "bad.csv"
     f.write_text("".join(bad))
     arrays, skipped = parse_qm9pack_csv(f)

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 import numpy as np
-
+from conftest import asymmetric_molecule
 from orient_bias.features import FEATURE_NAMES, orientation_features
 from orient_bias.frames import centre, pad
 from orient_bias.rotations import random_rotations
-
-from conftest import asymmetric_molecule
 
 
 def test_shape_names_and_invariances():

@@ -2,11 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import asymmetric_molecule
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from shared_core.data import Molecule
-
 from orient_bias.frames import (
     ASYMMETRIC,
     LINEAR,
@@ -21,7 +19,7 @@ from orient_bias.frames import (
 from orient_bias.reference import principal_frame_reference
 from orient_bias.rotations import random_rotations
 
-from conftest import asymmetric_molecule
+from shared_core.data import Molecule
 
 
 def _pose(x: np.ndarray, z: np.ndarray | None = None) -> Poses:
@@ -39,7 +37,9 @@ def test_pose_is_rotation_applied_to_canonical_pose():
     np.testing.assert_allclose(np.linalg.det(fr.axes), 1.0, atol=1e-12)
     # the canonical second-moment matrix is diagonal with decreasing entries
     S = np.einsum("bni,bnj->bij", y, y) / poses.n_atoms[:, None, None]
-    np.testing.assert_allclose(S - np.einsum("bi,ij->bij", fr.eigenvalues, np.eye(3)), 0, atol=1e-10)
+    np.testing.assert_allclose(
+        S - np.einsum("bi,ij->bij", fr.eigenvalues, np.eye(3)), 0, atol=1e-10
+    )
 
 
 @pytest.mark.parametrize("weighting", ["none", "mass"])
@@ -96,9 +96,20 @@ def test_centrosymmetric_tie_uses_third_moment_then_lab_rule():
     # PC2 is still fixed by the lab rule (the documented, non-equivariant fallback)
     fr2 = principal_frames(_pose(x @ np.diag([-1.0, -1.0, 1.0])))
     np.testing.assert_allclose(fr2.axes[0], np.diag([-1.0, 1.0, -1.0]), atol=1e-10)
+
+
 def test_fully_centrosymmetric_uses_lab_rule():
     # fully centrosymmetric: the lab rule makes the largest lab component positive
-    c = np.array([[2.0, 0.3, 0], [-2.0, -0.3, 0], [0.2, 1.0, 0.1], [-0.2, -1.0, -0.1], [0, 0.05, 0.5], [0, -0.05, -0.5]])
+    c = np.array(
+        [
+            [2.0, 0.3, 0],
+            [-2.0, -0.3, 0],
+            [0.2, 1.0, 0.1],
+            [-0.2, -1.0, -0.1],
+            [0, 0.05, 0.5],
+            [0, -0.05, -0.5],
+        ]
+    )
     fr = principal_frames(_pose(c))
     for k in (0, 1):
         v = fr.axes[0, k]
@@ -128,7 +139,9 @@ def test_symmetric_and_spherical_tops():
     np.testing.assert_allclose(fr.axes[0, 2], [0, 0, 1], atol=1e-8)  # normal, toward the +0.4 atom
     np.testing.assert_allclose(fr.axes[0, 0], [1, 0, 0], atol=1e-8)  # lab x, most orthogonal
     # prolate: a stretched regular triangular bipyramid about x
-    tri = np.stack([np.zeros(3), np.cos(2 * np.pi * np.arange(3) / 3), np.sin(2 * np.pi * np.arange(3) / 3)], 1)
+    tri = np.stack(
+        [np.zeros(3), np.cos(2 * np.pi * np.arange(3) / 3), np.sin(2 * np.pi * np.arange(3) / 3)], 1
+    )
     pro = np.vstack([tri, [[3.0, 0, 0], [-2.0, 0, 0]]])
     fr = principal_frames(_pose(pro))
     assert fr.kind[0] == PROLATE

@@ -6,10 +6,9 @@ import zipfile
 
 import numpy as np
 import pytest
+from orient_bias.io import load_aselmdb, load_npz, load_path, load_qmugs, write_aselmdb
 
 from shared_core.data import Molecule
-
-from orient_bias.io import load_aselmdb, load_npz, load_path, load_qmugs, write_aselmdb
 
 QM9_XYZ = """5
 gdb 1\t157.7118\t157.70997\t157.70699\t0.\t13.21\t-0.3877\t0.1171\t0.5048\t35.3641\t0.044749\t-40.47893\t-40.476062\t-40.475117\t-40.498597\t6.469\t
@@ -31,7 +30,9 @@ H 0.0 -0.7572 -0.4692
 """
 
 
-def _sdf_record(name: str, atoms: list[tuple[str, float, float, float]], tags: dict[str, str]) -> str:
+def _sdf_record(
+    name: str, atoms: list[tuple[str, float, float, float]], tags: dict[str, str]
+) -> str:
     lines = [name, "  test", "", f"{len(atoms):3d}  0  0  0  0  0  0  0  0  0999 V2000"]
     for el, x, y, z in atoms:
         lines.append(f"{x:10.4f}{y:10.4f}{z:10.4f} {el:<3} 0  0  0  0  0  0  0  0  0  0  0  0")
@@ -80,13 +81,17 @@ def test_npz_padded_ragged_and_bad(tmp_path):
     np.savez(tmp_path / "padded.npz", positions=pos, numbers=num)
     r = load_npz(tmp_path / "padded.npz")
     assert [len(m) for m in r.molecules] == [3, 4, 2]
-    np.savez(tmp_path / "ragged.npz", R=pos.reshape(-1, 3)[:9], Z=np.ones(9, int), N=np.array([4, 5]))
+    np.savez(
+        tmp_path / "ragged.npz", R=pos.reshape(-1, 3)[:9], Z=np.ones(9, int), N=np.array([4, 5])
+    )
     assert [len(m) for m in load_npz(tmp_path / "ragged.npz").molecules] == [4, 5]
     pos[1, 0, 0] = np.nan
     np.savez(tmp_path / "nan.npz", positions=pos, numbers=num)
     r = load_npz(tmp_path / "nan.npz")
     assert len(r.molecules) == 2 and len(r.skipped) == 1 and "non-finite" in r.skipped[0][1]
-    np.savez(tmp_path / "mismatch.npz", R=pos.reshape(-1, 3), Z=np.ones(12, int), N=np.array([4, 5]))
+    np.savez(
+        tmp_path / "mismatch.npz", R=pos.reshape(-1, 3), Z=np.ones(12, int), N=np.array([4, 5])
+    )
     with pytest.raises(ValueError, match="n_atoms sums to 9"):
         load_npz(tmp_path / "mismatch.npz")
     np.savez(tmp_path / "nokeys.npz", a=pos)
@@ -130,16 +135,28 @@ def test_qmugs_layout(tmp_path):
     for cid in ("CHEMBL1", "CHEMBL2"):
         for k in range(2):
             (root / cid).mkdir(parents=True, exist_ok=True)
-            tags = {"CHEMBL_ID": cid, "CONF_ID": f"conf_{k:02d}", "GFN2:TOTAL_ENERGY": "-12.5", "DFT:TOTAL_ENERGY": "-113.25"}
+            tags = {
+                "CHEMBL_ID": cid,
+                "CONF_ID": f"conf_{k:02d}",
+                "GFN2:TOTAL_ENERGY": "-12.5",
+                "DFT:TOTAL_ENERGY": "-113.25",
+            }
             (root / cid / f"conf_{k:02d}.sdf").write_text(_sdf_record(cid, ATOMS, tags))
     with tarfile.open(tmp_path / "structures.tar.gz", "w:gz") as t:
         t.add(root, arcname="structures")
     r = load_qmugs(tmp_path / "structures.tar.gz")
-    assert sorted(m.name for m in r.molecules) == ["CHEMBL1/conf_00", "CHEMBL1/conf_01", "CHEMBL2/conf_00", "CHEMBL2/conf_01"]
+    assert sorted(m.name for m in r.molecules) == [
+        "CHEMBL1/conf_00",
+        "CHEMBL1/conf_01",
+        "CHEMBL2/conf_00",
+        "CHEMBL2/conf_01",
+    ]
     assert r.molecules[0].properties["DFT:TOTAL_ENERGY"] == pytest.approx(-113.25)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("lmdb") is None, reason="lmdb (extra 'omol25') is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("lmdb") is None, reason="lmdb (extra 'omol25') is not installed"
+)
 def test_aselmdb_round_trip_and_bad_row(tmp_path):
     import json
     import zlib
@@ -174,7 +191,9 @@ def test_aselmdb_round_trip_and_bad_row(tmp_path):
         np.testing.assert_allclose(d["positions"], mols[0].positions)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ase") is None, reason="ase (extra 'ase') is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("ase") is None, reason="ase (extra 'ase') is not installed"
+)
 def test_ase_sqlite_db(tmp_path):
     from ase import Atoms
     from ase.db import connect

@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from orient_bias.model import OrientationMLP, PointCloudNet
 from orient_bias.rotations import random_rotations
 from orient_bias.train import TrainConfig, predict, train
@@ -46,7 +45,9 @@ def test_training_recovers_planted_signal_and_is_deterministic():
     a, hist = train(OrientationMLP(hidden=32, depth=2), (X,), y, torch.nn.functional.mse_loss, cfg)
     assert hist[-1] < 0.1 * hist[0]
     torch.manual_seed(0)
-    b, hist_b = train(OrientationMLP(hidden=32, depth=2), (X,), y, torch.nn.functional.mse_loss, cfg)
+    b, hist_b = train(
+        OrientationMLP(hidden=32, depth=2), (X,), y, torch.nn.functional.mse_loss, cfg
+    )
     assert hist == hist_b
     np.testing.assert_array_equal(predict(a, (X,)), predict(b, (X,)))
 
@@ -57,4 +58,9 @@ def test_train_config_validation():
     with pytest.raises(ValueError, match="lr"):
         TrainConfig(lr=-1.0)
     with pytest.raises(ValueError, match="inputs"):
-        train(OrientationMLP(), (np.zeros((3, 6), np.float32),), np.zeros((4, 1), np.float32), torch.nn.functional.mse_loss)
+        train(
+            OrientationMLP(),
+            (np.zeros((3, 6), np.float32),),
+            np.zeros((4, 1), np.float32),
+            torch.nn.functional.mse_loss,
+        )

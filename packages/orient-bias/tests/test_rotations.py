@@ -5,8 +5,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import kstest
-
 from orient_bias.reference import haar_rotation_reference
 from orient_bias.rotations import (
     geodesic_angle,
@@ -19,12 +17,15 @@ from orient_bias.rotations import (
     rotation_6d,
     rotation_angle,
 )
+from scipy.stats import kstest
 
 
 def test_numpy_sampler_is_proper_and_haar():
     R = random_rotations(20000, 0)
     assert R.shape == (20000, 3, 3)
-    np.testing.assert_allclose(R @ np.swapaxes(R, 1, 2), np.broadcast_to(np.eye(3), R.shape), atol=1e-12)
+    np.testing.assert_allclose(
+        R @ np.swapaxes(R, 1, 2), np.broadcast_to(np.eye(3), R.shape), atol=1e-12
+    )
     np.testing.assert_allclose(np.linalg.det(R), 1.0, atol=1e-12)
     assert kstest(rotation_angle(R), haar_angle_cdf).pvalue > 0.01
     # uniform rotation maps a fixed vector to a uniform direction: each coordinate ~ U[-1, 1]
@@ -82,7 +83,9 @@ def test_geodesic_angle_properties():
     A, B = random_rotations(100, 0), random_rotations(100, 1)
     np.testing.assert_allclose(geodesic_angle(A, A), 0, atol=1e-6)
     np.testing.assert_allclose(geodesic_angle(A, B), geodesic_angle(B, A), atol=1e-12)
-    np.testing.assert_allclose(geodesic_angle(A, B), rotation_angle(A @ np.swapaxes(B, 1, 2)), atol=1e-7)
+    np.testing.assert_allclose(
+        geodesic_angle(A, B), rotation_angle(A @ np.swapaxes(B, 1, 2)), atol=1e-7
+    )
     # left-invariance of the metric: d(CA, CB) = d(A, B)
     C = random_rotations(100, 2)
     np.testing.assert_allclose(geodesic_angle(C @ A, C @ B), geodesic_angle(A, B), atol=1e-6)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from orient_bias.reference import knn_kl_reference
 from orient_bias.rotations import random_rotations
 from orient_bias.uniformity import (

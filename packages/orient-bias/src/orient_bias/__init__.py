@@ -39,7 +39,12 @@ from orient_bias.rotations import (
     rotation_angle,
 )
 from orient_bias.train import TrainConfig, predict, train
-from orient_bias.uniformity import knn_kl_to_haar, most_common_orientation, pairwise_geodesic, uniformity_stats
+from orient_bias.uniformity import (
+    knn_kl_to_haar,
+    most_common_orientation,
+    pairwise_geodesic,
+    uniformity_stats,
+)
 
 __version__ = "0.1.0"
 
@@ -84,6 +89,7 @@ __all__ = [
     "pair_auc",
     "pair_bootstrap_ci",
     "pair_permutation_pvalue",
+    "pairwise_geodesic",
     "parse_qm9pack_csv",
     "predict",
     "principal_frames",

@@ -15,8 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from shared_core.data import Molecule, split_indices
-
 from orient_bias.classifiers import (
     fit_feature_classifier,
     pair_bootstrap_ci,
@@ -26,6 +24,7 @@ from orient_bias.features import orientation_features
 from orient_bias.frames import KIND_NAMES, Frames, Poses, centre, pad, principal_frames
 from orient_bias.rotations import random_rotations
 from orient_bias.uniformity import UniformityStats, uniformity_stats
+from shared_core.data import Molecule, split_indices
 
 __all__ = ["AuditConfig", "AuditResult", "audit_molecules", "audit_poses", "usable"]
 
@@ -66,8 +65,10 @@ class AuditResult:
     uniformity: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
-        verdict = "BIASED: poses are not randomly oriented" if self.biased else (
-            "no evidence of orientation bias"
+        verdict = (
+            "BIASED: poses are not randomly oriented"
+            if self.biased
+            else ("no evidence of orientation bias")
         )
         return (
             f"{verdict}\n"

@@ -30,9 +30,16 @@ class RandomRotation:
         centre: bool = True,
         generator: torch.Generator | None = None,
     ) -> None:
-        self.key, self.vector_keys, self.centre, self.generator = key, vector_keys, centre, generator
+        self.key, self.vector_keys, self.centre, self.generator = (
+            key,
+            vector_keys,
+            centre,
+            generator,
+        )
 
-    def rotate(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotate(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rotated x, R)``; R is ``(3, 3)`` or ``(B, 3, 3)``."""
         if not isinstance(x, torch.Tensor) or x.shape[-1] != 3 or x.ndim not in (2, 3):
             raise ValueError(
@@ -41,7 +48,11 @@ class RandomRotation:
             )
         batched = x.ndim == 3
         xb = x if batched else x[None]
-        m = torch.ones(xb.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask.reshape(xb.shape[:2])
+        m = (
+            torch.ones(xb.shape[:2], dtype=torch.bool, device=x.device)
+            if mask is None
+            else mask.reshape(xb.shape[:2])
+        )
         mf = m.to(x.dtype)[..., None]
         if self.centre:
             c = (xb * mf).sum(1, keepdim=True) / mf.sum(1, keepdim=True).clamp_min(1)

@@ -34,7 +34,12 @@ class ReproduceConfig:
 SCALES = {
     "tiny": {},
     "small": {"n_classify": 20000, "n_regress": 50000, "n_similarity": 10000},
-    "full": {"n_classify": 130831, "n_regress": 130831, "n_similarity": 30000, "regress_epochs": 50},
+    "full": {
+        "n_classify": 130831,
+        "n_regress": 130831,
+        "n_similarity": 30000,
+        "regress_epochs": 50,
+    },
 }
 
 
@@ -43,11 +48,10 @@ def _fig(run: Run, name: str, fig: Any) -> None:
 
 
 def reproduce(args: ReproduceArgs) -> int:
-    from shared_core.device import resolve_device, seed_everything
-
     from orient_bias.data import load_qm9
     from orient_bias.experiments import classify, regress, similarity
     from orient_bias.plots import angle_histogram, mollweide_axes
+    from shared_core.device import resolve_device, seed_everything
 
     seed_everything(args.seed)
     device = str(resolve_device(args.device))
@@ -77,7 +81,9 @@ def reproduce(args: ReproduceArgs) -> int:
                 run.add_row("finding 2: properties from orientation alone (test set)", **r)
         else:
             data = load_qm9(cfg.n_similarity, seed=cfg.seed)
-            out = similarity.run(data.poses, data.smiles, similarity.SimilarityConfig(seed=cfg.seed))
+            out = similarity.run(
+                data.poses, data.smiles, similarity.SimilarityConfig(seed=cfg.seed)
+            )
             for r in out["rows"]:
                 run.add_row("finding 3: orientation agreement of Tanimoto nearest neighbours", **r)
             for r in out["uniformity"]:
@@ -100,12 +106,19 @@ def reproduce(args: ReproduceArgs) -> int:
 
 
 def _configure_audit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="XYZ/SDF/qm9pack CSV/.npz/.aselmdb file, folder or archive; 'qm9' for the bundled QM9")
+    p.add_argument(
+        "path",
+        help="XYZ/SDF/qm9pack CSV/.npz/.aselmdb file, folder or archive; 'qm9' for the bundled QM9",
+    )
     p.add_argument("--max-molecules", type=int, default=20000, help="subsample larger datasets")
-    p.add_argument("--weighting", choices=["none", "mass"], default="none", help="PCA or inertia frame")
+    p.add_argument(
+        "--weighting", choices=["none", "mass"], default="none", help="PCA or inertia frame"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs"), help="root folder for the report")
-    p.add_argument("--fail-on-bias", action="store_true", help="exit with status 1 when poses are biased")
+    p.add_argument(
+        "--fail-on-bias", action="store_true", help="exit with status 1 when poses are biased"
+    )
 
 
 def audit_command(ns: argparse.Namespace) -> int:
@@ -149,7 +162,12 @@ main = make_main(
     __version__,
     [
         reproduce_command(reproduce, scales=("tiny", "small", "full")),
-        Command("audit", "test whether a dataset's poses are randomly oriented", audit_command, _configure_audit),
+        Command(
+            "audit",
+            "test whether a dataset's poses are randomly oriented",
+            audit_command,
+            _configure_audit,
+        ),
     ],
     description="Orientation bias in molecular datasets (ICLR 2026).",
 )

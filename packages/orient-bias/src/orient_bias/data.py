@@ -15,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from orient_bias.frames import Poses
 from shared_core.data import atomic_number, cached_arrays, package_dir
 from shared_core.data.molecules import QM9PACK_TARGETS
 
-from orient_bias.frames import Poses
-
-__all__ = ["QM9Subset", "QM9_TARGETS", "load_qm9", "parse_qm9pack_csv", "qm9_arrays"]
+__all__ = ["QM9_TARGETS", "QM9Subset", "load_qm9", "parse_qm9pack_csv", "qm9_arrays"]
 
 QM9_TARGETS = tuple(QM9PACK_TARGETS)
 """The 15 QM9 property names in the order of ``QM9Subset.targets`` columns."""
@@ -128,7 +127,9 @@ class QM9Subset:
 
     def __init__(self, arrays: dict[str, np.ndarray], rows: np.ndarray) -> None:
         self.rows = rows
-        self.poses = Poses(arrays["positions"][rows], arrays["numbers"][rows], arrays["names"][rows])
+        self.poses = Poses(
+            arrays["positions"][rows], arrays["numbers"][rows], arrays["names"][rows]
+        )
         self.targets = arrays["targets"][rows]
         self.smiles = arrays["smiles"][rows]
         self.index = arrays["index"][rows]

@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from shared_core.data import Molecule, iter_sdf, read_xyz
-
 from orient_bias.data import parse_qm9pack_csv
+from shared_core.data import Molecule, iter_sdf, read_xyz
 
 __all__ = [
     "SUFFIXES",
@@ -201,7 +200,9 @@ def load_npz(path: str | Path, on_error: str = "skip") -> LoadResult:
         blocks = [(pos[e - n : e], num[e - n : e]) for n, e in zip(n_atoms, ends, strict=True)]
     else:
         if pos.ndim != 3 or pos.shape[2] != 3:
-            raise ValueError(f"path: {p}: positions must be (B, N, 3) without n_atoms, got {pos.shape}")
+            raise ValueError(
+                f"path: {p}: positions must be (B, N, 3) without n_atoms, got {pos.shape}"
+            )
         if num.ndim == 1:
             num = np.broadcast_to(num, pos.shape[:2])
         if num.shape != pos.shape[:2]:
@@ -253,7 +254,9 @@ def _row_molecule(row: dict[str, Any], name: str) -> Molecule:
                 props[k] = v
     if isinstance(row.get("energy"), int | float):
         props["energy"] = float(row["energy"])
-    return Molecule(np.asarray(row["numbers"]), np.asarray(row["positions"]), name=name, properties=props)
+    return Molecule(
+        np.asarray(row["numbers"]), np.asarray(row["positions"]), name=name, properties=props
+    )
 
 
 def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "skip") -> LoadResult:
@@ -294,7 +297,9 @@ def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "sk
     return out
 
 
-def write_aselmdb(path: str | Path, molecules: list[Molecule], info: list[dict[str, Any]] | None = None) -> None:
+def write_aselmdb(
+    path: str | Path, molecules: list[Molecule], info: list[dict[str, Any]] | None = None
+) -> None:
     """Write molecules in the ``.aselmdb`` layout `load_aselmdb` reads (ASE's array encoding).
 
     For tests and small exports; `info` rows (e.g. ``{"charge": 0, "spin": 1}``) go to ``data``.
@@ -322,7 +327,9 @@ def _load_ase_db(p: Path, on_error: str) -> LoadResult:
     try:
         from ase.db import connect
     except ModuleNotFoundError:
-        raise FileNotFoundError("reading ASE .db files needs ase: pip install 'orient-bias[ase]'") from None
+        raise FileNotFoundError(
+            "reading ASE .db files needs ase: pip install 'orient-bias[ase]'"
+        ) from None
     out = LoadResult(files=1)
     for row in connect(str(p)).select():
         name = f"{p.stem}:{row.id}"

@@ -46,12 +46,22 @@ def mollweide_axes(
         if colour is None:
             for j in range(3):
                 lon, lat = _lonlat(axes[sel, j])
-                ax.scatter(lon, lat, s=1.5, alpha=0.15, color=_COLOURS[j], label=f"PC{j + 1}", rasterized=True)
+                ax.scatter(
+                    lon,
+                    lat,
+                    s=1.5,
+                    alpha=0.15,
+                    color=_COLOURS[j],
+                    label=f"PC{j + 1}",
+                    rasterized=True,
+                )
             if k == 0:
                 ax.legend(loc="lower left", fontsize=6, markerscale=4)
         else:
             lon, lat = _lonlat(axes[sel, 0])
-            sc = ax.scatter(lon, lat, s=1.5, alpha=0.5, c=colour[sel], cmap="viridis", rasterized=True)
+            sc = ax.scatter(
+                lon, lat, s=1.5, alpha=0.5, c=colour[sel], cmap="viridis", rasterized=True
+            )
             fig.colorbar(sc, ax=ax, shrink=0.6, label=colour_label)
         ax.set_title(title, fontsize=9)
         ax.set_xticklabels([])

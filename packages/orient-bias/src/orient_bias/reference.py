@@ -33,7 +33,9 @@ def haar_rotation_reference(rng: np.random.Generator) -> np.ndarray:
     return Q
 
 
-def _sign_reference(v: list[float], pts: list[list[float]], ws: list[float], scale: float, tol: float) -> float:
+def _sign_reference(
+    v: list[float], pts: list[list[float]], ws: list[float], scale: float, tol: float
+) -> float:
     proj = [sum(v[k] * p[k] for k in range(3)) for p in pts]
     hi = max(proj)
     lo = max(-q for q in proj)
@@ -70,7 +72,9 @@ def principal_frame_reference(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """``(axes (3, 3), eigenvalues (3,), kind)`` of ONE molecule, by the policy of `frames`."""
     n = len(numbers)
-    ws = [1.0] * n if weighting == "none" else [float(m) for m in atomic_masses(np.asarray(numbers))]
+    ws = (
+        [1.0] * n if weighting == "none" else [float(m) for m in atomic_masses(np.asarray(numbers))]
+    )
     W = sum(ws)
     c = [sum(ws[i] * positions[i][k] for i in range(n)) / W for k in range(3)]
     pts = [[positions[i][k] - c[k] for k in range(3)] for i in range(n)]

@@ -77,7 +77,9 @@ class UniformityStats:
     angles_to_mode: np.ndarray
 
 
-def uniformity_stats(R: np.ndarray, seed: int = 0, sigma: float = 0.5, k: int = 5) -> UniformityStats:
+def uniformity_stats(
+    R: np.ndarray, seed: int = 0, sigma: float = 0.5, k: int = 5
+) -> UniformityStats:
     """Mode on a random half, KS on the other half's angles to it, k-NN KL on all (``R`` (n, 3, 3))."""
     from scipy.stats import kstest
 
@@ -89,6 +91,4 @@ def uniformity_stats(R: np.ndarray, seed: int = 0, sigma: float = 0.5, k: int = 
     mode = int(first[most_common_orientation(R[first], sigma)])
     ang = pairwise_geodesic(R[second], R[mode : mode + 1])[:, 0]
     ks = kstest(ang, haar_angle_cdf)
-    return UniformityStats(
-        mode, float(ks.statistic), float(ks.pvalue), knn_kl_to_haar(R, k), ang
-    )
+    return UniformityStats(mode, float(ks.statistic), float(ks.pvalue), knn_kl_to_haar(R, k), ang)

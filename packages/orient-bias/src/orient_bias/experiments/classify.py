@@ -13,14 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from shared_core.data import split_indices
-
 from orient_bias.classifiers import fit_feature_classifier, pair_bootstrap_ci
 from orient_bias.features import orientation_features
 from orient_bias.frames import Poses, centre
 from orient_bias.model import PointCloudNet
 from orient_bias.rotations import random_rotations
 from orient_bias.train import TrainConfig, predict, train
+from shared_core.data import split_indices
 
 
 @dataclass(frozen=True)
@@ -58,16 +57,29 @@ def classify(poses: Poses, dataset: str, cfg: ClassifyConfig) -> list[dict]:
     X = np.concatenate([X0[train_idx], X1[train_idx]])
     y = np.r_[np.zeros(len(train_idx)), np.ones(len(train_idx))]
     rows = []
-    for kind, label in (("logistic", "logistic regression (features)"), ("hgb", "gradient boosting (features)")):
+    for kind, label in (
+        ("logistic", "logistic regression (features)"),
+        ("hgb", "gradient boosting (features)"),
+    ):
         m = fit_feature_classifier(X, y, kind, cfg.seed)
         rows.append(
-            _row(dataset, label, m.predict_proba(X0[test_idx])[:, 1], m.predict_proba(X1[test_idx])[:, 1], cfg)
+            _row(
+                dataset,
+                label,
+                m.predict_proba(X0[test_idx])[:, 1],
+                m.predict_proba(X1[test_idx])[:, 1],
+                cfg,
+            )
         )
-    pos = np.concatenate([original.positions[train_idx], rotated.positions[train_idx]]).astype(np.float32)
+    pos = np.concatenate([original.positions[train_idx], rotated.positions[train_idx]]).astype(
+        np.float32
+    )
     num = np.concatenate([poses.numbers[train_idx]] * 2)
     torch.manual_seed(cfg.seed)
     net = PointCloudNet(hidden=cfg.net_hidden)
-    tc = TrainConfig(epochs=cfg.net_epochs, batch_size=256, seed=cfg.seed, device=cfg.device, lr=2e-3)
+    tc = TrainConfig(
+        epochs=cfg.net_epochs, batch_size=256, seed=cfg.seed, device=cfg.device, lr=2e-3
+    )
     net, _ = train(
         net, (pos, num), y.astype(np.float32)[:, None],
         torch.nn.functional.binary_cross_entropy_with_logits, tc, desc=f"point cloud ({dataset})",
@@ -77,11 +89,15 @@ def classify(poses: Poses, dataset: str, cfg: ClassifyConfig) -> list[dict]:
         logits = predict(net, (p.positions[test_idx].astype(np.float32), p.numbers[test_idx]))
         return 1.0 / (1.0 + np.exp(-logits[:, 0]))
 
-    rows.append(_row(dataset, "point-cloud net (coordinates)", score(original), score(rotated), cfg))
+    rows.append(
+        _row(dataset, "point-cloud net (coordinates)", score(original), score(rotated), cfg)
+    )
     return rows
 
 
 def run(poses: Poses, cfg: ClassifyConfig) -> list[dict]:
     """Published poses, then the control: the same molecules randomly rotated first."""
     control = centre(poses).rotated(random_rotations(len(poses), cfg.seed + 1000))
-    return classify(poses, "QM9 as published", cfg) + classify(control, "QM9 pre-rotated (control)", cfg)
+    return classify(poses, "QM9 as published", cfg) + classify(
+        control, "QM9 pre-rotated (control)", cfg
+    )

@@ -14,17 +14,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from shared_core.data import split_indices
-from shared_core.metrics import mae, r2_score
-
 from orient_bias.classifiers import fit_feature_regressor
 from orient_bias.frames import Poses, principal_frames
 from orient_bias.model import OrientationMLP
 from orient_bias.rotations import random_rotations, rotation_6d
 from orient_bias.train import TrainConfig, predict, train
+from shared_core.data import split_indices
+from shared_core.metrics import mae, r2_score
 
 HARTREE_EV = 27.211386245988
-UNITS = {"gap": ("eV", HARTREE_EV), "mu": ("D", 1.0), "zpve": ("meV", 1000 * HARTREE_EV), "U0": ("eV", HARTREE_EV)}
+UNITS = {
+    "gap": ("eV", HARTREE_EV),
+    "mu": ("D", 1.0),
+    "zpve": ("meV", 1000 * HARTREE_EV),
+    "U0": ("eV", HARTREE_EV),
+}
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,32 @@ class RegressConfig:
     device: str = "cpu"
 
 
-def _fit(X: np.ndarray, Y: np.ndarray, tr: np.ndarray, te: np.ndarray, cfg: RegressConfig) -> dict[str, np.ndarray]:
+def _fit(
+    X: np.ndarray, Y: np.ndarray, tr: np.ndarray, te: np.ndarray, cfg: RegressConfig
+) -> dict[str, np.ndarray]:
     mu, sd = Y[tr].mean(0), Y[tr].std(0)
     Z = ((Y - mu) / sd).astype(np.float32)
     torch.manual_seed(cfg.seed)
     net = OrientationMLP(6, cfg.hidden, cfg.depth, out=Y.shape[1])
-    tc = TrainConfig(epochs=cfg.epochs, seed=cfg.seed, device=cfg.device, lr=1e-3, weight_decay=1e-4)
-    net, _ = train(net, (X[tr].astype(np.float32),), Z[tr], torch.nn.functional.mse_loss, tc, desc="orientation MLP")
+    tc = TrainConfig(
+        epochs=cfg.epochs, seed=cfg.seed, device=cfg.device, lr=1e-3, weight_decay=1e-4
+    )
+    net, _ = train(
+        net,
+        (X[tr].astype(np.float32),),
+        Z[tr],
+        torch.nn.functional.mse_loss,
+        tc,
+        desc="orientation MLP",
+    )
     mlp = predict(net, (X[te].astype(np.float32),)) * sd + mu
-    hgb = np.stack([fit_feature_regressor(X[tr], Y[tr, j], "hgb", cfg.seed).predict(X[te]) for j in range(Y.shape[1])], 1)
+    hgb = np.stack(
+        [
+            fit_feature_regressor(X[tr], Y[tr, j], "hgb", cfg.seed).predict(X[te])
+            for j in range(Y.shape[1])
+        ],
+        1,
+    )
     return {"MLP (6D orientation)": mlp, "gradient boosting (6D orientation)": hgb}
 
 

@@ -30,15 +30,15 @@ class SimilarityConfig:
     seed: int = 0
 
 
-def fingerprints(smiles: np.ndarray, radius: int = 2, n_bits: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+def fingerprints(
+    smiles: np.ndarray, radius: int = 2, n_bits: int = 2048
+) -> tuple[np.ndarray, np.ndarray]:
     """``(bits (n, n_bits) uint8, ring counts (n,))`` from SMILES; invalid SMILES raise ValueError."""
     try:
         from rdkit import Chem, RDLogger
         from rdkit.Chem import rdFingerprintGenerator, rdMolDescriptors
     except ModuleNotFoundError:
-        raise FileNotFoundError(
-            "finding 3 needs RDKit: pip install 'orient-bias[chem]'"
-        ) from None
+        raise FileNotFoundError("finding 3 needs RDKit: pip install 'orient-bias[chem]'") from None
     RDLogger.DisableLog("rdApp.*")
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     bits = np.zeros((len(smiles), n_bits), dtype=np.uint8)
@@ -100,7 +100,10 @@ def run(poses: Poses, smiles: np.ndarray, cfg: SimilarityConfig) -> dict[str, An
         {"poses": "published", "ks_pvalue": u_pub.ks_pvalue, "ks_statistic": u_pub.ks_statistic, "kl_to_haar_nats": u_pub.kl_to_haar},
         {"poses": "randomly rotated (control)", "ks_pvalue": u_rot.ks_pvalue, "ks_statistic": u_rot.ks_statistic, "kl_to_haar_nats": u_rot.kl_to_haar},
     ]  # fmt: skip
-    out["angles_to_mode"] = {"published": u_pub.angles_to_mode, "randomly rotated": u_rot.angles_to_mode}
+    out["angles_to_mode"] = {
+        "published": u_pub.angles_to_mode,
+        "randomly rotated": u_rot.angles_to_mode,
+    }
     out["rows"] = rows
     out["median_nn_tanimoto"] = float(np.median(sim))
     return out
