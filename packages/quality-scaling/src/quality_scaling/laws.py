@@ -1,0 +1,199 @@
+"""The two scaling-law forms, written in the log-sum-exp parameterisation they are fitted in.
+
+Chinchilla (Hoffmann et al. 2022, Approach 3):
+
+    L(N, D) = E + A / N^alpha + B / D^beta
+
+Quality-aware law (Subramanyam, Chen, Grossman, arXiv:2510.03313, the law of the paper):
+
+    L(N, D, Q) = E + A / N^alpha + B / (D^beta Q^gamma)
+
+Both are fitted in log space as ``log L = LSE(a - alpha log N, b - beta log D - gamma log Q, e)``
+with ``A = exp(a)``, ``B = exp(b)``, ``E = exp(e)``: the parameter vector ``theta`` is
+``[a, b, e, alpha, beta]`` (Chinchilla, Epoch AI's order) or ``[a, b, e, alpha, beta, gamma]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "CHINCHILLA",
+    "LAWS",
+    "QUALITY",
+    "ScalingData",
+    "ScalingLaw",
+    "get_law",
+    "huber",
+    "huber_grad",
+]
+
+
+_FLOOR = -300.0
+"""Terms below ``e^-300`` of the largest are held there: exact to 1e-130 relative, and it keeps
+far-off starts from computing in subnormal floats (slow on x86)."""
+
+
+@dataclass(frozen=True)
+class ScalingLaw:
+    """A parametric law: its name, the log-space parameter names and whether it reads Q."""
+
+    name: str
+    theta_names: tuple[str, ...]
+    uses_quality: bool
+
+    @property
+    def n_params(self) -> int:
+        return len(self.theta_names)
+
+    def natural(self, theta: ArrayLike) -> dict[str, float]:
+        """``theta`` -> ``{"A", "B", "E", "alpha", "beta"[, "gamma"]}`` (A, B, E exponentiated)."""
+        t = np.asarray(theta, dtype=float)
+        if t.shape != (self.n_params,):
+            raise ValueError(f"theta: expected shape ({self.n_params},), got {t.shape}")
+        out = {"A": math.exp(t[0]), "B": math.exp(t[1]), "E": math.exp(t[2])}
+        out.update({k: float(v) for k, v in zip(self.theta_names[3:], t[3:], strict=True)})
+        return out
+
+    def theta(self, params: Mapping[str, float]) -> np.ndarray:
+        """Inverse of `natural`: ``{"A", "B", "E", "alpha", ...}`` -> log-space ``theta``."""
+        need = ["A", "B", "E", *self.theta_names[3:]]
+        missing = [k for k in need if k not in params]
+        if missing:
+            raise ValueError(f"params: missing {missing} for the {self.name} law")
+        for k in ("A", "B", "E"):
+            if not params[k] > 0:
+                raise ValueError(f"params[{k!r}]: expected > 0, got {params[k]!r}")
+        return np.array(
+            [math.log(params["A"]), math.log(params["B"]), math.log(params["E"])]
+            + [float(params[k]) for k in self.theta_names[3:]]
+        )
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """Which log-term (0: N, 1: D, 2: E) each parameter of ``theta`` enters."""
+        return (0, 1, 2, 0, 1, 1)[: self.n_params]
+
+    def features(self, data: ScalingData) -> np.ndarray:
+        """``(n, p)``: term ``k`` is ``sum_{p in group k} theta_p F[:, p]`` (1, 1, 1, -log N, -log D, -log Q)."""
+        one = np.ones(len(data))
+        cols = [one, one, one, -data.log_n, -data.log_d, -data.log_q]
+        return np.stack(cols[: self.n_params], axis=1)
+
+    def terms(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
+        """The three log-terms ``(3, ..., n)`` for ``theta`` of shape ``(..., p)``."""
+        t = np.asarray(theta, dtype=float)
+        if t.shape[-1] != self.n_params:
+            raise ValueError(f"theta: expected last axis {self.n_params}, got shape {t.shape}")
+        f = self.features(data)
+        g = np.array(self.groups)
+        return np.stack([t[..., g == k] @ f[:, g == k].T for k in range(3)])
+
+    def log_predict(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
+        """``log L_hat`` of shape ``(..., n)``: log-sum-exp of the three terms."""
+        z = self.terms(theta, data)
+        m = z.max(axis=0)
+        return m + np.log(np.exp(np.maximum(z - m, _FLOOR)).sum(axis=0))
+
+    def predict(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
+        """``L_hat = E + A/N^alpha + B/(D^beta Q^gamma)`` of shape ``(..., n)``."""
+        return np.exp(self.log_predict(theta, data))
+
+    def log_predict_and_softmax(
+        self, theta: ArrayLike, data: ScalingData
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``log L_hat`` ``(..., n)`` and the softmax weights ``w_k`` of the terms ``(3, ..., n)``.
+
+        The Jacobian is ``d log L_hat / d theta_p = w_{group(p)} F[:, p]`` (see `features`):
+        d/da = w_N, d/dalpha = -w_N log N, d/db = w_D, d/dbeta = -w_D log D,
+        d/dgamma = -w_D log Q, d/de = w_E.
+        """
+        z = self.terms(theta, data)
+        m = z.max(axis=0)
+        ez = np.exp(np.maximum(z - m, _FLOOR))
+        s = ez.sum(axis=0)
+        return m + np.log(s), ez / s
+
+    def log_predict_and_jacobian(
+        self, theta: ArrayLike, data: ScalingData
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``log L_hat`` ``(..., n)`` and its Jacobian in ``theta``, ``(..., n, p)``."""
+        f, w = self.log_predict_and_softmax(theta, data)
+        feats = self.features(data)
+        jac = np.stack([w[k] * feats[:, p] for p, k in enumerate(self.groups)], axis=-1)
+        return f, jac
+
+
+CHINCHILLA = ScalingLaw("chinchilla", ("a", "b", "e", "alpha", "beta"), uses_quality=False)
+QUALITY = ScalingLaw("quality", ("a", "b", "e", "alpha", "beta", "gamma"), uses_quality=True)
+LAWS = {CHINCHILLA.name: CHINCHILLA, QUALITY.name: QUALITY}
+
+
+def get_law(law: str | ScalingLaw) -> ScalingLaw:
+    """``"chinchilla"`` / ``"quality"`` (or a `ScalingLaw`) -> the `ScalingLaw`."""
+    if isinstance(law, ScalingLaw):
+        return law
+    if law not in LAWS:
+        raise ValueError(f"law: expected one of {sorted(LAWS)}, got {law!r}")
+    return LAWS[law]
+
+
+def huber(r: np.ndarray, delta: float) -> np.ndarray:
+    """Huber_delta(r) = r^2/2 for |r| <= delta, else delta (|r| - delta/2) (scipy.special.huber)."""
+    a = np.abs(r)
+    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+
+
+def huber_grad(r: np.ndarray, delta: float) -> np.ndarray:
+    """psi(r) = d Huber_delta / dr = clip(r, -delta, delta)."""
+    return np.clip(r, -delta, delta)
+
+
+def _positive_column(x: ArrayLike, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    if not np.all(a > 0):
+        raise ValueError(f"{name}: expected values > 0, got min {a.min()!r}")
+    return a
+
+
+class ScalingData:
+    """Rows ``(N, D, Q, loss)`` of training runs, validated: every column 1-D, positive, finite.
+
+    `N` parameters, `D` training tokens, `Q` data quality (1 = clean; defaults to all ones),
+    `loss` the evaluation loss in nats. The logs are precomputed once (``log_n`` ...).
+    """
+
+    def __init__(
+        self, N: ArrayLike, D: ArrayLike, loss: ArrayLike, Q: ArrayLike | None = None
+    ) -> None:
+        self.N = _positive_column(N, "N")
+        self.D = _positive_column(D, "D")
+        self.loss = _positive_column(loss, "loss")
+        self.Q = np.ones_like(self.N) if Q is None else _positive_column(Q, "Q")
+        lengths = {"N": len(self.N), "D": len(self.D), "loss": len(self.loss), "Q": len(self.Q)}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"N, D, loss, Q: expected equal lengths, got {lengths}")
+        self.log_n = np.log(self.N)
+        self.log_d = np.log(self.D)
+        self.log_q = np.log(self.Q)
+        self.log_loss = np.log(self.loss)
+
+    def __len__(self) -> int:
+        return len(self.N)
+
+    def __repr__(self) -> str:
+        return f"ScalingData(rows={len(self)})"
+
+    def subset(self, index: ArrayLike) -> ScalingData:
+        """The rows at `index` (integer or boolean array)."""
+        i = np.asarray(index)
+        return ScalingData(self.N[i], self.D[i], self.loss[i], self.Q[i])
