@@ -27,3 +27,7 @@ def make_inputs(B=2, T=37, H=2, K=8, V=6, dtype=torch.float64, seed=0, gate_bias
 @pytest.fixture
 def inputs64():
     return make_inputs()
+
+
+# The tests run many tiny ops; intra-op threads cost more than they give on a shared CPU.
+torch.set_num_threads(1)

@@ -17,7 +17,7 @@ def spd(n_sys: int, d: int, seed: int = 0, floor: float = 0.25) -> torch.Tensor:
 
 def test_d_steps_equal_linalg_solve():
     A = spd(5, 12)
-    b = torch.randn(5, 12, dtype=torch.float64)
+    b = torch.randn(5, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(10))
     res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], b, max_iter=12)
     exact = torch.linalg.solve(A, b)
     torch.testing.assert_close(res.x, exact, atol=1e-6, rtol=0)
@@ -26,7 +26,7 @@ def test_d_steps_equal_linalg_solve():
 
 def test_error_A_norm_falls_monotonically_with_more_steps():
     A = spd(4, 16, seed=1)
-    b = torch.randn(4, 16, dtype=torch.float64)
+    b = torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(11))
     exact = torch.linalg.solve(A, b)
     errs = []
     for k in range(0, 17):
@@ -35,13 +35,14 @@ def test_error_A_norm_falls_monotonically_with_more_steps():
         errs.append(((e[..., None, :] @ A @ e[..., None])[..., 0, 0]).sqrt())
     errs = torch.stack(errs)  # (steps, systems)
     assert bool((errs[1:] <= errs[:-1] + 1e-12).all())
-    assert bool((errs[-1] < 1e-8).all()) and bool((errs[0] > 1e-2).all())
+    # d steps: exact up to the loss of orthogonality of finite precision
+    assert bool((errs[-1] < 1e-6).all()) and bool((errs[0] > 1e-2).all())
 
 
 def test_residual_of_the_cg_polynomial_falls_on_average():
     # the 2-norm residual is not monotone in theory; over many systems its mean is
     A = spd(64, 16, seed=2)
-    b = torch.randn(64, 16, dtype=torch.float64)
+    b = torch.randn(64, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
     res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], b, max_iter=16, track_residuals=True)
     means = torch.stack(res.residual_norms).mean(-1)
     assert bool((means[1:] < means[:-1]).all())
@@ -49,7 +50,7 @@ def test_residual_of_the_cg_polynomial_falls_on_average():
 
 def test_tolerance_stops_early_and_meets_it():
     A = spd(3, 32, seed=3, floor=2.0)  # well conditioned: converges in few steps
-    b = torch.randn(3, 32, dtype=torch.float64)
+    b = torch.randn(3, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
     res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], b, max_iter=100, tol=1e-6)
     assert res.iterations < 32
     r = b - (A @ res.x[..., None])[..., 0]
@@ -58,7 +59,7 @@ def test_tolerance_stops_early_and_meets_it():
 
 def test_warm_start_at_the_solution_stays_there():
     A = spd(2, 8)
-    b = torch.randn(2, 8, dtype=torch.float64)
+    b = torch.randn(2, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(14))
     exact = torch.linalg.solve(A, b)
     res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], b, x0=exact, max_iter=5)
     torch.testing.assert_close(res.x, exact, atol=1e-12, rtol=0)

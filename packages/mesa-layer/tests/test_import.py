@@ -1,0 +1,17 @@
+"""``import mesa_layer`` pulls in neither torch nor JAX."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_top_level_import_is_framework_free():
+    code = (
+        "import sys, mesa_layer, mesa_layer.reference, mesa_layer.cli;"
+        "bad = [m for m in ('torch', 'jax', 'flax') if m in sys.modules];"
+        "print(mesa_layer.__version__); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert out.stdout.strip() == "0.1.0"
