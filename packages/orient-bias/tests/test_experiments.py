@@ -4,14 +4,12 @@ import importlib.util
 
 import numpy as np
 import pytest
-
-from shared_core.data import Molecule
-
+from conftest import asymmetric_molecule
 from orient_bias.experiments import classify, regress
 from orient_bias.frames import pad, principal_frames
 from orient_bias.rotations import random_rotations
 
-from conftest import asymmetric_molecule
+from shared_core.data import Molecule
 
 needs_rdkit = pytest.mark.skipif(
     importlib.util.find_spec("rdkit") is None, reason="RDKit (extra 'chem') is not installed"
@@ -50,10 +48,9 @@ def test_finding2_recovers_orientation_planted_target_and_control_fails():
 
 @needs_rdkit
 def test_tanimoto_nearest_matches_rdkit_and_invalid_smiles():
+    from orient_bias.experiments.similarity import fingerprints, tanimoto_nearest
     from rdkit import Chem, DataStructs
     from rdkit.Chem import rdFingerprintGenerator
-
-    from orient_bias.experiments.similarity import fingerprints, tanimoto_nearest
 
     smiles = np.array(["CCO", "CCN", "c1ccccc1", "c1ccccc1O", "CC(=O)O", "CCCO", "C1CC1"])
     bits, rings = fingerprints(smiles)
