@@ -1,0 +1,233 @@
+"""CROME's augmentation pipeline (paper Sec. 3-4): causal pairs, neutral (tie) pairs, filtering.
+
+- Causal augmentations: for each original pair and each causal rubric C_j of its prompt,
+  degrade the chosen answer along C_j, giving (A_chosen > A_tilde(C_j <- degraded)), and
+  upgrade the rejected answer, giving (A_tilde(C_j <- upgraded) > A_rejected).
+- Neutral augmentations, labelled tie: irrelevant-query neutrals (IQN), an answer pair
+  re-attached to a different question for which neither answer is relevant, and
+  causally-aligned neutrals, an answer paired with a restyled copy whose causal rubrics are
+  unchanged.
+- Filtering: keep only the augmented pairs that a baseline RM trained on the original data
+  gets wrong or is unsure about (`filter_augmentations`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from shared_core.cli import progress
+
+from crome import world
+from crome.data import PairRow
+from crome.oracle import Oracle
+
+Verifier = Callable[[str, str, str, str], bool]
+"""``verify(kind, question, original, rewritten) -> accept``; kind is upgrade/degrade/neutral."""
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    """Which augmentations to generate. `max_rubrics` caps the rubrics used per prompt."""
+
+    causal: bool = True
+    iqn: bool = True
+    causal_aligned: bool = True
+    max_rubrics: int = 3
+    seed: int = 0
+
+
+@dataclass
+class AugmentStats:
+    """Rewrites requested and accepted, per kind (upgrade, degrade, neutral)."""
+
+    attempted: dict[str, int] = field(default_factory=dict)
+    accepted: dict[str, int] = field(default_factory=dict)
+
+    def record(self, kind: str, ok: bool) -> None:
+        self.attempted[kind] = self.attempted.get(kind, 0) + 1
+        self.accepted[kind] = self.accepted.get(kind, 0) + int(ok)
+
+    @property
+    def acceptance_rate(self) -> float:
+        n = sum(self.attempted.values())
+        return sum(self.accepted.values()) / n if n else float("nan")
+
+    def rates(self) -> dict[str, float]:
+        return {k: self.accepted[k] / n for k, n in self.attempted.items() if n}
+
+
+def basic_verifier(kind: str, question: str, original: str, rewritten: str) -> bool:
+    """Accept a rewrite that is non-empty, differs from the original and is not runaway long."""
+    text = rewritten.strip()
+    return bool(text) and text != original.strip() and len(text) <= 4 * len(original) + 200
+
+
+def world_verifier(kind: str, question: str, original: str, rewritten: str) -> bool:
+    """Exact check in the synthetic world: an upgrade is correct, a degrade is wrong, and
+    the spurious attributes are unchanged; a neutral rewrite keeps correctness and changes
+    the decoration."""
+    if not basic_verifier(kind, question, original, rewritten):
+        return False
+    try:
+        before = world.parse_answer(original)
+        after = world.parse_answer(rewritten)
+        ok_before = world.is_correct(question, original)
+        ok_after = world.is_correct(question, rewritten)
+    except ValueError:
+        return False
+    if kind == "upgrade":
+        return ok_after and not ok_before and after.decoration == before.decoration
+    if kind == "degrade":
+        return ok_before and not ok_after and after.decoration == before.decoration
+    return ok_after == ok_before and after.decoration != before.decoration
+
+
+def _rewrite(
+    oracle: Oracle, kind: str, q: str, answer: str, rubric: str, verify: Verifier, stats: AugmentStats
+) -> str | None:
+    try:
+        new = oracle.rewrite(q, answer, rubric, kind)
+    except ValueError:
+        new = ""
+    ok = verify(kind, q, answer, new)
+    stats.record(kind, ok)
+    return new if ok else None
+
+
+def causal_augmentations(
+    rows: Sequence[PairRow],
+    oracle: Oracle,
+    rubrics: dict[str, list[str]],
+    verify: Verifier = basic_verifier,
+    stats: AugmentStats | None = None,
+    show_progress: bool = False,
+) -> list[PairRow]:
+    """D_causal: per pair and rubric, (chosen > degraded chosen) and (upgraded rejected > rejected)."""
+    stats = stats if stats is not None else AugmentStats()
+    out = []
+    for i, r in enumerate(progress(rows, desc="causal", enabled=show_progress)):
+        for rubric in rubrics[r.prompt]:
+            meta = {"source": i, "rubric": rubric}
+            worse = _rewrite(oracle, "degrade", r.prompt, r.chosen, rubric, verify, stats)
+            if worse is not None:
+                out.append(PairRow(r.prompt, r.chosen, worse, "preference", "causal-degrade", meta=meta))
+            better = _rewrite(oracle, "upgrade", r.prompt, r.rejected, rubric, verify, stats)
+            if better is not None:
+                out.append(PairRow(r.prompt, better, r.rejected, "preference", "causal-upgrade", meta=meta))
+    return out
+
+
+def irrelevant_query_neutrals(
+    rows: Sequence[PairRow],
+    prompts: Sequence[str],
+    rng: random.Random,
+    irrelevant: Callable[[str, PairRow], bool] | None = None,
+    max_tries: int = 50,
+) -> list[PairRow]:
+    """D_neutral (IQN): each pair's two answers re-attached to another prompt, labelled tie.
+
+    The new prompt is never the pair's own; `irrelevant(prompt, row)` may veto prompts for
+    which an answer would still be relevant (in the world: its value is the new sum). A pair
+    with no acceptable prompt after `max_tries` draws is skipped.
+    """
+    pool = sorted(set(prompts))
+    out = []
+    for i, r in enumerate(rows):
+        if not any(p != r.prompt for p in pool):
+            raise ValueError("prompts: need at least one prompt different from the pair's own")
+        for _ in range(max_tries):
+            q = rng.choice(pool)
+            if q != r.prompt and (irrelevant is None or irrelevant(q, r)):
+                out.append(
+                    PairRow(q, r.chosen, r.rejected, "tie", "neutral-iqn", meta={"source": i, "from": r.prompt})
+                )
+                break
+    return out
+
+
+def causally_aligned_neutrals(
+    rows: Sequence[PairRow],
+    oracle: Oracle,
+    rubrics: dict[str, list[str]],
+    verify: Verifier = basic_verifier,
+    stats: AugmentStats | None = None,
+) -> list[PairRow]:
+    """D_neutral (causally aligned): (chosen, restyled chosen with the same rubric values), tie."""
+    stats = stats if stats is not None else AugmentStats()
+    out = []
+    for i, r in enumerate(rows):
+        try:
+            new = oracle.neutral_rewrite(r.prompt, r.chosen, rubrics[r.prompt])
+        except ValueError:
+            new = ""
+        ok = verify("neutral", r.prompt, r.chosen, new)
+        stats.record("neutral", ok)
+        if ok:
+            out.append(PairRow(r.prompt, r.chosen, new, "tie", "neutral-causal-aligned", meta={"source": i}))
+    return out
+
+
+def augment(
+    rows: Sequence[PairRow],
+    oracle: Oracle,
+    config: AugmentConfig = AugmentConfig(),
+    verify: Verifier = basic_verifier,
+    irrelevant: Callable[[str, PairRow], bool] | None = None,
+    show_progress: bool = False,
+) -> tuple[list[PairRow], AugmentStats]:
+    """D_aug = D_causal u D_neutral for the original preference `rows` (before filtering)."""
+    if not rows:
+        raise ValueError("rows: expected at least one original preference pair")
+    if any(r.label != "preference" for r in rows):
+        raise ValueError("rows: augmentation starts from preference pairs; got a tie row")
+    stats = AugmentStats()
+    rubrics = {q: oracle.rubrics(q)[: config.max_rubrics] for q in dict.fromkeys(r.prompt for r in rows)}
+    out: list[PairRow] = []
+    if config.causal:
+        out += causal_augmentations(rows, oracle, rubrics, verify, stats, show_progress)
+    if config.iqn:
+        rng = random.Random(config.seed)
+        out += irrelevant_query_neutrals(rows, [r.prompt for r in rows], rng, irrelevant)
+    if config.causal_aligned:
+        out += causally_aligned_neutrals(rows, oracle, rubrics, verify, stats)
+    return out, stats
+
+
+def filter_augmentations(
+    rows: Sequence[PairRow], margins: Sequence[float] | np.ndarray, tau: float = 0.9, delta: float = 0.1
+) -> list[PairRow]:
+    """Keep the pairs the baseline RM gets wrong or is unsure about.
+
+    `margins` are the baseline's Delta = R(Q, chosen) - R(Q, rejected), one per row. A
+    preference pair is kept when sigma(Delta) < tau; a tie pair when |sigma(Delta) - 1/2| > delta
+    (the baseline is confidently NOT tied).
+    """
+    m = np.asarray(margins, dtype=np.float64)
+    if m.shape != (len(rows),):
+        raise ValueError(f"margins: expected shape ({len(rows)},) to match rows, got {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError("margins: contains NaN or infinite values")
+    if not 0.5 <= tau <= 1.0:
+        raise ValueError(f"tau: expected a probability in [0.5, 1], got {tau}")
+    if not 0.0 <= delta < 0.5:
+        raise ValueError(f"delta: expected a value in [0, 0.5), got {delta}")
+    p = 1.0 / (1.0 + np.exp(-m))
+    keep = []
+    for r, pi in zip(rows, p, strict=True):
+        if (r.label == "preference" and pi < tau) or (r.label == "tie" and abs(pi - 0.5) > delta):
+            keep.append(r)
+    return keep
+
+
+def world_irrelevant(prompt: str, row: PairRow) -> bool:
+    """In the world, a prompt is irrelevant to a pair if neither answer's value is its sum."""
+    a, b = world.parse_prompt(prompt)
+    try:
+        values = {world.parse_answer(row.chosen).value, world.parse_answer(row.rejected).value}
+    except ValueError:
+        return True
+    return (a + b) not in values
+

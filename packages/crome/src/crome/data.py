@@ -1,0 +1,135 @@
+"""The pair datasets CROME trains on: (prompt, chosen, rejected, label, provenance) rows.
+
+``label="preference"`` means chosen > rejected (D_pref and D_causal); ``label="tie"`` means the
+two answers should get equal reward (D_neutral), and then "chosen"/"rejected" are just the
+first and second answer. Rows are stored as JSONL (always) or Parquet (with ``pyarrow``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared_core.atomic import atomic_path, atomic_write_text
+
+LABELS = ("preference", "tie")
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """One training or evaluation pair.
+
+    `provenance` says where the pair came from: ``"original"``, ``"causal-upgrade"``,
+    ``"causal-degrade"``, ``"neutral-iqn"`` (irrelevant-query neutral) or
+    ``"neutral-causal-aligned"``; `meta` holds free-form details (rubric, source row, ...).
+    `subset` is the RewardBench-style subset name used for evaluation tables.
+    """
+
+    prompt: str
+    chosen: str
+    rejected: str
+    label: str = "preference"
+    provenance: str = "original"
+    subset: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("prompt", "chosen", "rejected"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
+            if not value.strip():
+                raise ValueError(f"{name}: expected a non-empty string, got {value!r}")
+        if self.label not in LABELS:
+            raise ValueError(f"label: expected one of {LABELS}, got {self.label!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "row") -> PairRow:
+        if not isinstance(d, dict):
+            raise TypeError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        missing = [k for k in ("prompt", "chosen", "rejected") if k not in d]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing}; expected prompt, chosen, rejected")
+        meta = d.get("meta") or {}
+        if isinstance(meta, str):
+            meta = json.loads(meta)
+        return cls(
+            prompt=d["prompt"],
+            chosen=d["chosen"],
+            rejected=d["rejected"],
+            label=d.get("label") or "preference",
+            provenance=d.get("provenance") or "original",
+            subset=d.get("subset") or "",
+            meta=dict(meta),
+        )
+
+
+def write_pairs(path: str | os.PathLike[str], rows: Iterable[PairRow]) -> Path:
+    """Write rows atomically as JSONL (``.jsonl``) or Parquet (``.parquet``)."""
+    p = Path(path)
+    rows = list(rows)
+    if p.suffix == ".jsonl":
+        text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows)
+        return atomic_write_text(p, text)
+    if p.suffix == ".parquet":
+        pa, pq = _pyarrow()
+        records = [{**r.to_dict(), "meta": json.dumps(r.meta)} for r in rows]
+        table = pa.Table.from_pylist(records)
+        with atomic_path(p) as tmp:
+            pq.write_table(table, str(tmp))
+        return p
+    raise ValueError(f"path: expected a .jsonl or .parquet file name, got {p.name!r}")
+
+
+def read_pairs(path: str | os.PathLike[str]) -> list[PairRow]:
+    """Read rows written by `write_pairs`, or any JSONL/JSON/Parquet file with the same columns.
+
+    RewardBench files (columns prompt, chosen, rejected, subset, ...) read as preference rows.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"path: no such file {p}")
+    if p.suffix == ".jsonl":
+        out = []
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"path: {p} line {i + 1} is not valid JSON ({e.msg})") from None
+            out.append(PairRow.from_dict(d, where=f"{p.name} line {i + 1}"))
+        return out
+    if p.suffix == ".json":
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "rows" in data:
+            data = data["rows"]
+        if not isinstance(data, list):
+            raise ValueError(f"path: {p} should hold a list of rows (or {{'rows': [...]}})")
+        return [PairRow.from_dict(d, where=f"{p.name} row {i}") for i, d in enumerate(data)]
+    if p.suffix == ".parquet":
+        _, pq = _pyarrow()
+        records = pq.read_table(str(p)).to_pylist()
+        return [PairRow.from_dict(d, where=f"{p.name} row {i}") for i, d in enumerate(records)]
+    raise ValueError(f"path: expected a .jsonl, .json or .parquet file, got {p.name!r}")
+
+
+def split_by_label(rows: Sequence[PairRow]) -> tuple[list[PairRow], list[PairRow]]:
+    """(preference rows, tie rows)."""
+    return [r for r in rows if r.label == "preference"], [r for r in rows if r.label == "tie"]
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError:
+        raise ValueError("path: Parquet needs pyarrow; install crome[parquet]") from None
+    return pa, pq

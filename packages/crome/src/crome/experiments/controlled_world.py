@@ -1,0 +1,283 @@
+"""Headline experiment at small scale: standard RM vs CROME RM in the controlled world.
+
+Both reward models start from the same MiniLM encoder, see the same original preference
+pairs (the same human-label budget) and take the same number of optimiser steps; CROME's
+extra rows are the filtered causal and neutral augmentations of those pairs, produced by
+the exact programmatic oracle. Reported: i.i.d. accuracy, counterfactual accuracy (the
+spurious correlation flipped), the reward change caused by decoration alone (spurious
+sensitivity) versus by correctness alone (causal sensitivity), and Best-of-N gold reward.
+An optional second run drives the same pipeline with the SmolLM2-135M-Instruct oracle and
+reports its augmentation acceptance rate.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from shared_core.cli import ReproduceArgs
+from shared_core.device import seed_everything
+from shared_core.distributed import is_main
+from shared_core.report import Run
+
+from crome import world as W
+from crome.augment import (
+    AugmentConfig,
+    augment,
+    basic_verifier,
+    filter_augmentations,
+    world_irrelevant,
+    world_verifier,
+)
+from crome.cache import OracleCache
+from crome.data import PairRow, write_pairs
+from crome.evaluate import WORLD_MAPPING, best_of_n, load_rewardbench, rewardbench_scores, sensitivity, signed_preference
+from crome.model import RewardModel, minilm_path
+from crome.oracle import LLMOracle, ProgrammaticOracle, TransformersBackend
+from crome.train import TrainConfig, train_reward_model
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """One scale of the experiment; every field is recorded in the run's config.json."""
+
+    scale: str = "tiny"
+    world: W.WorldConfig = field(default_factory=W.WorldConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    max_length: int = 40
+    tau: float = 0.9
+    delta: float = 0.1
+    n_best_of: int = 4
+    llm_oracle: bool = False
+    llm_prompts: int = 6
+    llm_max_tokens: int = 48
+
+
+SCALES: dict[str, ExperimentConfig] = {
+    "tiny": ExperimentConfig(
+        scale="tiny",
+        world=W.WorldConfig(n_facts=20, n_train=160, n_test=64),
+        train=TrainConfig(steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3),
+    ),
+    "small": ExperimentConfig(
+        scale="small",
+        world=W.WorldConfig(n_facts=60, n_train=800, n_test=400),
+        train=TrainConfig(steps=300, batch_size=32, trainable_layers=4),
+        llm_oracle=True,
+        llm_prompts=12,
+    ),
+    "paper": ExperimentConfig(
+        scale="paper",
+        world=W.WorldConfig(n_facts=100, n_train=5000, n_test=1000),
+        train=TrainConfig(steps=2000, batch_size=64, trainable_layers=-1, lr_encoder=3e-5),
+        llm_oracle=True,
+        llm_prompts=100,
+    ),
+}
+
+
+def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> ExperimentConfig:
+    cfg = SCALES[args.scale]
+    cfg = replace(cfg, world=replace(cfg.world, seed=args.seed), train=replace(cfg.train, seed=args.seed, device=args.device))
+    if llm_oracle is not None:
+        cfg = replace(cfg, llm_oracle=llm_oracle)
+    return cfg
+
+
+def _evaluate(model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, seed: int) -> dict[str, float]:
+    scores = rewardbench_scores(model, load_rewardbench(bench_file), mapping=WORLD_MAPPING)
+    spur = sensitivity(model, w.spurious)
+    caus = sensitivity(model, w.causal)
+    rng = random.Random(seed)
+    prompts, cands = [], []
+    for q, _, _ in w.causal[: max(1, len(w.causal) // 2)]:
+        a, b = W.parse_prompt(q)
+        # one correct plain answer among decorated wrong ones: the spurious trap of Best-of-N
+        c = [W.Answer(a + b).render()] + [
+            W.Answer(W.wrong_value(a + b, rng), preamble=True, bullets=True, filler=rng.randint(2, 3)).render()
+            for _ in range(n_best_of - 1)
+        ]
+        rng.shuffle(c)
+        prompts.append(q)
+        cands.append(c)
+    bon = best_of_n(model, prompts, cands, W.gold_reward, seed=seed)
+    return {
+        "iid_acc": scores["I.I.D."],
+        "cf_acc": scores["Counterfactual"],
+        "spurious_sens": spur,
+        "causal_sens": caus,
+        "spurious_to_causal": spur / max(caus, 1e-12),
+        "prefers_decorated": signed_preference(model, w.spurious),
+        "bon_gold": bon["rm"],
+        "bon_random": bon["random"],
+    }
+
+
+def llm_oracle_run(cfg: ExperimentConfig, w: W.World, cache_root: Path, device: str) -> dict[str, Any]:
+    """Augment a few world pairs with the SmolLM2 oracle; acceptance as checked exactly."""
+    t0 = time.time()
+    backend = TransformersBackend.smollm2(device=device)
+    load_s = time.time() - t0
+    oracle = LLMOracle(backend, cache=OracleCache(cache_root), max_rubrics=1, max_tokens=cfg.llm_max_tokens)
+    rows = w.train[: cfg.llm_prompts]
+    aug_cfg = AugmentConfig(iqn=False, max_rubrics=1)
+    t1 = time.time()
+    strict, stats_strict = augment(rows, oracle, aug_cfg, verify=world_verifier, show_progress=is_main())
+    gen_s = time.time() - t1
+    # the same replies again, from the cache, judged only by the generic verifier
+    _, stats_basic = augment(rows, oracle, aug_cfg, verify=basic_verifier)
+    example = {}
+    if rows:
+        r = rows[0]
+        example = {"prompt": r.prompt, "rubrics": oracle.rubrics(r.prompt), "chosen": r.chosen,
+                   "degraded": oracle.rewrite(r.prompt, r.chosen, oracle.rubrics(r.prompt)[0], "degrade")}
+    return {
+        "prompts": len(rows),
+        "requests": sum(stats_strict.attempted.values()),
+        "acceptance_exact": stats_strict.acceptance_rate,
+        "acceptance_basic": stats_basic.acceptance_rate,
+        "acceptance_by_kind": stats_strict.rates(),
+        "accepted_pairs": len(strict),
+        "oracle_calls": oracle.calls,
+        "cache_hits": oracle.cache.hits if oracle.cache else 0,
+        "load_s": load_s,
+        "generate_s": gen_s,
+        "example": example,
+    }
+
+
+def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
+    cfg = config_for(args, llm_oracle)
+    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)) if args.scale == "tiny" else torch.get_num_threads())
+    seed_everything(args.seed)
+    report = Run("crome", cfg, out=args.out, enabled=is_main())
+    w = W.make_world(cfg.world)
+    bench = report.dir / "world_rewardbench.jsonl"
+    write_pairs(bench, w.test_iid + w.test_cf)
+
+    base = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
+    init_state = copy.deepcopy(base.state_dict())
+
+    t0 = time.time()
+    hist_std = train_reward_model(base, w.train, cfg.train, show_progress=is_main())
+    std_s = time.time() - t0
+
+    oracle = ProgrammaticOracle(seed=args.seed)
+    aug, stats = augment(w.train, oracle, AugmentConfig(seed=args.seed), verify=world_verifier, irrelevant=world_irrelevant)
+    margins = base.margins([r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]).numpy()
+    kept = filter_augmentations(aug, margins, tau=cfg.tau, delta=cfg.delta)
+    write_pairs(report.dir / "augmentations.jsonl", kept)
+
+    crome_model = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
+    crome_model.load_state_dict(init_state)
+    t0 = time.time()
+    hist_crome = train_reward_model(crome_model, list(w.train) + kept, cfg.train, show_progress=is_main())
+    crome_s = time.time() - t0
+
+    results = {
+        "standard RM": _evaluate(base, w, bench, cfg.n_best_of, args.seed),
+        "CROME RM": _evaluate(crome_model, w, bench, cfg.n_best_of, args.seed),
+    }
+    for name, m in results.items():
+        report.add_row(
+            "standard vs CROME (controlled world)",
+            method=name,
+            iid_acc=m["iid_acc"],
+            cf_acc=m["cf_acc"],
+            spurious_sens=m["spurious_sens"],
+            causal_sens=m["causal_sens"],
+            spur_over_causal=m["spurious_to_causal"],
+            prefers_decorated=m["prefers_decorated"],
+            bon_gold=m["bon_gold"],
+        )
+    by_prov: dict[str, int] = {}
+    for r in kept:
+        by_prov[r.provenance] = by_prov.get(r.provenance, 0) + 1
+    report.log(
+        results=results,
+        augmented=len(aug),
+        kept_after_filter=len(kept),
+        kept_by_provenance=by_prov,
+        programmatic_acceptance=stats.acceptance_rate,
+        train_s_standard=std_s,
+        train_s_crome=crome_s,
+    )
+    _plots(report, results, hist_std, hist_crome)
+
+    if cfg.llm_oracle:
+        llm = llm_oracle_run(cfg, w, report.dir / "oracle_cache", device="cpu" if args.device == "auto" and not torch.cuda.is_available() else _dev(args.device))
+        report.add_row(
+            "SmolLM2-135M-Instruct oracle (augmentation acceptance)",
+            prompts=llm["prompts"],
+            requests=llm["requests"],
+            accepted_exact=llm["acceptance_exact"],
+            accepted_basic=llm["acceptance_basic"],
+            oracle_calls=llm["oracle_calls"],
+            generate_s=llm["generate_s"],
+        )
+        report.log(llm_oracle=llm)
+    notes = (
+        "Controlled world: sums 'What is a + b?'; causal attribute = correctness of the value; "
+        "spurious = polite preamble, bullets, filler length (on the preferred answer with p="
+        f"{cfg.world.p_spurious} in train, flipped in the counterfactual test). Same original "
+        f"pairs ({cfg.world.n_train}) and steps ({cfg.train.steps}) for both RMs; CROME adds "
+        f"{len(kept)} filtered augmentations of {len(aug)}."
+    )
+    if not cfg.llm_oracle:
+        notes += " SmolLM2 oracle run skipped (pass --llm-oracle, or use --scale small)."
+    return report.finish(title="crome reproduce: standard RM vs CROME RM", notes=notes)
+
+
+def _dev(spec: str) -> str:
+    from shared_core.device import resolve_device
+
+    return str(resolve_device(spec))
+
+
+def _plots(report: Run, results: dict[str, dict[str, float]], hist_std: list[dict[str, float]], hist_crome: list[dict[str, float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), dpi=120)
+    names = list(results)
+    x = np.arange(2)
+    for i, n in enumerate(names):
+        axes[0].bar(x + 0.38 * i, [results[n]["iid_acc"], results[n]["cf_acc"]], width=0.38, label=n)
+        axes[1].bar(
+            np.arange(2) + 0.38 * i,
+            [results[n]["spurious_sens"], results[n]["causal_sens"]],
+            width=0.38,
+            label=n,
+        )
+    axes[0].set_xticks(x + 0.19, ["i.i.d.", "counterfactual"])
+    axes[0].set_ylabel("pairwise accuracy")
+    axes[0].axhline(0.5, color="grey", lw=0.8, ls="--")
+    axes[0].set_ylim(0, 1)
+    axes[1].set_xticks(x + 0.19, ["spurious edit", "causal edit"])
+    axes[1].set_ylabel("mean |reward change|")
+    for ax in axes:
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("Standard RM vs CROME RM")
+    fig.tight_layout()
+    report.save_figure("accuracy_and_sensitivity", fig)
+    report.plot(
+        "training_loss",
+        {
+            "standard RM": ([h["step"] for h in hist_std], [h["loss"] for h in hist_std]),
+            "CROME RM": ([h["step"] for h in hist_crome], [h["loss"] for h in hist_crome]),
+        },
+        xlabel="step",
+        ylabel="loss (BT + lambda * tie)",
+    )
+
+
+__all__ = ["SCALES", "ExperimentConfig", "PairRow", "config_for", "llm_oracle_run", "run"]

