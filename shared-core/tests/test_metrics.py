@@ -74,3 +74,19 @@ def test_bootstrap_ci_covers_estimate_and_matches_scipy():
     ref = stats.bootstrap((x,), np.mean, n_resamples=2000, method="percentile", random_state=0)
     assert lo == pytest.approx(ref.confidence_interval.low, abs=0.03)
     assert hi == pytest.approx(ref.confidence_interval.high, abs=0.03)
+
+
+def test_unigram_entropy_and_cross_entropy():
+    x = np.arange(8).repeat(3)
+    assert m.unigram_entropy(x, 8) == pytest.approx(3.0)
+    assert m.unigram_entropy(np.zeros(5, dtype=int), 8) == 0.0
+    assert m.unigram_entropy(x, 8, base=math.e) == pytest.approx(math.log(8))
+    # add-one smoothing over a uniform sample is uniform: log2(V) bits
+    assert m.unigram_cross_entropy(x, x, 8) == pytest.approx(3.0)
+    assert m.unigram_cross_entropy(np.zeros(10, dtype=int), [0], 2) == pytest.approx(
+        -math.log2(11 / 12)
+    )
+    with pytest.raises(ValueError, match="token ids"):
+        m.unigram_entropy([0, 9], 8)
+    with pytest.raises(ValueError, match="integer"):
+        m.unigram_entropy([0.5], 8)

@@ -94,6 +94,45 @@ def perplexity(nll_nats: float) -> float:
     return float(math.exp(nll_nats))
 
 
+def _token_counts(tokens: ArrayLike, vocab_size: int, name: str) -> np.ndarray:
+    t = np.asarray(tokens).reshape(-1)
+    if t.size == 0 or not np.issubdtype(t.dtype, np.integer):
+        raise ValueError(
+            f"{name}: expected a non-empty array of integer token ids, got dtype {t.dtype}"
+        )
+    if t.min() < 0 or t.max() >= vocab_size:
+        raise ValueError(
+            f"{name}: token ids must lie in [0, {vocab_size}), got [{t.min()}, {t.max()}]"
+        )
+    return np.bincount(t, minlength=vocab_size).astype(np.float64)
+
+
+def unigram_entropy(tokens: ArrayLike, vocab_size: int, base: float = 2.0) -> float:
+    """Entropy of the empirical unigram distribution of `tokens` (bits by default).
+
+    Generated samples that collapse into repetition show a low value.
+    """
+    c = _token_counts(tokens, vocab_size, "tokens")
+    p = c[c > 0] / c.sum()
+    return float(-(p * np.log(p)).sum() / math.log(base))
+
+
+def unigram_cross_entropy(
+    train_tokens: ArrayLike,
+    eval_tokens: ArrayLike,
+    vocab_size: int,
+    smoothing: float = 1.0,
+    base: float = 2.0,
+) -> float:
+    """Per-token cross-entropy of `eval_tokens` under the add-`smoothing` unigram model of `train_tokens`."""
+    if smoothing <= 0:
+        raise ValueError(f"smoothing: expected a positive pseudo-count, got {smoothing}")
+    c = _token_counts(train_tokens, vocab_size, "train_tokens") + smoothing
+    logp = np.log(c / c.sum())
+    _token_counts(eval_tokens, vocab_size, "eval_tokens")
+    return float(-logp[np.asarray(eval_tokens).reshape(-1)].mean() / math.log(base))
+
+
 def expected_calibration_error(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> float:
     """ECE with equal-width confidence bins (Guo et al. 2017).
 

@@ -18,7 +18,7 @@ from masked_diffusion.train import TrainConfig, train
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.device import seed_everything
 from shared_core.distributed import init_distributed
-from shared_core.metrics import bits_per_dim
+from shared_core.metrics import bits_per_dim, unigram_cross_entropy, unigram_entropy
 from shared_core.report import Run
 
 
@@ -76,22 +76,6 @@ SCALES = {
 }
 
 
-def unigram_entropy_bits(tokens: torch.Tensor, vocab_size: int) -> float:
-    """Entropy (bits) of the empirical unigram distribution of `tokens`."""
-    p = torch.bincount(tokens.flatten(), minlength=vocab_size).double()
-    p = p[p > 0] / p.sum()
-    return float(-(p * p.log2()).sum())
-
-
-def unigram_cross_entropy_bits(
-    train_tokens: torch.Tensor, eval_tokens: torch.Tensor, v: int
-) -> float:
-    """Bits per token of `eval_tokens` under the add-one unigram model fit on `train_tokens`."""
-    counts = torch.bincount(train_tokens.flatten(), minlength=v).double() + 1.0
-    logp = (counts / counts.sum()).log2()
-    return float(-logp[eval_tokens.flatten()].mean())
-
-
 def run_reproduce(args: ReproduceArgs) -> int:
     cfg = SCALES[args.scale]
     seed_everything(args.seed)
@@ -128,8 +112,8 @@ def run_reproduce(args: ReproduceArgs) -> int:
     val_nats = nelbo(
         lambda x, t: model(x, t), val, schedule, v, n_samples=cfg.eval_samples, seed=args.seed
     )
-    uni_bits = unigram_cross_entropy_bits(data.train, data.val[: cfg.eval_rows], v)
-    data_entropy = unigram_entropy_bits(data.train, v)
+    uni_bits = unigram_cross_entropy(data.train, data.val[: cfg.eval_rows], v)
+    data_entropy = unigram_entropy(data.train, v)
     run.add_row(
         "nelbo",
         model="MDLM (NELBO upper bound)",
@@ -162,7 +146,7 @@ def run_reproduce(args: ReproduceArgs) -> int:
                 "samples",
                 sampler=name,
                 steps=steps,
-                unigram_entropy_bits=unigram_entropy_bits(x.cpu(), v),
+                unigram_entropy_bits=unigram_entropy(x.cpu(), v),
                 data_entropy_bits=data_entropy,
                 tokens_per_s=x.numel() / dt,
             )
