@@ -1,0 +1,276 @@
+"""The noise-injection grid: one cell = one training run, logged as one (N, D, Q, loss) CSV row.
+
+`run_grid` is resumable: cells whose key is already in the CSV are skipped, and each finished
+cell is appended atomically (the whole file is rewritten to a temporary file and renamed), so
+an interrupted grid leaves a valid CSV with every finished cell exactly once.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from shared_core.atomic import atomic_write_text
+from shared_core.cli import progress
+
+from quality_scaling.data import (
+    CORRUPTIONS,
+    MarkovSource,
+    TransductionTask,
+    corrupt,
+    shakespeare_tokens,
+    text_sequences,
+)
+from quality_scaling.laws import ScalingData
+from quality_scaling.quality import corruption_rate_proxy, deficiency_q, markov_deficiency, ngram_pairs
+
+__all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
+
+TASKS = ("markov", "shakespeare", "seq2seq")
+SEQ_LEN = 16
+TEST_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run: `task`, `corruption` of the training data at `rate`, width `d_model`, D = `tokens`."""
+
+    task: str
+    corruption: str
+    rate: float
+    d_model: int
+    tokens: int
+    seed: int = 0
+    n_layer: int = 1
+    lr: float = 1e-2
+    batch_size: int = 8
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"task: expected one of {TASKS}, got {self.task!r}")
+        if self.corruption not in CORRUPTIONS:
+            raise ValueError(f"corruption: expected one of {CORRUPTIONS}, got {self.corruption!r}")
+        corruption_rate_proxy(self.rate)
+        if self.tokens < SEQ_LEN * self.batch_size:
+            raise ValueError(f"tokens: expected >= {SEQ_LEN * self.batch_size}, got {self.tokens}")
+        if self.d_model < 1 or self.n_layer < 1:
+            raise ValueError(f"d_model, n_layer: expected >= 1, got {self.d_model}, {self.n_layer}")
+
+    @property
+    def key(self) -> str:
+        return "|".join(str(v) for v in asdict(self).values())
+
+
+def make_cells(
+    task: str,
+    corruption: str,
+    rates: Iterable[float],
+    d_models: Iterable[int],
+    tokens: Iterable[int],
+    seed: int = 0,
+) -> list[Cell]:
+    """The Cartesian grid of cells, rates x widths x token budgets."""
+    return [
+        Cell(task, corruption, float(r), int(d), int(t), seed)
+        for r in rates
+        for d in d_models
+        for t in tokens
+    ]
+
+
+def _seed(*parts: Any) -> int:
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
+@cache
+def _task(task: str) -> dict[str, Any]:
+    """The clean data of a task: a train sampler, a fixed clean test set, vocab, mask, floor."""
+    rng = np.random.default_rng(_seed(task, "test"))
+    if task == "markov":
+        src = MarkovSource(vocab_size=32, concentration=0.3, order=1, seed=0)
+        return {
+            "vocab": 32,
+            "test": src.sample(TEST_ROWS, SEQ_LEN, rng),
+            "sample": lambda n, r: src.sample(n, SEQ_LEN, r),
+            "mask": None,
+            "floor": src.irreducible_loss(SEQ_LEN),
+            "source": src,
+        }
+    if task == "shakespeare":
+        tokens, vocab = shakespeare_tokens()
+        cut = int(0.9 * len(tokens))
+        train, test = tokens[:cut], tokens[cut:]
+        return {
+            "vocab": vocab,
+            "test": text_sequences(test, TEST_ROWS, SEQ_LEN, rng),
+            "sample": lambda n, r: text_sequences(train, n, SEQ_LEN, r),
+            "mask": None,
+            "floor": float("nan"),
+        }
+    t = TransductionTask(vocab_size=16, length=SEQ_LEN // 2, channel=0.05)
+    return {
+        "vocab": t.total_vocab,
+        "test": t.sample(TEST_ROWS, rng),
+        "sample": lambda n, r: t.sample(n, r),
+        "mask": t.target_mask(),
+        "floor": t.irreducible_loss,
+        "transduction": t,
+    }
+
+
+def _pairs(task: dict[str, Any], seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if "transduction" in task:  # target j is the cipher of source L-1-j
+        n = task["transduction"].length
+        return seqs[:, :n][:, ::-1].ravel(), seqs[:, n + 1 :].ravel()
+    return ngram_pairs(seqs, order=1, vocab_size=task["vocab"])
+
+
+def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
+    """Train one cell; return its CSV row: the cell, N, D, both Q estimates, loss, floor."""
+    import torch
+
+    from quality_scaling.model import GPTConfig
+    from quality_scaling.train import TrainConfig, train_run
+
+    torch.set_num_threads(1)  # tiny models: threads only add contention
+    task = _task(cell.task)
+    rng = np.random.default_rng(_seed(cell.task, cell.seed, "train"))
+    clean = task["sample"](cell.tokens // SEQ_LEN, rng)
+    positions = None
+    if task["mask"] is not None:  # seq2seq: noise goes into the targets only
+        positions = np.concatenate([[False], task["mask"]])
+    noisy = corrupt(
+        clean,
+        cell.corruption,
+        cell.rate,
+        task["vocab"] if task["mask"] is None else task["vocab"] - 1,
+        np.random.default_rng(_seed(cell.key, "noise")),
+        positions,
+    )
+    cfg = GPTConfig(task["vocab"], SEQ_LEN, cell.d_model, cell.n_layer, max(1, cell.d_model // 16))
+    out = train_run(
+        cfg,
+        noisy,
+        task["test"],
+        TrainConfig(batch_size=cell.batch_size, lr=cell.lr, seed=cell.seed, device=device),
+        task["mask"],
+    )
+    q_def = deficiency_q(_pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"])
+    row: dict[str, Any] = {"key": cell.key, **asdict(cell)}
+    row.update(
+        N=out["n_params"],
+        N_non_embedding=out["n_params_non_embedding"],
+        D=float(cell.tokens),
+        q_proxy=corruption_rate_proxy(cell.rate),
+        q_deficiency=q_def,
+        q_exact=(
+            markov_deficiency(task["source"], cell.rate)
+            if cell.task == "markov" and cell.corruption == "substitute"
+            else float("nan")
+        ),
+        loss=out["loss"],
+        floor=task["floor"],
+    )
+    return row
+
+
+COLUMNS = [
+    "key",
+    *(f.name for f in fields(Cell)),
+    "N",
+    "N_non_embedding",
+    "D",
+    "q_proxy",
+    "q_deficiency",
+    "q_exact",
+    "loss",
+    "floor",
+]
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a grid CSV (numbers parsed); ``[]`` if the file does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    with open(p, newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = []
+    for r in rows:
+        parsed: dict[str, Any] = {}
+        for k, v in r.items():
+            try:
+                parsed[k] = float(v) if k not in ("key", "task", "corruption") else v
+            except ValueError:
+                parsed[k] = v
+        out.append(parsed)
+    return out
+
+
+def _append_atomic(path: Path, row: dict[str, Any]) -> None:
+    old = path.read_text() if path.exists() else ""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    if not old:
+        w.writeheader()
+    w.writerow(row)
+    atomic_write_text(path, old + buf.getvalue())
+
+
+def _worker(cell: Cell) -> dict[str, Any]:
+    return run_cell(cell)
+
+
+def run_grid(
+    cells: Sequence[Cell],
+    csv_path: str | Path,
+    workers: int = 1,
+    runner: Callable[[Cell], dict[str, Any]] | None = None,
+    show_progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every cell not yet in `csv_path`; append each result atomically; return all rows of `cells`.
+
+    `workers` > 1 runs cells in that many processes (results are written by this process only).
+    `runner` replaces `run_cell` (tests use it to interrupt a grid).
+    """
+    path = Path(csv_path)
+    if workers < 1:
+        raise ValueError(f"workers: expected >= 1, got {workers}")
+    done = {r["key"] for r in read_rows(path)}
+    todo = [c for c in dict.fromkeys(cells) if c.key not in done]
+    if runner is not None or workers == 1 or len(todo) <= 1:
+        call = runner or _worker
+        results: Iterable[dict[str, Any]] = (call(c) for c in todo)
+        for row in progress(results, desc="grid", total=len(todo), enabled=show_progress):
+            _append_atomic(path, row)
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(workers) as pool:
+            for row in progress(
+                pool.imap_unordered(_worker, todo), desc="grid", total=len(todo), enabled=show_progress
+            ):
+                _append_atomic(path, row)
+    wanted = {c.key for c in cells}
+    return [r for r in read_rows(path) if r["key"] in wanted]
+
+
+def rows_to_data(rows: Sequence[dict[str, Any]], q: str = "q_proxy") -> ScalingData:
+    """Grid rows -> `ScalingData` with Q taken from column `q` (``q_proxy``, ``q_deficiency``, ...)."""
+    if not rows:
+        raise ValueError("rows: expected at least one grid row")
+    if q not in rows[0]:
+        raise ValueError(f"q: expected one of the Q columns, got {q!r}")
+    col = np.array([r[q] for r in rows], dtype=float)
+    if np.any(col <= 0):  # a deficiency of 0 (no information) has no log: floor it at 1e-3
+        col = np.maximum(col, 1e-3)
+    return ScalingData(
+        [r["N"] for r in rows], [r["D"] for r in rows], [r["loss"] for r in rows], col
+    )
