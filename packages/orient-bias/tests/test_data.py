@@ -49,3 +49,18 @@ def test_not_a_qm9pack_csv(tmp_path):
     f.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="not a qm9pack CSV"):
         parse_qm9pack_csv(f)
+
+
+def test_sample_rows_spans_all_parts_and_is_seeded():
+    from orient_bias.data import sample_rows
+
+    parts = np.cumsum([43610, 43611, 43610])  # qm9pack part sizes, in GDB index order
+    rows = sample_rows(int(parts[-1]), 3000, seed=0)
+    np.testing.assert_array_equal(rows, sample_rows(int(parts[-1]), 3000, seed=0))
+    assert len(np.unique(rows)) == 3000 and np.all(np.diff(rows) > 0)
+    counts = np.bincount(np.searchsorted(parts, rows, side="right"), minlength=3)
+    assert np.all(np.abs(counts - 1000) < 120)
+    assert not np.array_equal(rows, sample_rows(int(parts[-1]), 3000, seed=1))
+    np.testing.assert_array_equal(sample_rows(10, None), np.arange(10))
+    with pytest.raises(ValueError, match="n: expected"):
+        sample_rows(10, 0)

@@ -10,7 +10,7 @@ from orient_bias.classifiers import (
     pair_bootstrap_ci,
     pair_permutation_pvalue,
 )
-from orient_bias.data import QM9_TARGETS, QM9Subset, load_qm9, parse_qm9pack_csv
+from orient_bias.data import QM9_TARGETS, QM9Subset, load_qm9, parse_qm9pack_csv, sample_rows
 from orient_bias.features import FEATURE_NAMES, orientation_features
 from orient_bias.frames import (
     ASYMMETRIC,
@@ -98,6 +98,7 @@ __all__ = [
     "random_rotations_torch",
     "rotation_6d",
     "rotation_angle",
+    "sample_rows",
     "train",
     "uniformity_stats",
 ]

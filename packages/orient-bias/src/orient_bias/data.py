@@ -49,7 +49,12 @@ def parse_qm9pack_csv(
     """
     p = Path(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    pos, num, idx, names, smiles, targets = [], [], [], [], [], []
+    pos: list[np.ndarray] = []
+    num: list[np.ndarray] = []
+    idx: list[int] = []
+    names: list[str] = []
+    smiles: list[str] = []
+    targets: list[list[float]] = []
     skipped: list[tuple[str, str]] = []
     with open(p, newline="") as f:
         reader = csv.reader(f)
@@ -88,7 +93,7 @@ def parse_qm9pack_csv(
             idx.append(int(row[header.index("Index")]) if has_index else len(idx) + 1)
             smiles.append(row[col["SMILES"]])
             targets.append(t)
-    arrays = {
+    arrays: dict[str, np.ndarray] = {
         "positions": np.array(pos).reshape(-1, n_max, 3),
         "numbers": np.array(num, dtype=np.int8).reshape(-1, n_max),
         "index": np.array(idx, dtype=np.int64),
@@ -143,13 +148,20 @@ class QM9Subset:
         return self.targets[:, QM9_TARGETS.index(name)]
 
 
-def load_qm9(n: int | None = None, seed: int = 0) -> QM9Subset:
-    """`n` molecules drawn uniformly without replacement over all three parts (sorted by index), or all."""
-    arrays = qm9_arrays()
-    total = len(arrays["index"])
-    if n is None or n >= total:
-        return QM9Subset(arrays, np.arange(total))
-    if not isinstance(n, int) or n <= 0:
+def sample_rows(total: int, n: int | None, seed: int = 0) -> np.ndarray:
+    """Sorted row numbers of `n` of `total` rows, uniform without replacement (all rows if `n` is None).
+
+    The qm9pack parts are in GDB order (small molecules first), so a uniform draw over the
+    concatenated rows spreads a subset over all three parts; a prefix would not.
+    """
+    if n is None or (isinstance(n, int) and n >= total):
+        return np.arange(total)
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ValueError(f"n: expected a positive int or None, got {n!r}")
-    rows = np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
-    return QM9Subset(arrays, rows)
+    return np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
+
+
+def load_qm9(n: int | None = None, seed: int = 0) -> QM9Subset:
+    """`n` QM9 molecules drawn with `sample_rows` (deterministic in `seed`), or all of them."""
+    arrays = qm9_arrays()
+    return QM9Subset(arrays, sample_rows(len(arrays["index"]), n, seed))

@@ -288,7 +288,10 @@ def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "sk
         for k in keys[:limit]:
             name = f"{p.stem}:{k.decode('ascii', 'replace')}"
             try:
-                row = _decode_ase_json(json.loads(zlib.decompress(txn.get(k))))
+                raw = txn.get(k)
+                if raw is None:
+                    raise ValueError("row vanished while reading")
+                row = _decode_ase_json(json.loads(zlib.decompress(raw)))
                 out.molecules.append(_row_molecule(row, name))
             except (ValueError, zlib.error, TypeError) as e:
                 if on_error == "raise":

@@ -80,7 +80,7 @@ def angle_histogram(series: dict[str, np.ndarray], bins: int = 40) -> Any:
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     edges = np.linspace(0, np.pi, bins + 1)
     for label, ang in series.items():
-        ax.hist(ang, bins=edges, density=True, histtype="step", lw=1.5, label=label)
+        ax.hist(ang, bins=edges.tolist(), density=True, histtype="step", lw=1.5, label=label)
     w = np.linspace(0, np.pi, 200)
     ax.plot(w, haar_angle_pdf(w), "k--", lw=1, label="Haar (1 - cos ω)/π")
     ax.set_xlabel("angle to most common orientation ω (rad)")

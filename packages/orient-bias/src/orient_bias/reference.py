@@ -80,25 +80,23 @@ def principal_frame_reference(
     pts = [[positions[i][k] - c[k] for k in range(3)] for i in range(n)]
     S = np.zeros((3, 3))
     for i in range(n):
-        for a in range(3):
-            for b in range(3):
-                S[a, b] += ws[i] * pts[i][a] * pts[i][b] / W
-    lam, V = np.linalg.eigh(S)
+        for r in range(3):
+            for c2 in range(3):
+                S[r, c2] += ws[i] * pts[i][r] * pts[i][c2] / W
+    evals, V = np.linalg.eigh(S)
     order = [2, 1, 0]
-    lam = [max(float(lam[j]), 0.0) for j in order]
+    lam = [max(float(evals[j]), 0.0) for j in order]
     vecs = [[float(V[k, j]) for k in range(3)] for j in order]
     scale = math.sqrt(lam[0])
     r12, r23 = (lam[0] - lam[1]) / lam[0], (lam[1] - lam[2]) / lam[0]
     if r12 <= tol and r23 <= tol:
         return np.eye(3), np.array(lam), SPHERICAL
     if r12 <= tol:
-        u = vecs[2]
-        u = [_sign_reference(u, pts, ws, scale, tol) * t for t in u]
+        u = [_sign_reference(vecs[2], pts, ws, scale, tol) * t for t in vecs[2]]
         a = _in_plane_reference(u)
         return np.array([a, _cross(u, a), u]), np.array(lam), OBLATE
     if r23 <= tol:
-        u = vecs[0]
-        u = [_sign_reference(u, pts, ws, scale, tol) * t for t in u]
+        u = [_sign_reference(vecs[0], pts, ws, scale, tol) * t for t in vecs[0]]
         a = _in_plane_reference(u)
         kind = LINEAR if lam[1] / lam[0] <= tol else PROLATE
         return np.array([u, a, _cross(u, a)]), np.array(lam), kind

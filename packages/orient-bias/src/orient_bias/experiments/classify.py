@@ -80,13 +80,13 @@ def classify(poses: Poses, dataset: str, cfg: ClassifyConfig) -> list[dict]:
     tc = TrainConfig(
         epochs=cfg.net_epochs, batch_size=256, seed=cfg.seed, device=cfg.device, lr=2e-3
     )
-    net, _ = train(
+    trained, _ = train(
         net, (pos, num), y.astype(np.float32)[:, None],
         torch.nn.functional.binary_cross_entropy_with_logits, tc, desc=f"point cloud ({dataset})",
     )  # fmt: skip
 
     def score(p: Poses) -> np.ndarray:
-        logits = predict(net, (p.positions[test_idx].astype(np.float32), p.numbers[test_idx]))
+        logits = predict(trained, (p.positions[test_idx].astype(np.float32), p.numbers[test_idx]))
         return 1.0 / (1.0 + np.exp(-logits[:, 0]))
 
     rows.append(

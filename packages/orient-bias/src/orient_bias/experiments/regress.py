@@ -52,7 +52,7 @@ def _fit(
     tc = TrainConfig(
         epochs=cfg.epochs, seed=cfg.seed, device=cfg.device, lr=1e-3, weight_decay=1e-4
     )
-    net, _ = train(
+    trained, _ = train(
         net,
         (X[tr].astype(np.float32),),
         Z[tr],
@@ -60,7 +60,7 @@ def _fit(
         tc,
         desc="orientation MLP",
     )
-    mlp = predict(net, (X[te].astype(np.float32),)) * sd + mu
+    mlp = predict(trained, (X[te].astype(np.float32),)) * sd + mu
     hgb = np.stack(
         [
             fit_feature_regressor(X[tr], Y[tr, j], "hgb", cfg.seed).predict(X[te])

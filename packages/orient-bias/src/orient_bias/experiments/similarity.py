@@ -39,7 +39,7 @@ def fingerprints(
         from rdkit.Chem import rdFingerprintGenerator, rdMolDescriptors
     except ModuleNotFoundError:
         raise FileNotFoundError("finding 3 needs RDKit: pip install 'orient-bias[chem]'") from None
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     bits = np.zeros((len(smiles), n_bits), dtype=np.uint8)
     rings = np.zeros(len(smiles), dtype=np.int64)
@@ -80,7 +80,13 @@ def run(poses: Poses, smiles: np.ndarray, cfg: SimilarityConfig) -> dict[str, An
     partner = (np.arange(n) + rng.integers(1, n, n)) % n  # a random other molecule
     pub = principal_frames(poses).axes
     rot = principal_frames(poses.rotated(random_rotations(n, cfg.seed + 3000))).axes
-    rows, out = [], {"axes_published": pub, "axes_rotated": rot, "rings": rings, "tanimoto_nn": sim}
+    rows: list[dict[str, Any]] = []
+    out: dict[str, Any] = {
+        "axes_published": pub,
+        "axes_rotated": rot,
+        "rings": rings,
+        "tanimoto_nn": sim,
+    }
     for label, axes in (("published", pub), ("randomly rotated (control)", rot)):
         a_nn = geodesic_angle(axes, axes[nn])
         a_rand = geodesic_angle(axes, axes[partner])
