@@ -31,3 +31,10 @@ def test_audit_bad_path_is_one_error_line(tmp_path, capsys):
     code = main(["audit", str(tmp_path / "missing.xyz"), "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("orient-bias: error:") and "does not exist" in err
+
+
+def test_audit_needs_exactly_one_source(tmp_path, capsys):
+    assert main(["audit", "--out", str(tmp_path)]) == 2
+    assert "exactly one of PATH or --dataset" in capsys.readouterr().err
+    _write_aligned_npz(tmp_path / "a.npz", n=30)
+    assert main(["audit", str(tmp_path / "a.npz"), "--dataset", "qm9", "--out", str(tmp_path)]) == 2

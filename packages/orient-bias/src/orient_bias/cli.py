@@ -107,8 +107,10 @@ def reproduce(args: ReproduceArgs) -> int:
 
 def _configure_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "path",
-        help="XYZ/SDF/qm9pack CSV/.npz/.aselmdb file, folder or archive; 'qm9' for the bundled QM9",
+        "path", nargs="?", help="XYZ/SDF/qm9pack CSV/.npz/.aselmdb/.db file, folder or archive"
+    )
+    p.add_argument(
+        "--dataset", choices=["qm9"], help="audit a bundled dataset instead of PATH (qm9: qm9pack)"
     )
     p.add_argument("--max-molecules", type=int, default=20000, help="subsample larger datasets")
     p.add_argument(
@@ -127,7 +129,10 @@ def audit_command(ns: argparse.Namespace) -> int:
     from orient_bias.plots import angle_histogram, mollweide_axes
 
     cfg = AuditConfig(max_molecules=ns.max_molecules, weighting=ns.weighting, seed=ns.seed)
-    if ns.path == "qm9" and not Path(ns.path).exists():
+    if (ns.path is None) == (ns.dataset is None):
+        raise ValueError("path: give exactly one of PATH or --dataset")
+    source = ns.path or f"dataset {ns.dataset}"
+    if ns.dataset == "qm9":
         from orient_bias.data import load_qm9
 
         result, extra = audit_poses(load_qm9().poses, cfg)
@@ -139,7 +144,7 @@ def audit_command(ns: argparse.Namespace) -> int:
         print(f"  skipped {where}: {why}")
     if len(result.skipped) > 20:
         print(f"  ... and {len(result.skipped) - 20} more (see metrics.json)")
-    run = Run(PACKAGE, {"command": "audit", "path": str(ns.path), **asdict(cfg)}, out=ns.out)
+    run = Run(PACKAGE, {"command": "audit", "source": source, **asdict(cfg)}, out=ns.out)
     d = result.to_dict()
     run.log(**{k: v for k, v in d.items() if k not in ("kinds", "uniformity", "skipped")})
     run.log(kinds=d["kinds"], uniformity=d["uniformity"], skipped=d["skipped"])
@@ -153,7 +158,7 @@ def audit_command(ns: argparse.Namespace) -> int:
         run.save_figure("angles_to_mode", angle_histogram(
             {"as given": extra["angles_published"], "randomly rotated": extra["angles_rotated"]}
         ))  # fmt: skip
-    run.finish(title=f"orient-bias audit of {ns.path}", notes=result.summary(), print_tables=False)
+    run.finish(title=f"orient-bias audit of {source}", notes=result.summary(), print_tables=False)
     return 1 if (ns.fail_on_bias and result.biased) else 0
 
 
