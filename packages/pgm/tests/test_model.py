@@ -1,0 +1,126 @@
+import pytest
+import torch
+from conftest import make_model
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pgm import PGMConfig, masked_attention
+from pgm.model import PRE_QUERY_MODES
+from pgm.reference import partition_logits_loop
+
+
+@pytest.mark.parametrize("mode", PRE_QUERY_MODES)
+def test_full_forward_equals_dense_per_group_reference(mode):
+    m = make_model(mode)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 7, (4, 12), generator=g)
+    groups = torch.rand(4, 12, generator=g) < 0.5
+    groups[2] = True  # group 0 is BOS alone
+    groups[3] = False  # group 1 empty: group 0 sees nothing
+    torch.testing.assert_close(m(x, groups), partition_logits_loop(m, x, groups), atol=1e-5, rtol=0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), p=st.floats(0.05, 0.95), mode=st.sampled_from(PRE_QUERY_MODES))
+def test_partition_isolation_by_autograd(seed, p, mode):
+    """Logits of group B have exactly zero gradient w.r.t. the embeddings of group B tokens."""
+    m = make_model(mode, seed=seed % 3)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 7, (2, 12), generator=g)
+    groups = torch.rand(2, 12, generator=g) < p
+    bos = torch.full((2, 1), m.bos_id)
+    h = m.embed(torch.cat([bos, x], 1)).detach().requires_grad_(True)
+    logits = m.forward_embedded(h, groups)
+    w = torch.randn(logits.shape, generator=g)
+    g_model = torch.cat([torch.zeros(2, 1, dtype=torch.bool), groups], 1)  # BOS in group 0
+    for grp in (True, False):
+        sel = (groups == grp)[..., None]
+        if not sel.any():
+            continue
+        (grad,) = torch.autograd.grad((logits * w * sel).sum(), h, retain_graph=True)
+        same = g_model == grp
+        assert torch.all(grad[same] == 0), "a group sees its own tokens"
+        other = ~same
+        if other.any():  # the prediction does use the other group
+            assert grad[other].abs().sum() > 0
+
+
+def test_packed_equals_full_length_forward(model):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 7, (3, 12), generator=g)
+    groups = torch.rand(3, 12, generator=g) < 0.6
+    full = model(x, groups)
+    for i in range(3):
+        clean_pos = (~groups[i]).nonzero().flatten()[None]
+        query_pos = groups[i].nonzero().flatten()[None]
+        packed = model.forward_packed(x[i : i + 1, clean_pos[0]], clean_pos, query_pos)
+        torch.testing.assert_close(packed, full[i : i + 1, query_pos[0]], atol=1e-5, rtol=0)
+        # permuting the packed clean tokens (positions kept) changes nothing
+        perm = torch.randperm(clean_pos.shape[1], generator=g)
+        shuffled = model.forward_packed(
+            x[i : i + 1, clean_pos[0, perm]], clean_pos[:, perm], query_pos
+        )
+        torch.testing.assert_close(shuffled, packed, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["learn+freqs", "learn+freqs+mean", "learn+freqs+logsumexp"])
+def test_packed_padding_is_ignored(mode):
+    m = make_model(mode)
+    x = torch.randint(0, 7, (2, 5))
+    pos = torch.tensor([[0, 3, 4, 7, 9], [1, 2, 5, 0, 0]])
+    valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    q = torch.tensor([[1, 2], [3, 11]])
+    both = m.forward_packed(x, pos, q, clean_valid=valid)
+    alone = m.forward_packed(x[1:, :3], pos[1:, :3], q[1:])
+    torch.testing.assert_close(both[1:], alone, atol=1e-5, rtol=0)
+
+
+def test_empty_clean_set_is_bos_only(model):
+    q = torch.arange(12)[None]
+    empty = torch.zeros(1, 0, dtype=torch.long)
+    a = model.forward_packed(empty, empty, q)
+    b = model(torch.zeros(1, 12, dtype=torch.long), torch.ones(1, 12, dtype=torch.bool))
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_untrained_model_is_uniform():
+    from pgm import PartitionTransformer
+
+    m = PartitionTransformer(PGMConfig(5, 4, 16, 2, 1, 1))
+    out = m(torch.zeros(2, 4, dtype=torch.long), torch.rand(2, 4) < 0.5)
+    assert out.shape == (2, 4, 5) and torch.all(out == 0)
+
+
+def test_masked_attention_empty_rows_are_zero_and_masked_keys_ignored():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, generator=g) for _ in range(3))
+    allow = torch.tensor([[[True, False, True], [False, False, False], [False, True, False]]])
+    out = masked_attention(q, k, v, allow)
+    assert torch.all(out[:, :, 1] == 0)
+    torch.testing.assert_close(out[:, :, 2], v[:, :, 1])
+    s = (q[:, :, 0:1] @ k[:, :, [0, 2]].transpose(-1, -2)) / 2.0
+    torch.testing.assert_close(out[:, :, 0:1], s.softmax(-1) @ v[:, :, [0, 2]])
+
+
+def test_bad_inputs(model):
+    x = torch.randint(0, 7, (2, 12))
+    groups = torch.rand(2, 12) < 0.5
+    with pytest.raises(ValueError, match="x0"):
+        model(torch.full((2, 12), 7), groups)  # id 7 is BOS, not data
+    with pytest.raises(ValueError, match="x0"):
+        model(x[:, :5], groups[:, :5])
+    with pytest.raises(TypeError, match="x0"):
+        model(x.float(), groups)
+    with pytest.raises(ValueError, match="groups"):
+        model(x, groups[:, :3])
+    with pytest.raises(ValueError, match="groups"):
+        model(x, groups.long() * 2)
+    with pytest.raises(ValueError, match="query_pos"):
+        model.forward_packed(x[:, :2], torch.zeros(2, 2, dtype=torch.long), torch.full((2, 1), 12))
+    with pytest.raises(ValueError, match="clean_pos"):
+        model.forward_packed(x[:, :2], torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 1).long())
+    with pytest.raises(ValueError, match="pre_query"):
+        PGMConfig(7, 12, pre_query="mean")
+    with pytest.raises(ValueError, match="n_heads"):
+        PGMConfig(7, 12, d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="seq_len"):
+        PGMConfig(7, 0)
