@@ -1,0 +1,72 @@
+"""Character-level language modelling on Shakespeare; validation loss and loss vs CG steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from mesa_layer.data import char_batch, char_corpus
+from mesa_layer.experiments.common import METHODS, cg_sweep, model_config
+from mesa_layer.torch.model import MesaNetLM
+from mesa_layer.train import TrainConfig, train
+
+
+@dataclass
+class LMConfig:
+    max_chars: int = 1_000_000
+    seq_len: int = 64
+    batch_size: int = 16
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 128
+    cg_steps_train: int = 8
+    eval_batches: int = 4
+    eval_batch_size: int = 32
+    eval_cg_steps: tuple[int, ...] = (0, 1, 2, 4, 8, 16)
+    methods: tuple[str, ...] = METHODS
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=150, lr=3e-3, warmup=15))
+
+
+def run(cfg: LMConfig, seed: int = 0) -> dict:
+    """Validation cross-entropy (nats/char) of each method, and Mesa's loss vs inference CG steps."""
+    corpus = char_corpus(cfg.max_chars)
+    val_rng = np.random.default_rng(seed + 20_000)
+    val = [
+        tuple(torch.from_numpy(a) for a in char_batch(corpus.val, cfg.eval_batch_size, cfg.seq_len, val_rng))
+        for _ in range(cfg.eval_batches)
+    ]
+    results: dict = {"val_loss": {}, "vocab_size": corpus.vocab_size}
+
+    def batch_fn(step: int):
+        rng = np.random.default_rng([seed, step])
+        return tuple(torch.from_numpy(a) for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng))
+
+    def loss_fn(model, batch):
+        return model(batch[0], batch[1])[1]
+
+    for method in cfg.methods:
+        torch.manual_seed(seed)
+        mcfg = model_config(
+            method,
+            vocab_size=corpus.vocab_size,
+            hidden_size=cfg.hidden_size,
+            num_layers=cfg.num_layers,
+            num_heads=cfg.num_heads,
+            intermediate_size=cfg.intermediate_size,
+            max_cg_steps_train=cfg.cg_steps_train,
+            chunk_size=64,
+        )
+        model = MesaNetLM(mcfg)
+        train(model, batch_fn, loss_fn, cfg.train, desc=f"lm/{method}")
+
+        def evaluate(steps: int | None, model=model) -> float:
+            with torch.no_grad():
+                return float(np.mean([model(x, y, cg_steps=steps)[1].item() for x, y in val]))
+
+        results["val_loss"][method] = evaluate(None)
+        if method == "mesa":
+            results["cg_sweep"] = cg_sweep(evaluate, cfg.eval_cg_steps)
+    return results
