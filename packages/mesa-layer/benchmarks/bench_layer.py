@@ -12,6 +12,7 @@ means time ~x4 when T grows x4).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import subprocess
@@ -27,7 +28,6 @@ def _rss_mib() -> float:
 def one(method: str, T: int, heads: int, dim: int, cg_steps: int, threads: int) -> dict:
     import torch
     import torch.nn.functional as F
-
     from mesa_layer.torch import mesa_chunk, mesa_recurrent
 
     torch.set_num_threads(threads)
@@ -59,7 +59,13 @@ def one(method: str, T: int, heads: int, dim: int, cg_steps: int, threads: int) 
     step()
     elapsed = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - base
-    return {"method": method, "T": T, "seconds": elapsed, "tokens_per_s": T / elapsed, "peak_mib": max(peak, 0.0)}
+    return {
+        "method": method,
+        "T": T,
+        "seconds": elapsed,
+        "tokens_per_s": T / elapsed,
+        "peak_mib": max(peak, 0.0),
+    }
 
 
 def main() -> None:
@@ -70,7 +76,12 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=32)
     p.add_argument("--cg-steps", type=int, default=None, help="CG steps (default 30, quick 8)")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--sequential-max-T", type=int, default=None, help="skip the naive form above this T (512; quick 256)")
+    p.add_argument(
+        "--sequential-max-T",
+        type=int,
+        default=None,
+        help="skip the naive form above this T (512; quick 256)",
+    )
     p.add_argument("--one", nargs=2, metavar=("METHOD", "T"), help=argparse.SUPPRESS)
     a = p.parse_args()
     cg = a.cg_steps or (8 if a.quick else 30)
@@ -82,15 +93,20 @@ def main() -> None:
     rows = []
     for T in lengths:
         for method in ("chunk", "sequential", "attention"):
-            if method == "sequential" and T > seq_max:
+            if method == "sequential" and seq_max < T:
                 continue
             cmd = [sys.executable, __file__, "--one", method, str(T), "--heads", str(a.heads), "--dim", str(a.dim),
                    "--cg-steps", str(cg), "--threads", str(a.threads)]  # fmt: skip
             out = subprocess.run(cmd, capture_output=True, text=True, check=True)
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
             r = rows[-1]
-            print(f"  {r['method']:>10} T={T:>5}: {r['tokens_per_s']:9.0f} tok/s  {r['peak_mib']:8.1f} MiB", flush=True)
-    print(f"\nforward+backward, B=1, {a.heads} heads x d={a.dim}, {cg} CG steps, {a.threads} thread(s)")
+            print(
+                f"  {r['method']:>10} T={T:>5}: {r['tokens_per_s']:9.0f} tok/s  {r['peak_mib']:8.1f} MiB",
+                flush=True,
+            )
+    print(
+        f"\nforward+backward, B=1, {a.heads} heads x d={a.dim}, {cg} CG steps, {a.threads} thread(s)"
+    )
     print("| T | method | tokens/s | peak MiB | time vs chunk | memory vs chunk |")
     print("| --- | --- | --- | --- | --- | --- |")
     by = {(r["method"], r["T"]): r for r in rows}
@@ -104,7 +120,10 @@ def main() -> None:
     print("\ngrowth with T (time ratio between consecutive lengths; linear = the length ratio)")
     for m in ("chunk", "sequential", "attention"):
         ts = [(T, by[(m, T)]["seconds"]) for T in lengths if (m, T) in by]
-        parts = [f"T {t0}->{t1}: x{s1 / s0:.2f} (length x{t1 / t0:.0f})" for (t0, s0), (t1, s1) in zip(ts, ts[1:])]
+        parts = [
+            f"T {t0}->{t1}: x{s1 / s0:.2f} (length x{t1 / t0:.0f})"
+            for (t0, s0), (t1, s1) in itertools.pairwise(ts)
+        ]
         if parts:
             print(f"  {m}: " + "; ".join(parts))
 

@@ -7,7 +7,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import make_inputs  # noqa: E402
-
 from mesa_layer.reference import mesa_exact  # noqa: E402
 from mesa_layer.torch import mesa_chunk  # noqa: E402
 
@@ -24,10 +23,18 @@ def test_custom_backward_matches_autograd_through_exact_solve():
     ins = make_inputs(B=2, T=21, H=2, K=6, V=5)
     gen = torch.Generator().manual_seed(1)
     A = torch.randn(2, 2, 6, 6, generator=gen, dtype=torch.float64)
-    state = (A @ A.transpose(-1, -2) * 0.1, torch.randn(2, 2, 5, 6, generator=gen, dtype=torch.float64))
+    state = (
+        A @ A.transpose(-1, -2) * 0.1,
+        torch.randn(2, 2, 5, 6, generator=gen, dtype=torch.float64),
+    )
     w = torch.randn(2, 21, 2, 5, generator=gen, dtype=torch.float64)
     ref = _grads(lambda *a: mesa_exact(*a[:6], initial_state=a[6]), ins, state, w)
-    fast = _grads(lambda *a: mesa_chunk(*a[:6], initial_state=a[6], chunk_size=8, max_cg_steps=6), ins, state, w)
+    fast = _grads(
+        lambda *a: mesa_chunk(*a[:6], initial_state=a[6], chunk_size=8, max_cg_steps=6),
+        ins,
+        state,
+        w,
+    )
     names = ["q", "k", "v", "g", "beta", "Lambda", "H0", "G0"]
     for name, a, b in zip(names, fast, ref, strict=True):
         torch.testing.assert_close(a, b, atol=1e-8, rtol=1e-7, msg=f"gradient of {name}")

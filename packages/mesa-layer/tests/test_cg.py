@@ -43,7 +43,9 @@ def test_residual_of_the_cg_polynomial_falls_on_average():
     # the 2-norm residual is not monotone in theory; over many systems its mean is
     A = spd(64, 16, seed=2)
     b = torch.randn(64, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
-    res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], b, max_iter=16, track_residuals=True)
+    res = conjugate_gradient(
+        lambda x: (A @ x[..., None])[..., 0], b, max_iter=16, track_residuals=True
+    )
     means = torch.stack(res.residual_norms).mean(-1)
     assert bool((means[1:] < means[:-1]).all())
 
@@ -67,7 +69,9 @@ def test_warm_start_at_the_solution_stays_there():
 
 def test_zero_rhs_gives_zero_without_nan():
     A = spd(2, 4)
-    res = conjugate_gradient(lambda x: (A @ x[..., None])[..., 0], torch.zeros(2, 4, dtype=torch.float64), max_iter=6)
+    res = conjugate_gradient(
+        lambda x: (A @ x[..., None])[..., 0], torch.zeros(2, 4, dtype=torch.float64), max_iter=6
+    )
     assert bool(torch.isfinite(res.x).all()) and bool((res.x == 0).all())
 
 

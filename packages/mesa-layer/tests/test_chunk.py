@@ -7,7 +7,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import make_inputs  # noqa: E402
-
 from mesa_layer.reference import gated_linear_attention_exact, mesa_exact  # noqa: E402
 from mesa_layer.torch import mesa_chunk, mesa_recurrent, mesa_step  # noqa: E402
 
@@ -26,7 +25,7 @@ def test_chunk_sizes_agree_and_equal_recurrent(dtype, tol):
     # K = 8: 12 CG steps converge to machine precision from either start
     outs = [mesa_chunk(*ins, chunk_size=c, max_cg_steps=12)[0] for c in (1, 16, 64)]
     rec, _ = mesa_recurrent(*ins, max_cg_steps=12)
-    for o in outs[1:] + [rec]:
+    for o in [*outs[1:], rec]:
         torch.testing.assert_close(o, outs[0], atol=tol, rtol=0)
 
 
@@ -48,7 +47,9 @@ def test_large_lambda_limit_is_gated_linear_attention(inputs64):
     gla = gated_linear_attention_exact(q, k, v, g, beta)
     errs = []
     for lam in (1e1, 1e3, 1e5):
-        o, _ = mesa_chunk(q, k, v, g, beta, torch.full((2, 8), lam, dtype=torch.float64), max_cg_steps=8)
+        o, _ = mesa_chunk(
+            q, k, v, g, beta, torch.full((2, 8), lam, dtype=torch.float64), max_cg_steps=8
+        )
         errs.append((o * lam - gla).abs().max().item())
     assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-3 * gla.abs().max().item()
 
@@ -56,7 +57,10 @@ def test_large_lambda_limit_is_gated_linear_attention(inputs64):
 def test_decoding_state_equals_chunk_final_state(inputs64):
     q, k, v, g, beta, Lambda = inputs64
     B, T, H, K = q.shape
-    state = (torch.zeros(B, H, K, K, dtype=q.dtype), torch.zeros(B, H, v.shape[-1], K, dtype=q.dtype))
+    state = (
+        torch.zeros(B, H, K, K, dtype=q.dtype),
+        torch.zeros(B, H, v.shape[-1], K, dtype=q.dtype),
+    )
     for t in range(T):
         _, state = mesa_step(q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], Lambda, state, 10)
     _, (H_c, G_c) = mesa_chunk(*inputs64, chunk_size=16, max_cg_steps=10)
@@ -68,14 +72,26 @@ def test_nonzero_initial_state_is_honoured(inputs64):
     q, k, v, g, beta, Lambda = inputs64
     o_full, (H_full, G_full) = mesa_chunk(*inputs64, chunk_size=8, max_cg_steps=10)
     s = 20
-    o1, st = mesa_chunk(q[:, :s], k[:, :s], v[:, :s], g[:, :s], beta[:, :s], Lambda, chunk_size=8, max_cg_steps=10)
+    o1, st = mesa_chunk(
+        q[:, :s], k[:, :s], v[:, :s], g[:, :s], beta[:, :s], Lambda, chunk_size=8, max_cg_steps=10
+    )
     o2, (H2, G2) = mesa_chunk(
-        q[:, s:], k[:, s:], v[:, s:], g[:, s:], beta[:, s:], Lambda, initial_state=st, chunk_size=8, max_cg_steps=10
+        q[:, s:],
+        k[:, s:],
+        v[:, s:],
+        g[:, s:],
+        beta[:, s:],
+        Lambda,
+        initial_state=st,
+        chunk_size=8,
+        max_cg_steps=10,
     )
     torch.testing.assert_close(torch.cat([o1, o2], 1), o_full, atol=1e-9, rtol=0)
     torch.testing.assert_close(H2, H_full, atol=1e-12, rtol=0)
     torch.testing.assert_close(G2, G_full, atol=1e-12, rtol=0)
-    ref, _ = mesa_exact(q[:, s:], k[:, s:], v[:, s:], g[:, s:], beta[:, s:], Lambda, initial_state=st)
+    ref, _ = mesa_exact(
+        q[:, s:], k[:, s:], v[:, s:], g[:, s:], beta[:, s:], Lambda, initial_state=st
+    )
     torch.testing.assert_close(o2, ref, atol=1e-8, rtol=0)
 
 

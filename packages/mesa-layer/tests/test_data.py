@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from mesa_layer.data import char_batch, multiquery_ar, regression_batch, ridge_oracle_mse
 
 

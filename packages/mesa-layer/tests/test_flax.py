@@ -59,7 +59,13 @@ def test_torch_and_flax_layers_agree_on_shared_weights():
     (y * wy).sum().backward()
     with enable_x64():
         fl = MesaLayer(
-            16, 2, max_cg_steps=8, chunk_size=8, use_output_gate=True, param_dtype=jax.numpy.float64, rngs=nnx.Rngs(0)
+            16,
+            2,
+            max_cg_steps=8,
+            chunk_size=8,
+            use_output_gate=True,
+            param_dtype=jax.numpy.float64,
+            rngs=nnx.Rngs(0),
         )
         load_torch_state_dict(fl, tl.state_dict())
         jx = jax.numpy.asarray(x.detach().numpy())
@@ -71,9 +77,15 @@ def test_torch_and_flax_layers_agree_on_shared_weights():
         (g_model, g_x), y_flax = nnx.jit(nnx.grad(loss, argnums=(0, 1), has_aux=True))(fl, jx)
         np.testing.assert_allclose(np.asarray(y_flax), y.detach().numpy(), atol=1e-10)
         np.testing.assert_allclose(np.asarray(g_x), x.grad.numpy(), atol=1e-9)
-        np.testing.assert_allclose(np.asarray(g_model.lambda_params[...]), tl.lambda_params.grad.numpy(), atol=1e-9)
-        np.testing.assert_allclose(np.asarray(g_model.q_proj.kernel[...]), tl.q_proj.weight.grad.numpy().T, atol=1e-9)
-        np.testing.assert_allclose(np.asarray(g_model.a_proj.bias[...]), tl.a_proj.bias.grad.numpy(), atol=1e-9)
+        np.testing.assert_allclose(
+            np.asarray(g_model.lambda_params[...]), tl.lambda_params.grad.numpy(), atol=1e-9
+        )
+        np.testing.assert_allclose(
+            np.asarray(g_model.q_proj.kernel[...]), tl.q_proj.weight.grad.numpy().T, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            np.asarray(g_model.a_proj.bias[...]), tl.a_proj.bias.grad.numpy(), atol=1e-9
+        )
 
 
 def test_flax_bad_input_and_missing_weights():

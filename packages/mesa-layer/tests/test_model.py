@@ -7,7 +7,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import make_inputs  # noqa: E402
-
 from mesa_layer.reference import delta_rule_exact, gated_linear_attention_exact  # noqa: E402
 from mesa_layer.torch import (  # noqa: E402
     MesaNetConfig,
@@ -21,14 +20,28 @@ from mesa_layer.torch.model import MIXERS  # noqa: E402
 
 def test_chunked_baselines_equal_their_recurrences():
     q, k, v, g, beta, _ = make_inputs(T=37)
-    torch.testing.assert_close(gated_linear_attention(q, k, v, g, beta, 16), gated_linear_attention_exact(q, k, v, g, beta), atol=1e-12, rtol=0)
-    torch.testing.assert_close(delta_rule(q, k, v, beta, 16), delta_rule_exact(q, k, v, beta), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        gated_linear_attention(q, k, v, g, beta, 16),
+        gated_linear_attention_exact(q, k, v, g, beta),
+        atol=1e-12,
+        rtol=0,
+    )
+    torch.testing.assert_close(
+        delta_rule(q, k, v, beta, 16), delta_rule_exact(q, k, v, beta), atol=1e-12, rtol=0
+    )
 
 
 @pytest.mark.parametrize("mixer", MIXERS)
 def test_lm_is_causal_and_trains(mixer):
     torch.manual_seed(0)
-    cfg = MesaNetConfig(vocab_size=17, hidden_size=16, num_heads=2, intermediate_size=32, mixer=mixer, max_cg_steps_train=8)
+    cfg = MesaNetConfig(
+        vocab_size=17,
+        hidden_size=16,
+        num_heads=2,
+        intermediate_size=32,
+        mixer=mixer,
+        max_cg_steps_train=8,
+    )
     model = MesaNetLM(cfg)
     idx = torch.randint(0, 17, (2, 12))
     idx2 = idx.clone()
@@ -48,7 +61,11 @@ def test_lm_is_causal_and_trains(mixer):
 
 
 def test_ignore_index_and_shapes():
-    model = MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, num_heads=2, intermediate_size=16, max_cg_steps_train=4))
+    model = MesaNetLM(
+        MesaNetConfig(
+            vocab_size=11, hidden_size=16, num_heads=2, intermediate_size=16, max_cg_steps_train=4
+        )
+    )
     idx = torch.randint(0, 11, (2, 5))
     tgt = torch.full((2, 5), -100)
     tgt[:, 2] = 4
@@ -59,7 +76,9 @@ def test_ignore_index_and_shapes():
 
 
 def test_no_weight_decay_on_lambda_biases_and_norms():
-    model = MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, num_heads=2, intermediate_size=16))
+    model = MesaNetLM(
+        MesaNetConfig(vocab_size=11, hidden_size=16, num_heads=2, intermediate_size=16)
+    )
     groups = param_groups(model, 0.1)
     no_decay = {id(p) for p in groups[1]["params"]}
     layer = model.backbone.blocks[0].mixer
@@ -73,4 +92,6 @@ def test_bad_config():
     with pytest.raises(ValueError, match="num_heads"):
         MesaNetConfig(hidden_size=30, num_heads=4)
     with pytest.raises(ValueError, match="idx"):
-        MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, intermediate_size=16))(torch.zeros(3, dtype=torch.long))
+        MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, intermediate_size=16))(
+            torch.zeros(3, dtype=torch.long)
+        )

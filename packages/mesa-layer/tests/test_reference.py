@@ -7,7 +7,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import make_inputs  # noqa: E402
-
 from mesa_layer.reference import gated_linear_attention_exact, mesa_exact  # noqa: E402
 
 
@@ -20,7 +19,10 @@ def test_ungated_mesa_is_ridge_regression():
     Y = X @ W.T
     q = torch.randn(1, T, 1, d, dtype=torch.float64)
     lam = torch.full((1, d), 0.5, dtype=torch.float64)
-    zeros, ones = torch.zeros(1, T, 1, dtype=torch.float64), torch.ones(1, T, 1, dtype=torch.float64)
+    zeros, ones = (
+        torch.zeros(1, T, 1, dtype=torch.float64),
+        torch.ones(1, T, 1, dtype=torch.float64),
+    )
     o, _ = mesa_exact(q, X, Y, zeros, ones, lam)
     for t in (0, 5, T - 1):
         Xt, Yt = X[0, : t + 1, 0], Y[0, : t + 1, 0]

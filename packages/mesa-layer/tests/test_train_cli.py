@@ -13,7 +13,9 @@ from mesa_layer.train import TrainConfig, train  # noqa: E402
 
 def _setup():
     torch.manual_seed(0)
-    cfg = MesaNetConfig(vocab_size=13, hidden_size=16, num_heads=2, intermediate_size=16, max_cg_steps_train=4)
+    cfg = MesaNetConfig(
+        vocab_size=13, hidden_size=16, num_heads=2, intermediate_size=16, max_cg_steps_train=4
+    )
 
     def batch_fn(step):
         g = torch.Generator().manual_seed(step)
@@ -33,7 +35,9 @@ def test_resume_from_checkpoint_gives_the_same_weights(tmp_path):
     model_c, _, _ = _setup()  # a fresh process would start like this
     rest = train(model_c, batch_fn, loss_fn, cfg, checkpoint=ckpt)
     assert len(first) == 3 and len(rest) == 3
-    for (name, a), b in zip(model_a.state_dict().items(), model_c.state_dict().values(), strict=True):
+    for (name, a), b in zip(
+        model_a.state_dict().items(), model_c.state_dict().values(), strict=True
+    ):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-
 from mesa_layer import __version__
+from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 
 
 def _reproduce(args: ReproduceArgs) -> int:
@@ -16,7 +15,11 @@ def _reproduce(args: ReproduceArgs) -> int:
 main = make_main(
     "mesa-layer",
     __version__,
-    [reproduce_command(_reproduce, help="in-context regression, MQAR and char-LM: MesaNet vs baselines")],
+    [
+        reproduce_command(
+            _reproduce, help="in-context regression, MQAR and char-LM: MesaNet vs baselines"
+        )
+    ],
     description="MesaNet's Mesa layer (ICLR 2026): reproduce the headline experiments at small scale.",
 )
 

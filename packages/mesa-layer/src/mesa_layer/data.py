@@ -78,7 +78,9 @@ def multiquery_ar(
     space = (input_seq_len - context) // 2
     p = power_a * np.arange(1, space + 1) ** (power_a - 1)
     p /= p.sum()
-    gaps = np.stack([rng.choice(space, num_kv_pairs, replace=False, p=p) for _ in range(num_examples)])
+    gaps = np.stack(
+        [rng.choice(space, num_kv_pairs, replace=False, p=p) for _ in range(num_examples)]
+    )
     queries = np.zeros((num_examples, input_seq_len - context + 1), dtype=np.int64)
     rows = np.arange(num_examples)[:, None]
     queries[rows, gaps * 2] = keys
@@ -117,7 +119,9 @@ def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCo
     return CharCorpus(train=ids[:-n_val], val=ids[-n_val:], alphabet=alphabet)
 
 
-def char_batch(ids: np.ndarray, batch: int, T: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def char_batch(
+    ids: np.ndarray, batch: int, T: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Random windows: inputs ``ids[s:s+T]`` and next-character targets ``ids[s+1:s+T+1]``."""
     starts = rng.integers(0, len(ids) - T - 1, batch)
     x = np.stack([ids[s : s + T] for s in starts])

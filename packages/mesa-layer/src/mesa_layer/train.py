@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from mesa_layer.torch.model import param_groups
 from shared_core.checkpoint import load_checkpoint, save_checkpoint
 from shared_core.cli import progress
 from shared_core.distributed import is_main
-
-from mesa_layer.torch.model import param_groups
 
 
 @dataclass

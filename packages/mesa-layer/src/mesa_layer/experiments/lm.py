@@ -35,14 +35,19 @@ def run(cfg: LMConfig, seed: int = 0) -> dict:
     corpus = char_corpus(cfg.max_chars)
     val_rng = np.random.default_rng(seed + 20_000)
     val = [
-        tuple(torch.from_numpy(a) for a in char_batch(corpus.val, cfg.eval_batch_size, cfg.seq_len, val_rng))
+        tuple(
+            torch.from_numpy(a)
+            for a in char_batch(corpus.val, cfg.eval_batch_size, cfg.seq_len, val_rng)
+        )
         for _ in range(cfg.eval_batches)
     ]
     results: dict = {"val_loss": {}, "vocab_size": corpus.vocab_size}
 
     def batch_fn(step: int):
         rng = np.random.default_rng([seed, step])
-        return tuple(torch.from_numpy(a) for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng))
+        return tuple(
+            torch.from_numpy(a) for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng)
+        )
 
     def loss_fn(model, batch):
         return model(batch[0], batch[1])[1]

@@ -43,13 +43,19 @@ def run(cfg: MQARConfig, seed: int = 0) -> dict:
     """Accuracy of each method at each number of KV pairs."""
     results: dict = {"accuracy": {m: [] for m in cfg.methods}, "kv_pairs": list(cfg.kv_pairs)}
     for n_kv in cfg.kv_pairs:
-        x_tr, y_tr = (torch.from_numpy(a) for a in multiquery_ar(cfg.vocab_size, cfg.train_examples, cfg.seq_len, n_kv, seed))
+        x_tr, y_tr = (
+            torch.from_numpy(a)
+            for a in multiquery_ar(cfg.vocab_size, cfg.train_examples, cfg.seq_len, n_kv, seed)
+        )
         x_te, y_te = (
-            torch.from_numpy(a) for a in multiquery_ar(cfg.vocab_size, cfg.test_examples, cfg.seq_len, n_kv, seed + 1)
+            torch.from_numpy(a)
+            for a in multiquery_ar(cfg.vocab_size, cfg.test_examples, cfg.seq_len, n_kv, seed + 1)
         )
 
-        def batch_fn(step: int, x_tr=x_tr, y_tr=y_tr):
-            idx = torch.from_numpy(np.random.default_rng([seed, n_kv, step]).integers(0, len(x_tr), cfg.batch_size))
+        def batch_fn(step: int, x_tr=x_tr, y_tr=y_tr, n_kv=n_kv):
+            idx = torch.from_numpy(
+                np.random.default_rng([seed, n_kv, step]).integers(0, len(x_tr), cfg.batch_size)
+            )
             return x_tr[idx], y_tr[idx]
 
         def loss_fn(model, batch):

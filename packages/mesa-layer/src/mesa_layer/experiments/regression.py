@@ -50,7 +50,9 @@ class RegressionModel(nn.Module):
         return self.read_out(self.backbone(self.read_in(tokens), cg_steps=cg_steps))[..., 0]
 
 
-def constructed_mse(tokens: np.ndarray, y: np.ndarray, d: int, lam: float) -> dict[str, list[float]]:
+def constructed_mse(
+    tokens: np.ndarray, y: np.ndarray, d: int, lam: float
+) -> dict[str, list[float]]:
     """Per-position MSE of each mixing rule with hand-set weights ``k = x_{t-1}, v = y_{t-1}, q = x_t``.
 
     Mesa (``gamma = beta = 1``, ``Lambda = lam``) is ridge regression on the examples seen;
@@ -64,7 +66,10 @@ def constructed_mse(tokens: np.ndarray, y: np.ndarray, d: int, lam: float) -> di
     target = torch.from_numpy(y).double()
     B, T, _ = tok.shape
     q, k, v = tok[..., None, :d], tok[..., None, d : 2 * d], tok[..., None, 2 * d :]
-    ones, zeros = torch.ones(B, T, 1, dtype=torch.float64), torch.zeros(B, T, 1, dtype=torch.float64)
+    ones, zeros = (
+        torch.ones(B, T, 1, dtype=torch.float64),
+        torch.zeros(B, T, 1, dtype=torch.float64),
+    )
     lam_t = torch.full((1, d), lam, dtype=torch.float64)
     mesa, _ = mesa_chunk(q, k, v, zeros, ones, lam_t, max_cg_steps=2 * d)
     t = torch.arange(T, dtype=torch.float64)
@@ -73,7 +78,10 @@ def constructed_mse(tokens: np.ndarray, y: np.ndarray, d: int, lam: float) -> di
     norm = k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     delta = delta_rule(q, k / norm, v / norm, 0.5 * (norm[..., 0] > 1e-12).double())
     return {
-        name: ((pred[..., 0, 0] if pred.ndim == 4 else pred[..., 0]) - target).pow(2).mean(0).tolist()
+        name: ((pred[..., 0, 0] if pred.ndim == 4 else pred[..., 0]) - target)
+        .pow(2)
+        .mean(0)
+        .tolist()
         for name, pred in (("mesa", mesa), ("gla", gla), ("deltanet", delta))
     }
 
@@ -85,7 +93,9 @@ def run(cfg: RegressionConfig, seed: int = 0) -> dict:
     oracle = ridge_oracle_mse(ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6))
     ev_x, ev_t = torch.from_numpy(ev_tokens), torch.from_numpy(ev_y)
     results: dict = {"oracle": oracle.tolist(), "mse": {}, "final_loss": {}}
-    results["constructed"] = constructed_mse(ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6))
+    results["constructed"] = constructed_mse(
+        ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6)
+    )
 
     def batch_fn(step: int):
         rng = np.random.default_rng([seed, step])
@@ -118,7 +128,7 @@ def run(cfg: RegressionConfig, seed: int = 0) -> dict:
         if method == "mesa":
             beyond = slice(cfg.d + 1, None)
 
-            def evaluate(steps: int | None) -> float:
+            def evaluate(steps: int | None, model=model, beyond=beyond) -> float:
                 return float(((model(ev_x, cg_steps=steps) - ev_t) ** 2)[:, beyond].mean())
 
             results["cg_sweep"] = cg_sweep(evaluate, cfg.eval_cg_steps)

@@ -74,7 +74,9 @@ class MesaLayer(nnx.Module):
         theta0 = math.log(math.expm1(lambda_init - lambda_lower_bound))
         self.lambda_params = nnx.Param(jnp.full((self.key_dim,), theta0, param_dtype))
         self.o_norm_weight = nnx.Param(jnp.ones((head_dim,), param_dtype))
-        self.g_proj = nnx.Linear(hidden_size, self.key_dim, use_bias=False, **kw) if use_output_gate else None
+        self.g_proj = (
+            nnx.Linear(hidden_size, self.key_dim, use_bias=False, **kw) if use_output_gate else None
+        )
         self.o_proj = nnx.Linear(self.key_dim, hidden_size, use_bias=False, **kw)
 
     @property
@@ -93,7 +95,9 @@ class MesaLayer(nnx.Module):
         g = jax.nn.log_sigmoid(self.a_proj(x))
         beta = jax.nn.sigmoid(self.b_proj(x))
         steps = self.max_cg_steps if cg_steps is None else cg_steps
-        o, _ = mesa_chunk(q, k, v, g, beta, self.Lambda, chunk_size=self.chunk_size, max_cg_steps=steps)
+        o, _ = mesa_chunk(
+            q, k, v, g, beta, self.Lambda, chunk_size=self.chunk_size, max_cg_steps=steps
+        )
         o = _rms_norm(o, self.o_norm_weight[...], self.norm_eps)
         if self.g_proj is not None:
             o = o * jax.nn.silu(self.g_proj(x).reshape(o.shape))
@@ -120,7 +124,9 @@ def load_torch_state_dict(layer: MesaLayer, state_dict: dict[str, Any]) -> MesaL
         lin = getattr(layer, name)
         w = arr(f"{name}.weight").T
         if w.shape != lin.kernel[...].shape:
-            raise ValueError(f"state_dict: {name}.weight has shape {w.T.shape}, expected {lin.kernel[...].T.shape}")
+            raise ValueError(
+                f"state_dict: {name}.weight has shape {w.T.shape}, expected {lin.kernel[...].T.shape}"
+            )
         lin.kernel[...] = w
         if lin.bias is not None:
             lin.bias[...] = arr(f"{name}.bias")

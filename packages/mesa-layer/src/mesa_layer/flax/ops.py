@@ -21,7 +21,10 @@ def _safe_div(num: jax.Array, den: jax.Array) -> jax.Array:
 
 
 def conjugate_gradient(
-    matvec: Callable[[jax.Array], jax.Array], b: jax.Array, x0: jax.Array | None = None, max_iter: int = 30
+    matvec: Callable[[jax.Array], jax.Array],
+    b: jax.Array,
+    x0: jax.Array | None = None,
+    max_iter: int = 30,
 ) -> jax.Array:
     """Row-wise Hestenes-Stiefel CG for ``A x = b``, ``b`` of shape ``(..., d)``, fixed steps."""
     x = jnp.zeros_like(b) if x0 is None else x0
@@ -115,7 +118,9 @@ def _solve_bwd(max_iter, res, dq_star):
 mesa_solve.defvjp(_solve_fwd, _solve_bwd)
 
 
-def mesa_chunk(q, k, v, g, beta, Lambda, initial_state=None, chunk_size: int = 64, max_cg_steps: int = 30):
+def mesa_chunk(
+    q, k, v, g, beta, Lambda, initial_state=None, chunk_size: int = 64, max_cg_steps: int = 30
+):
     """Chunkwise Mesa outputs ``(B, T, H, V)`` and final ``(H_T, G_T)``; shapes as in torch."""
     B, T, NH, K = q.shape
     V = v.shape[-1]

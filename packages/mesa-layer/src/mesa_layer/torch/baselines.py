@@ -83,7 +83,9 @@ def delta_rule(
 
 
 class _LinearRNNBase(nn.Module):
-    def __init__(self, hidden_size: int, num_heads: int, conv_size: int = 4, norm_eps: float = 1e-6) -> None:
+    def __init__(
+        self, hidden_size: int, num_heads: int, conv_size: int = 4, norm_eps: float = 1e-6
+    ) -> None:
         super().__init__()
         self.hidden_size, self.num_heads = hidden_size, num_heads
         self.head_dim = hidden_size // num_heads
@@ -99,7 +101,9 @@ class _LinearRNNBase(nn.Module):
         self.norm_eps = norm_eps
         nn.init.zeros_(self.b_proj.bias)
 
-    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _qkv(
+        self, x: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         B, T, _ = x.shape
         shape = (B, T, self.num_heads, self.head_dim)
         q = F.normalize(upcast(self.q_conv(self.q_proj(x))[0].view(shape)), dim=-1)
@@ -114,7 +118,9 @@ class _LinearRNNBase(nn.Module):
 class GatedLinearAttentionLayer(_LinearRNNBase):
     """Scalar-gated linear attention (the Mesa layer's G recurrence alone), same front end."""
 
-    def __init__(self, hidden_size: int, num_heads: int = 4, forget_bias_init: float = 0.0, **kw) -> None:
+    def __init__(
+        self, hidden_size: int, num_heads: int = 4, forget_bias_init: float = 0.0, **kw
+    ) -> None:
         super().__init__(hidden_size, num_heads, **kw)
         self.a_proj = nn.Linear(hidden_size, num_heads, bias=True)
         nn.init.constant_(self.a_proj.bias, forget_bias_init)

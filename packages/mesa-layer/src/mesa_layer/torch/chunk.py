@@ -18,6 +18,7 @@ All of it runs in float32 (float64 for float64 inputs), whatever the activation 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -77,7 +78,12 @@ def chunk_states(
 
 
 def gla_pass(
-    X: torch.Tensor, k: torch.Tensor, val: torch.Tensor, S_start: torch.Tensor, b: torch.Tensor, M: torch.Tensor
+    X: torch.Tensor,
+    k: torch.Tensor,
+    val: torch.Tensor,
+    S_start: torch.Tensor,
+    b: torch.Tensor,
+    M: torch.Tensor,
 ) -> torch.Tensor:
     """``exp(b) * (X S_[n]^T) + ((X K^T) * M) val``: one gated linear-attention pass per chunk."""
     inter = b.exp()[..., None] * (X @ S_start.transpose(-1, -2))
@@ -177,7 +183,9 @@ def _chunk_forward(
     C = min(chunk_size, T)
     T_pad = -(-T // C) * C
     # padded steps have beta = 0 and gamma = 1 (g = 0): they leave the states untouched
-    q_c, k_c, v_c, g_c, beta_c = (to_chunks(_pad_time(x.to(dt), T_pad), C) for x in (q, k, v, g, beta))
+    q_c, k_c, v_c, g_c, beta_c = (
+        to_chunks(_pad_time(x.to(dt), T_pad), C) for x in (q, k, v, g, beta)
+    )
     b = g_c.cumsum(-1)
     lam = Lambda.to(dt)
     if initial_state is None:
@@ -191,7 +199,10 @@ def _chunk_forward(
         M = gate_mask(b, beta_c)
         H_start, _ = chunk_states(k_c, k_c, b, beta_c, H0)
         q_star = conjugate_gradient(
-            lambda X: mesa_matvec(X, k_c, b, M, H_start, lam), q_c, max_iter=max_cg_steps, tol=cg_tol
+            lambda X: mesa_matvec(X, k_c, b, M, H_start, lam),
+            q_c,
+            max_iter=max_cg_steps,
+            tol=cg_tol,
         ).x
     M = gate_mask(b, beta_c)
     G_start, G_T = chunk_states(k_c, v_c, b, beta_c, G0)
@@ -244,21 +255,31 @@ def mesa_chunk(
     if cu_seqlens is None:
         check_state(initial_state, B, NH, K, V)
         return _chunk_forward(
-            q, k, v, g, beta, Lambda, initial_state, chunk_size, max_cg_steps, cg_tol, custom_backward
+            q,
+            k,
+            v,
+            g,
+            beta,
+            Lambda,
+            initial_state,
+            chunk_size,
+            max_cg_steps,
+            cg_tol,
+            custom_backward,
         )
     offsets = [int(x) for x in cu_seqlens.tolist()]
     if B != 1:
         raise ValueError(f"cu_seqlens: expected batch size 1 for packed sequences, got {B}")
-    if offsets[0] != 0 or offsets[-1] != T or any(b <= a for a, b in zip(offsets, offsets[1:])):
+    if offsets[0] != 0 or offsets[-1] != T or any(b <= a for a, b in itertools.pairwise(offsets)):
         raise ValueError(
             f"cu_seqlens: expected strictly increasing offsets from 0 to T={T}, got {offsets}"
         )
     n_seq = len(offsets) - 1
     check_state(initial_state, n_seq, NH, K, V)
-    longest = max(b - a for a, b in zip(offsets, offsets[1:]))
+    longest = max(b - a for a, b in itertools.pairwise(offsets))
 
     def unpack(x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([_pad_time(x[:, a:b], longest) for a, b in zip(offsets, offsets[1:])], 0)
+        return torch.cat([_pad_time(x[:, a:b], longest) for a, b in itertools.pairwise(offsets)], 0)
 
     o, state = _chunk_forward(
         *(unpack(x) for x in (q, k, v, g, beta)),
@@ -269,5 +290,7 @@ def mesa_chunk(
         cg_tol,
         custom_backward,
     )
-    o = torch.cat([o[i : i + 1, : b - a] for i, (a, b) in enumerate(zip(offsets, offsets[1:]))], 1)
+    o = torch.cat(
+        [o[i : i + 1, : b - a] for i, (a, b) in enumerate(itertools.pairwise(offsets))], 1
+    )
     return o, state

@@ -43,7 +43,7 @@ class ShortConvolution(nn.Module):
         self, x: torch.Tensor, past: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` ``(B, T, D)``; `past` the previous ``kernel_size - 1`` inputs. Returns (y, new past)."""
-        B, T, D = x.shape
+        B, _T, D = x.shape
         if past is None:
             past = x.new_zeros(B, self.kernel_size - 1, D)
         full = torch.cat([past.to(x.dtype), x], dim=1)
@@ -139,9 +139,7 @@ class MesaLayer(nn.Module):
             conv_k=torch.zeros(batch, pad, self.key_dim, device=device, dtype=dtype),
         )
 
-    def _project(
-        self, x: torch.Tensor, cache: MesaCache | None
-    ) -> tuple[torch.Tensor, ...]:
+    def _project(self, x: torch.Tensor, cache: MesaCache | None) -> tuple[torch.Tensor, ...]:
         B, T, _ = x.shape
         q, conv_q = self.q_conv(self.q_proj(x), None if cache is None else cache.conv_q)
         k, conv_k = self.k_conv(self.k_proj(x), None if cache is None else cache.conv_k)
@@ -185,14 +183,31 @@ class MesaLayer(nn.Module):
         if cache is not None and x.shape[1] == 1:
             steps = self.max_cg_steps_decode if cg_steps is None else cg_steps
             o, (H, G) = mesa_step(
-                q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], self.Lambda, (cache.H, cache.G), steps, tol
+                q[:, 0],
+                k[:, 0],
+                v[:, 0],
+                g[:, 0],
+                beta[:, 0],
+                self.Lambda,
+                (cache.H, cache.G),
+                steps,
+                tol,
             )
             o = o[:, None]
         else:
             steps = self.max_cg_steps_train if cg_steps is None else cg_steps
             state = None if cache is None else (cache.H, cache.G)
             o, (H, G) = mesa_chunk(
-                q, k, v, g, beta, self.Lambda, state, chunk_size=self.chunk_size, max_cg_steps=steps, cg_tol=tol
+                q,
+                k,
+                v,
+                g,
+                beta,
+                self.Lambda,
+                state,
+                chunk_size=self.chunk_size,
+                max_cg_steps=steps,
+                cg_tol=tol,
             )
         y = self._output(o, x)
         if use_cache:

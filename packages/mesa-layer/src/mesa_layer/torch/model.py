@@ -64,7 +64,9 @@ def make_mixer(cfg: MesaNetConfig) -> nn.Module:
             norm_eps=cfg.norm_eps,
         )
     if cfg.mixer == "gla":
-        return GatedLinearAttentionLayer(cfg.hidden_size, cfg.num_heads, forget_bias_init=cfg.forget_bias_init)
+        return GatedLinearAttentionLayer(
+            cfg.hidden_size, cfg.num_heads, forget_bias_init=cfg.forget_bias_init
+        )
     if cfg.mixer == "deltanet":
         return DeltaNetLayer(cfg.hidden_size, cfg.num_heads)
     return SoftmaxAttention(cfg.hidden_size, cfg.num_heads)
@@ -140,9 +142,7 @@ class MesaNetLM(nn.Module):
 def _init_weights(m: nn.Module) -> None:
     # fla's _init_weights: N(0, 0.02) for linear and embedding weights. Biases are left as the
     # layers set them (the forget-gate bias carries forget_bias_init).
-    if isinstance(m, nn.Linear):
-        nn.init.normal_(m.weight, std=0.02)
-    elif isinstance(m, nn.Embedding):
+    if isinstance(m, (nn.Linear, nn.Embedding)):
         nn.init.normal_(m.weight, std=0.02)
 
 
