@@ -7,15 +7,24 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from crome import world as W
 from crome.model import RewardModel
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
+# the test models are tiny: one thread avoids oversubscribing the shared CPU cores
+torch.set_num_threads(1)
+
 
 def world_words() -> list[str]:
-    texts = [W.PREAMBLE, *W.FILLERS, "The answer is", "Answer:", "What is", "good bad fine great poor"]
+    texts = [
+        W.PREAMBLE,
+        *W.FILLERS,
+        "The answer is",
+        "Answer:",
+        "What is",
+        "good bad fine great poor",
+    ]
     words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
     words |= {str(i) for i in range(30)} | set("+-?.!:,")
     return sorted(words)
@@ -62,10 +71,9 @@ def tiny_rm_factory(tmp_path: Path):
 
 def tiny_llama_backend():
     """A 2-layer random LlamaForCausalLM with a word-level tokenizer (no chat template)."""
+    from crome.oracle import TransformersBackend
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    from crome.oracle import TransformersBackend
 
     words = ["<unk>", "<eos>", *world_words(), "user", "assistant", "<answer>", "</answer>"]
     vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}

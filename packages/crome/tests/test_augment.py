@@ -2,9 +2,6 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from crome import world as W
 from crome.augment import (
     AugmentConfig,
@@ -16,9 +13,13 @@ from crome.augment import (
 )
 from crome.data import PairRow
 from crome.oracle import ProgrammaticOracle
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
-@given(st.lists(st.sampled_from(["q1", "q2", "q3", "q4"]), min_size=1, max_size=30), st.integers(0, 99))
+@given(
+    st.lists(st.sampled_from(["q1", "q2", "q3", "q4"]), min_size=1, max_size=30), st.integers(0, 99)
+)
 @settings(max_examples=60, deadline=None)
 def test_iqn_never_pairs_a_response_with_its_own_prompt(prompts, seed):
     rows = [PairRow(q, f"good {i}", f"bad {i}") for i, q in enumerate(prompts)]
@@ -34,7 +35,9 @@ def test_iqn_never_pairs_a_response_with_its_own_prompt(prompts, seed):
 
 def test_iqn_in_the_world_avoids_prompts_an_answer_is_correct_for():
     w = W.make_world(W.WorldConfig(n_facts=30, n_train=200, n_test=2))
-    out = irrelevant_query_neutrals(w.train, [r.prompt for r in w.train], random.Random(0), world_irrelevant)
+    out = irrelevant_query_neutrals(
+        w.train, [r.prompt for r in w.train], random.Random(0), world_irrelevant
+    )
     assert len(out) > 150
     for n in out:
         assert not W.is_correct(n.prompt, n.chosen) and not W.is_correct(n.prompt, n.rejected)
@@ -47,7 +50,13 @@ def test_iqn_needs_another_prompt():
 
 def test_programmatic_augmentations_are_exact_and_accepted():
     w = W.make_world(W.WorldConfig(n_train=40, n_test=2))
-    aug, stats = augment(w.train, ProgrammaticOracle(), AugmentConfig(), verify=world_verifier, irrelevant=world_irrelevant)
+    aug, stats = augment(
+        w.train,
+        ProgrammaticOracle(),
+        AugmentConfig(),
+        verify=world_verifier,
+        irrelevant=world_irrelevant,
+    )
     assert stats.acceptance_rate == 1.0
     kinds = {r.provenance for r in aug}
     assert kinds == {"causal-degrade", "causal-upgrade", "neutral-iqn", "neutral-causal-aligned"}
@@ -66,7 +75,9 @@ def test_world_verifier_rejects_wrong_direction_and_style_leaks():
     assert not world_verifier("upgrade", q, plain_wrong, W.Answer(5, preamble=True).render())
     assert not world_verifier("upgrade", q, plain_wrong, W.Answer(6).render())
     assert not world_verifier("degrade", q, W.Answer(5).render(), "I do not know")
-    assert not world_verifier("neutral", q, W.Answer(5).render(), W.Answer(4, bullets=True).render())
+    assert not world_verifier(
+        "neutral", q, W.Answer(5).render(), W.Answer(4, bullets=True).render()
+    )
 
 
 def test_filter_rule():

@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from crome.data import PairRow, read_pairs, split_by_label, write_pairs
 from crome.evaluate import load_rewardbench
 
@@ -24,10 +23,24 @@ def test_roundtrip(tmp_path, suffix):
 
 def test_reads_the_real_rewardbench_layout(tmp_path):
     rb = [
-        {"prompt": "Hi", "chosen": "Hello!", "chosen_model": "gpt4", "rejected": "Go away",
-         "rejected_model": "llama", "subset": "alpacaeval-easy", "id": 0},
-        {"prompt": "2+2?", "chosen": "4", "chosen_model": "a", "rejected": "5",
-         "rejected_model": "b", "subset": "math-prm", "id": 1},
+        {
+            "prompt": "Hi",
+            "chosen": "Hello!",
+            "chosen_model": "gpt4",
+            "rejected": "Go away",
+            "rejected_model": "llama",
+            "subset": "alpacaeval-easy",
+            "id": 0,
+        },
+        {
+            "prompt": "2+2?",
+            "chosen": "4",
+            "chosen_model": "a",
+            "rejected": "5",
+            "rejected_model": "b",
+            "subset": "math-prm",
+            "id": 1,
+        },
     ]
     p = tmp_path / "filtered.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rb))

@@ -2,11 +2,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from crome import reference
 from crome.losses import LOG2, bradley_terry_loss, crome_loss, tie_loss
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 floats = st.floats(-40, 40, allow_nan=False)
 

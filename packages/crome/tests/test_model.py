@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from crome import reference
 from crome import world as W
 from crome.model import RewardModel

@@ -1,9 +1,9 @@
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
 
 import pytest
-
 from crome import world as W
 from crome.augment import AugmentConfig, augment, basic_verifier
 from crome.cache import OracleCache
@@ -139,7 +139,7 @@ def test_llm_oracle_falls_back_when_rubrics_do_not_parse():
 
 
 class _Handler(BaseHTTPRequestHandler):
-    seen: list = []
+    seen: ClassVar[list] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -152,12 +152,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         else:
             text = body["messages"][-1]["content"]
-            content = '{"rubrics": ["correctness"]}' if "JSON" in text else "<answer>The answer is 5.</answer>"
+            content = (
+                '{"rubrics": ["correctness"]}'
+                if "JSON" in text
+                else "<answer>The answer is 5.</answer>"
+            )
             payload = {
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
                 "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
             }
         data = json.dumps(payload).encode()
         self.send_response(200)
@@ -187,22 +197,31 @@ def test_openai_backend_against_local_server(server, tmp_path):
     backend = OpenAIBackend(server, "tiny-model", api_key="sk-test", timeout=5)
     oracle = LLMOracle(backend, cache=OracleCache(tmp_path))
     assert oracle.rubrics("What is 2 + 3?") == ["correctness"]
-    assert oracle.rewrite("What is 2 + 3?", "The answer is 4.", "correctness", "upgrade") == "The answer is 5."
+    assert (
+        oracle.rewrite("What is 2 + 3?", "The answer is 4.", "correctness", "upgrade")
+        == "The answer is 5."
+    )
     path, auth, body = _Handler.seen[0]
     assert path == "/v1/chat/completions" and auth == "Bearer sk-test"
     assert body["model"] == "tiny-model" and body["messages"][0]["role"] == "user"
     assert set(body) == {"model", "messages", "temperature", "max_tokens"}
     n = len(_Handler.seen)
-    oracle2 = LLMOracle(OpenAIBackend(server + "/v1", "tiny-model", api_key="sk-test"), cache=OracleCache(tmp_path))
+    oracle2 = LLMOracle(
+        OpenAIBackend(server + "/v1", "tiny-model", api_key="sk-test"), cache=OracleCache(tmp_path)
+    )
     oracle2.rubrics("What is 2 + 3?")
     assert len(_Handler.seen) == n and oracle2.calls == 0
 
 
 def test_openai_backend_errors(server):
     with pytest.raises(OracleError, match="choices"):
-        OpenAIBackend(server, "broken", timeout=5).complete([{"role": "user", "content": "x"}], temperature=0, max_tokens=5)
+        OpenAIBackend(server, "broken", timeout=5).complete(
+            [{"role": "user", "content": "x"}], temperature=0, max_tokens=5
+        )
     with pytest.raises(OracleError, match="HTTP 400"):
-        OpenAIBackend(server, "refuse", timeout=5).complete([{"role": "user", "content": "x"}], temperature=0, max_tokens=5)
+        OpenAIBackend(server, "refuse", timeout=5).complete(
+            [{"role": "user", "content": "x"}], temperature=0, max_tokens=5
+        )
     with pytest.raises(OracleError, match="no answer"):
         OpenAIBackend("http://127.0.0.1:9", "m", timeout=1, max_retries=0).complete(
             [{"role": "user", "content": "x"}], temperature=0, max_tokens=5

@@ -1,5 +1,4 @@
 import torch
-
 from crome import world as W
 from crome.data import PairRow
 from crome.evaluate import pairwise_accuracy
@@ -9,13 +8,18 @@ from crome.train import TrainConfig, batch_indices, train_reward_model
 def _planted(n=48):
     """Chosen answers say 'good', rejected ones 'poor': a signal a tiny model must pick up."""
     w = W.make_world(W.WorldConfig(n_train=n, n_test=1, seed=4))
-    return [PairRow(r.prompt, "good " + r.rejected, "poor " + r.chosen, subset="planted") for r in w.train]
+    return [
+        PairRow(r.prompt, "good " + r.rejected, "poor " + r.chosen, subset="planted")
+        for r in w.train
+    ]
 
 
 def test_planted_signal_is_recovered(tiny_rm):
     rows = _planted()
     before = pairwise_accuracy(tiny_rm, rows)["planted"]
-    cfg = TrainConfig(steps=40, batch_size=16, lr_encoder=3e-3, lr_head=1e-2, trainable_layers=-1, device="cpu")
+    cfg = TrainConfig(
+        steps=40, batch_size=16, lr_encoder=3e-3, lr_head=1e-2, trainable_layers=-1, device="cpu"
+    )
     hist = train_reward_model(tiny_rm, rows, cfg)
     assert pairwise_accuracy(tiny_rm, rows)["planted"] == 1.0 > before
     assert hist[-1]["loss"] < hist[0]["loss"]
@@ -26,13 +30,26 @@ def test_tie_rows_pull_margins_to_zero(tiny_rm):
     rows = [PairRow(r.prompt, r.chosen, r.rejected, label="tie") for r in w.train]
     q, a, b = [r.prompt for r in rows], [r.chosen for r in rows], [r.rejected for r in rows]
     start = tiny_rm.margins(q, a, b).abs().mean()
-    train_reward_model(tiny_rm, rows, TrainConfig(steps=30, batch_size=16, lr_head=1e-2, lr_encoder=3e-3, trainable_layers=-1, device="cpu"))
+    train_reward_model(
+        tiny_rm,
+        rows,
+        TrainConfig(
+            steps=30,
+            batch_size=16,
+            lr_head=1e-2,
+            lr_encoder=3e-3,
+            trainable_layers=-1,
+            device="cpu",
+        ),
+    )
     assert tiny_rm.margins(q, a, b).abs().mean() < 0.25 * start
 
 
 def test_resume_from_checkpoint_gives_the_same_model(tiny_rm_factory, tmp_path):
     rows = _planted(32)
-    cfg = TrainConfig(steps=8, batch_size=8, trainable_layers=-1, device="cpu", checkpoint_every=4, seed=3)
+    cfg = TrainConfig(
+        steps=8, batch_size=8, trainable_layers=-1, device="cpu", checkpoint_every=4, seed=3
+    )
     straight = tiny_rm_factory()
     train_reward_model(straight, rows, cfg)
 
@@ -42,7 +59,9 @@ def test_resume_from_checkpoint_gives_the_same_model(tiny_rm_factory, tmp_path):
     resumed = tiny_rm_factory(seed=99)  # different init: everything must come from the checkpoint
     hist = train_reward_model(resumed, rows, cfg, checkpoint=ck)
     assert [h["step"] for h in hist] == [5, 6, 7, 8]
-    for (k, v), (_, u) in zip(straight.state_dict().items(), resumed.state_dict().items(), strict=True):
+    for (k, v), (_, u) in zip(
+        straight.state_dict().items(), resumed.state_dict().items(), strict=True
+    ):
         assert torch.allclose(v, u, atol=1e-6), k
 
 

@@ -1,10 +1,9 @@
 import random
 
 import pytest
+from crome import world as W
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from crome import world as W
 
 
 @given(st.integers(0, 30), st.booleans(), st.booleans(), st.integers(0, len(W.FILLERS)))
@@ -24,7 +23,7 @@ def test_train_is_biased_and_counterfactual_is_flipped():
     assert dec_rate(w.test_cf, "chosen") < 0.2 and dec_rate(w.test_cf, "rejected") > 0.8
     for r in w.train + w.test_cf:
         assert W.is_correct(r.prompt, r.chosen) and not W.is_correct(r.prompt, r.rejected)
-    for q, dec, plain in w.spurious:
+    for _q, dec, plain in w.spurious:
         assert W.parse_answer(dec).value == W.parse_answer(plain).value
         assert W.parse_answer(dec).decoration != W.parse_answer(plain).decoration
     for q, good, bad in w.causal:

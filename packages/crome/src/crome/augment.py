@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from shared_core.cli import progress
 
 from crome import world
 from crome.data import PairRow
 from crome.oracle import Oracle
+from shared_core.cli import progress
 
 Verifier = Callable[[str, str, str, str], bool]
 """``verify(kind, question, original, rewritten) -> accept``; kind is upgrade/degrade/neutral."""
@@ -86,7 +86,13 @@ def world_verifier(kind: str, question: str, original: str, rewritten: str) -> b
 
 
 def _rewrite(
-    oracle: Oracle, kind: str, q: str, answer: str, rubric: str, verify: Verifier, stats: AugmentStats
+    oracle: Oracle,
+    kind: str,
+    q: str,
+    answer: str,
+    rubric: str,
+    verify: Verifier,
+    stats: AugmentStats,
 ) -> str | None:
     try:
         new = oracle.rewrite(q, answer, rubric, kind)
@@ -113,10 +119,14 @@ def causal_augmentations(
             meta = {"source": i, "rubric": rubric}
             worse = _rewrite(oracle, "degrade", r.prompt, r.chosen, rubric, verify, stats)
             if worse is not None:
-                out.append(PairRow(r.prompt, r.chosen, worse, "preference", "causal-degrade", meta=meta))
+                out.append(
+                    PairRow(r.prompt, r.chosen, worse, "preference", "causal-degrade", meta=meta)
+                )
             better = _rewrite(oracle, "upgrade", r.prompt, r.rejected, rubric, verify, stats)
             if better is not None:
-                out.append(PairRow(r.prompt, better, r.rejected, "preference", "causal-upgrade", meta=meta))
+                out.append(
+                    PairRow(r.prompt, better, r.rejected, "preference", "causal-upgrade", meta=meta)
+                )
     return out
 
 
@@ -142,7 +152,14 @@ def irrelevant_query_neutrals(
             q = rng.choice(pool)
             if q != r.prompt and (irrelevant is None or irrelevant(q, r)):
                 out.append(
-                    PairRow(q, r.chosen, r.rejected, "tie", "neutral-iqn", meta={"source": i, "from": r.prompt})
+                    PairRow(
+                        q,
+                        r.chosen,
+                        r.rejected,
+                        "tie",
+                        "neutral-iqn",
+                        meta={"source": i, "from": r.prompt},
+                    )
                 )
                 break
     return out
@@ -166,7 +183,11 @@ def causally_aligned_neutrals(
         ok = verify("neutral", r.prompt, r.chosen, new)
         stats.record("neutral", ok)
         if ok:
-            out.append(PairRow(r.prompt, r.chosen, new, "tie", "neutral-causal-aligned", meta={"source": i}))
+            out.append(
+                PairRow(
+                    r.prompt, r.chosen, new, "tie", "neutral-causal-aligned", meta={"source": i}
+                )
+            )
     return out
 
 
@@ -184,7 +205,9 @@ def augment(
     if any(r.label != "preference" for r in rows):
         raise ValueError("rows: augmentation starts from preference pairs; got a tie row")
     stats = AugmentStats()
-    rubrics = {q: oracle.rubrics(q)[: config.max_rubrics] for q in dict.fromkeys(r.prompt for r in rows)}
+    rubrics = {
+        q: oracle.rubrics(q)[: config.max_rubrics] for q in dict.fromkeys(r.prompt for r in rows)
+    }
     out: list[PairRow] = []
     if config.causal:
         out += causal_augmentations(rows, oracle, rubrics, verify, stats, show_progress)
@@ -197,7 +220,10 @@ def augment(
 
 
 def filter_augmentations(
-    rows: Sequence[PairRow], margins: Sequence[float] | np.ndarray, tau: float = 0.9, delta: float = 0.1
+    rows: Sequence[PairRow],
+    margins: Sequence[float] | np.ndarray,
+    tau: float = 0.9,
+    delta: float = 0.1,
 ) -> list[PairRow]:
     """Keep the pairs the baseline RM gets wrong or is unsure about.
 
@@ -230,4 +256,3 @@ def world_irrelevant(prompt: str, row: PairRow) -> bool:
     except ValueError:
         return True
     return (a + b) not in values
-

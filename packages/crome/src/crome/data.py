@@ -56,7 +56,9 @@ class PairRow:
             raise TypeError(f"{where}: expected a JSON object, got {type(d).__name__}")
         missing = [k for k in ("prompt", "chosen", "rejected") if k not in d]
         if missing:
-            raise ValueError(f"{where}: missing field(s) {missing}; expected prompt, chosen, rejected")
+            raise ValueError(
+                f"{where}: missing field(s) {missing}; expected prompt, chosen, rejected"
+            )
         meta = d.get("meta") or {}
         if isinstance(meta, str):
             meta = json.loads(meta)

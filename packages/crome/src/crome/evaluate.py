@@ -20,7 +20,13 @@ from crome.data import PairRow, read_pairs
 from crome.model import RewardModel
 
 SUBSET_MAPPING: dict[str, list[str]] = {
-    "Chat": ["alpacaeval-easy", "alpacaeval-length", "alpacaeval-hard", "mt-bench-easy", "mt-bench-med"],
+    "Chat": [
+        "alpacaeval-easy",
+        "alpacaeval-length",
+        "alpacaeval-hard",
+        "mt-bench-easy",
+        "mt-bench-med",
+    ],
     "Chat Hard": [
         "mt-bench-hard",
         "llmbar-natural",
@@ -76,7 +82,9 @@ def load_rewardbench(path: str | os.PathLike[str]) -> list[PairRow]:
     rows = read_pairs(path)
     missing = [i for i, r in enumerate(rows) if not r.subset]
     if missing:
-        raise ValueError(f"path: {Path(path).name} rows {missing[:5]} have no 'subset' column value")
+        raise ValueError(
+            f"path: {Path(path).name} rows {missing[:5]} have no 'subset' column value"
+        )
     return rows
 
 
@@ -114,18 +122,28 @@ def section_scores(
 
 
 def rewardbench_scores(
-    model: RewardModel, rows: Sequence[PairRow], mapping: Mapping[str, Sequence[str]] = SUBSET_MAPPING
+    model: RewardModel,
+    rows: Sequence[PairRow],
+    mapping: Mapping[str, Sequence[str]] = SUBSET_MAPPING,
 ) -> dict[str, float]:
-    """Subset accuracies, section scores and their unweighted mean ``"Score"``."""
+    """Subset accuracies, section scores and their unweighted mean ``"Score"``.
+
+    RewardBench subsets are weighted by ``EXAMPLE_COUNTS``; any other subset by its row count.
+    """
     acc = pairwise_accuracy(model, rows)
-    sections = section_scores(acc, mapping=mapping)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.subset or "all"] = counts.get(r.subset or "all", 0) + 1
+    sections = section_scores(acc, counts={**counts, **EXAMPLE_COUNTS}, mapping=mapping)
     out = {**acc, **sections}
     if sections:
         out["Score"] = float(np.mean(list(sections.values())))
     return out
 
 
-def sensitivity(model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64) -> float:
+def sensitivity(
+    model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64
+) -> float:
     """Mean |R(Q, A_1) - R(Q, A_2)| over (prompt, A_1, A_2) triples."""
     if not triples:
         raise ValueError("triples: expected at least one (prompt, answer_1, answer_2) triple")
@@ -133,7 +151,9 @@ def sensitivity(model: RewardModel, triples: Sequence[tuple[str, str, str]], bat
     return float(model.margins(q, a1, a2, batch_size).abs().mean())
 
 
-def signed_preference(model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64) -> float:
+def signed_preference(
+    model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64
+) -> float:
     """Fraction of triples where R(Q, A_1) > R(Q, A_2) (0.5 = indifferent)."""
     q, a1, a2 = (list(t) for t in zip(*triples, strict=True))
     return float((model.margins(q, a1, a2, batch_size) > 0).float().mean())
@@ -164,4 +184,8 @@ def best_of_n(
         picked.append(g[int(np.argmax(r))])
         rand.append(g[rng.randrange(len(cands))])
         best.append(max(g))
-    return {"rm": float(np.mean(picked)), "random": float(np.mean(rand)), "oracle": float(np.mean(best))}
+    return {
+        "rm": float(np.mean(picked)),
+        "random": float(np.mean(rand)),
+        "oracle": float(np.mean(best)),
+    }

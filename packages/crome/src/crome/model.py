@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from shared_core.atomic import atomic_path, atomic_write_json
 from torch import nn
+
+from shared_core.atomic import atomic_path, atomic_write_json
 
 WEIGHTS = "model.safetensors"
 HEAD_CONFIG = "crome_reward.json"
@@ -60,8 +61,12 @@ class RewardModel(nn.Module):
 
         p = Path(path)
         if not (p / "config.json").is_file():
-            raise FileNotFoundError(f"path: no config.json in {p}; expected a transformers model folder")
-        return cls(AutoModel.from_pretrained(str(p)), AutoTokenizer.from_pretrained(str(p)), max_length)
+            raise FileNotFoundError(
+                f"path: no config.json in {p}; expected a transformers model folder"
+            )
+        return cls(
+            AutoModel.from_pretrained(str(p)), AutoTokenizer.from_pretrained(str(p)), max_length
+        )
 
     def freeze(self, trainable_layers: int) -> None:
         """Freeze the embeddings and all but the top `trainable_layers` encoder layers.
@@ -100,7 +105,11 @@ class RewardModel(nn.Module):
             return_tensors="pt",
         )
         dev = self.head.weight.device
-        return {k: v.to(dev) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        return {
+            k: v.to(dev)
+            for k, v in enc.items()
+            if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
 
     def forward(
         self,
@@ -110,7 +119,9 @@ class RewardModel(nn.Module):
     ) -> torch.Tensor:
         """Rewards of shape ``(batch,)`` for token ids ``(batch, time)``."""
         kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-        h = self.backbone(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+        h = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, **kw
+        ).last_hidden_state
         m = attention_mask.unsqueeze(-1).to(h.dtype)
         pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
         return self.head(pooled).squeeze(-1)
@@ -120,7 +131,9 @@ class RewardModel(nn.Module):
         return self(**self.encode(prompts, answers))
 
     @torch.no_grad()
-    def score(self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+    def score(
+        self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64
+    ) -> torch.Tensor:
         """Rewards R(Q, A) for many texts, in eval mode, batched; shape ``(n,)`` on CPU."""
         if batch_size < 1:
             raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
@@ -137,10 +150,18 @@ class RewardModel(nn.Module):
         self.train(was_training)
         return torch.cat(out) if out else torch.zeros(0)
 
-    def margins(self, prompts: Sequence[str], first: Sequence[str], second: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+    def margins(
+        self,
+        prompts: Sequence[str],
+        first: Sequence[str],
+        second: Sequence[str],
+        batch_size: int = 64,
+    ) -> torch.Tensor:
         """Delta = R(Q, first) - R(Q, second) per pair, shape ``(n,)``."""
         if len(first) != len(second):
-            raise ValueError(f"second: expected {len(first)} answers to match first, got {len(second)}")
+            raise ValueError(
+                f"second: expected {len(first)} answers to match first, got {len(second)}"
+            )
         return self.score(prompts, first, batch_size) - self.score(prompts, second, batch_size)
 
     def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
@@ -167,7 +188,9 @@ class RewardModel(nn.Module):
         p = Path(path)
         for name in ("config.json", WEIGHTS, HEAD_CONFIG):
             if not (p / name).is_file():
-                raise FileNotFoundError(f"path: {p} has no {name}; expected a folder from save_pretrained")
+                raise FileNotFoundError(
+                    f"path: {p} has no {name}; expected a folder from save_pretrained"
+                )
         head = json.loads((p / HEAD_CONFIG).read_text())
         backbone = AutoModel.from_config(AutoConfig.from_pretrained(str(p)))
         model = cls(backbone, AutoTokenizer.from_pretrained(str(p)), int(head["max_length"]))

@@ -41,7 +41,10 @@ def tie_grad(delta: float) -> float:
 
 
 def crome_loss(
-    delta_pref: Sequence[float], delta_tie: Sequence[float], lam: float = 1.0, reduction: str = "mean"
+    delta_pref: Sequence[float],
+    delta_tie: Sequence[float],
+    lam: float = 1.0,
+    reduction: str = "mean",
 ) -> float:
     """The composite loss as an explicit sum over pairs (see `crome.losses.crome_loss`)."""
     total = 0.0
@@ -56,7 +59,9 @@ def crome_loss(
 
 def score_one_by_one(model: Any, prompts: Sequence[str], answers: Sequence[str]) -> list[float]:
     """Rewards R(Q, A) computed with a batch of one: no padding can leak into the result."""
-    return [float(model.score([q], [a], batch_size=1)[0]) for q, a in zip(prompts, answers, strict=True)]
+    return [
+        float(model.score([q], [a], batch_size=1)[0]) for q, a in zip(prompts, answers, strict=True)
+    ]
 
 
 def section_scores(

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from shared_core.checkpoint import load_checkpoint, save_checkpoint
-from shared_core.cli import progress
-from shared_core.device import seed_everything
-from shared_core.distributed import all_reduce_mean, init_distributed, shard_indices, wrap_ddp
 
 from crome.data import PairRow
 from crome.losses import LOG2, bradley_terry_loss, crome_loss, tie_loss
 from crome.model import RewardModel
+from shared_core.checkpoint import load_checkpoint, save_checkpoint
+from shared_core.cli import progress
+from shared_core.device import seed_everything
+from shared_core.distributed import all_reduce_mean, init_distributed, shard_indices, wrap_ddp
 
 
 @dataclass(frozen=True)
@@ -66,15 +66,21 @@ def pair_loss(
     """The CROME loss of one batch of rows (mean over pairs) and its two parts for logging."""
     core: RewardModel = getattr(model, "module", model)
     b = len(rows)
-    enc = core.encode([r.prompt for r in rows] * 2, [r.chosen for r in rows] + [r.rejected for r in rows])
+    enc = core.encode(
+        [r.prompt for r in rows] * 2, [r.chosen for r in rows] + [r.rejected for r in rows]
+    )
     r = model(**enc)
     delta = r[:b] - r[b:]
     is_tie = torch.tensor([row.label == "tie" for row in rows], device=delta.device)
     loss = crome_loss(delta[~is_tie], delta[is_tie], lam=lam)
     with torch.no_grad():
         parts = {
-            "bt": float(bradley_terry_loss(delta[~is_tie]).mean()) if (~is_tie).any() else float("nan"),
-            "tie_minus_log2": float(tie_loss(delta[is_tie]).mean() - LOG2) if is_tie.any() else float("nan"),
+            "bt": float(bradley_terry_loss(delta[~is_tie]).mean())
+            if (~is_tie).any()
+            else float("nan"),
+            "tie_minus_log2": float(tie_loss(delta[is_tie]).mean() - LOG2)
+            if is_tie.any()
+            else float("nan"),
         }
     return loss, parts
 
@@ -108,7 +114,12 @@ def train_reward_model(
         start = load_checkpoint(checkpoint, model=model, optimizer=opt)["step"]
     ddp = wrap_ddp(model, info)
     history: list[dict[str, float]] = []
-    for step in progress(range(start, config.steps), desc="train", total=config.steps - start, enabled=show_progress and info.is_main):
+    for step in progress(
+        range(start, config.steps),
+        desc="train",
+        total=config.steps - start,
+        enabled=show_progress and info.is_main,
+    ):
         idx = batch_indices(len(rows), step, config.batch_size, config.seed)
         mine = [rows[idx[i]] for i in shard_indices(len(idx), info)]
         loss, parts = pair_loss(ddp, mine, config.lam)
@@ -117,8 +128,13 @@ def train_reward_model(
         opt.step()
         history.append({"step": step + 1, "loss": float(all_reduce_mean(loss.detach())), **parts})
         done = step + 1
-        if checkpoint is not None and info.is_main and (
-            done == config.steps or (config.checkpoint_every and done % config.checkpoint_every == 0)
+        if (
+            checkpoint is not None
+            and info.is_main
+            and (
+                done == config.steps
+                or (config.checkpoint_every and done % config.checkpoint_every == 0)
+            )
         ):
             save_checkpoint(checkpoint, model=model, optimizer=opt, step=done)
     model.eval()

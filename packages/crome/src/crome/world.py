@@ -131,7 +131,9 @@ class WorldConfig:
 
     def __post_init__(self) -> None:
         if not 0.5 <= self.p_spurious <= 1.0:
-            raise ValueError(f"p_spurious: expected a probability in [0.5, 1], got {self.p_spurious}")
+            raise ValueError(
+                f"p_spurious: expected a probability in [0.5, 1], got {self.p_spurious}"
+            )
         for name in ("n_train", "n_test"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive count, got {getattr(self, name)}")

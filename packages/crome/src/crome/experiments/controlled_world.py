@@ -21,10 +21,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from shared_core.cli import ReproduceArgs
-from shared_core.device import seed_everything
-from shared_core.distributed import is_main
-from shared_core.report import Run
 
 from crome import world as W
 from crome.augment import (
@@ -37,10 +33,21 @@ from crome.augment import (
 )
 from crome.cache import OracleCache
 from crome.data import PairRow, write_pairs
-from crome.evaluate import WORLD_MAPPING, best_of_n, load_rewardbench, rewardbench_scores, sensitivity, signed_preference
+from crome.evaluate import (
+    WORLD_MAPPING,
+    best_of_n,
+    load_rewardbench,
+    rewardbench_scores,
+    sensitivity,
+    signed_preference,
+)
 from crome.model import RewardModel, minilm_path
 from crome.oracle import LLMOracle, ProgrammaticOracle, TransformersBackend
 from crome.train import TrainConfig, train_reward_model
+from shared_core.cli import ReproduceArgs
+from shared_core.device import seed_everything
+from shared_core.distributed import is_main
+from shared_core.report import Run
 
 
 @dataclass(frozen=True)
@@ -55,15 +62,17 @@ class ExperimentConfig:
     delta: float = 0.1
     n_best_of: int = 4
     llm_oracle: bool = False
-    llm_prompts: int = 6
-    llm_max_tokens: int = 48
+    llm_prompts: int = 4
+    llm_max_tokens: int = 32
 
 
 SCALES: dict[str, ExperimentConfig] = {
     "tiny": ExperimentConfig(
         scale="tiny",
         world=W.WorldConfig(n_facts=20, n_train=160, n_test=64),
-        train=TrainConfig(steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3),
+        train=TrainConfig(
+            steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3
+        ),
     ),
     "small": ExperimentConfig(
         scale="small",
@@ -84,13 +93,19 @@ SCALES: dict[str, ExperimentConfig] = {
 
 def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> ExperimentConfig:
     cfg = SCALES[args.scale]
-    cfg = replace(cfg, world=replace(cfg.world, seed=args.seed), train=replace(cfg.train, seed=args.seed, device=args.device))
+    cfg = replace(
+        cfg,
+        world=replace(cfg.world, seed=args.seed),
+        train=replace(cfg.train, seed=args.seed, device=args.device),
+    )
     if llm_oracle is not None:
         cfg = replace(cfg, llm_oracle=llm_oracle)
     return cfg
 
 
-def _evaluate(model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, seed: int) -> dict[str, float]:
+def _evaluate(
+    model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, seed: int
+) -> dict[str, float]:
     scores = rewardbench_scores(model, load_rewardbench(bench_file), mapping=WORLD_MAPPING)
     spur = sensitivity(model, w.spurious)
     caus = sensitivity(model, w.causal)
@@ -100,7 +115,9 @@ def _evaluate(model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, 
         a, b = W.parse_prompt(q)
         # one correct plain answer among decorated wrong ones: the spurious trap of Best-of-N
         c = [W.Answer(a + b).render()] + [
-            W.Answer(W.wrong_value(a + b, rng), preamble=True, bullets=True, filler=rng.randint(2, 3)).render()
+            W.Answer(
+                W.wrong_value(a + b, rng), preamble=True, bullets=True, filler=rng.randint(2, 3)
+            ).render()
             for _ in range(n_best_of - 1)
         ]
         rng.shuffle(c)
@@ -119,24 +136,34 @@ def _evaluate(model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, 
     }
 
 
-def llm_oracle_run(cfg: ExperimentConfig, w: W.World, cache_root: Path, device: str) -> dict[str, Any]:
+def llm_oracle_run(
+    cfg: ExperimentConfig, w: W.World, cache_root: Path, device: str
+) -> dict[str, Any]:
     """Augment a few world pairs with the SmolLM2 oracle; acceptance as checked exactly."""
     t0 = time.time()
     backend = TransformersBackend.smollm2(device=device)
     load_s = time.time() - t0
-    oracle = LLMOracle(backend, cache=OracleCache(cache_root), max_rubrics=1, max_tokens=cfg.llm_max_tokens)
+    oracle = LLMOracle(
+        backend, cache=OracleCache(cache_root), max_rubrics=1, max_tokens=cfg.llm_max_tokens
+    )
     rows = w.train[: cfg.llm_prompts]
     aug_cfg = AugmentConfig(iqn=False, max_rubrics=1)
     t1 = time.time()
-    strict, stats_strict = augment(rows, oracle, aug_cfg, verify=world_verifier, show_progress=is_main())
+    strict, stats_strict = augment(
+        rows, oracle, aug_cfg, verify=world_verifier, show_progress=is_main()
+    )
     gen_s = time.time() - t1
     # the same replies again, from the cache, judged only by the generic verifier
     _, stats_basic = augment(rows, oracle, aug_cfg, verify=basic_verifier)
     example = {}
     if rows:
         r = rows[0]
-        example = {"prompt": r.prompt, "rubrics": oracle.rubrics(r.prompt), "chosen": r.chosen,
-                   "degraded": oracle.rewrite(r.prompt, r.chosen, oracle.rubrics(r.prompt)[0], "degrade")}
+        example = {
+            "prompt": r.prompt,
+            "rubrics": oracle.rubrics(r.prompt),
+            "chosen": r.chosen,
+            "degraded": oracle.rewrite(r.prompt, r.chosen, oracle.rubrics(r.prompt)[0], "degrade"),
+        }
     return {
         "prompts": len(rows),
         "requests": sum(stats_strict.attempted.values()),
@@ -154,7 +181,9 @@ def llm_oracle_run(cfg: ExperimentConfig, w: W.World, cache_root: Path, device: 
 
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)) if args.scale == "tiny" else torch.get_num_threads())
+    torch.set_num_threads(
+        max(1, min(torch.get_num_threads(), 2)) if args.scale == "tiny" else torch.get_num_threads()
+    )
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
     w = W.make_world(cfg.world)
@@ -169,15 +198,25 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     std_s = time.time() - t0
 
     oracle = ProgrammaticOracle(seed=args.seed)
-    aug, stats = augment(w.train, oracle, AugmentConfig(seed=args.seed), verify=world_verifier, irrelevant=world_irrelevant)
-    margins = base.margins([r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]).numpy()
+    aug, stats = augment(
+        w.train,
+        oracle,
+        AugmentConfig(seed=args.seed),
+        verify=world_verifier,
+        irrelevant=world_irrelevant,
+    )
+    margins = base.margins(
+        [r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]
+    ).numpy()
     kept = filter_augmentations(aug, margins, tau=cfg.tau, delta=cfg.delta)
     write_pairs(report.dir / "augmentations.jsonl", kept)
 
     crome_model = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
     crome_model.load_state_dict(init_state)
     t0 = time.time()
-    hist_crome = train_reward_model(crome_model, list(w.train) + kept, cfg.train, show_progress=is_main())
+    hist_crome = train_reward_model(
+        crome_model, list(w.train) + kept, cfg.train, show_progress=is_main()
+    )
     crome_s = time.time() - t0
 
     results = {
@@ -211,7 +250,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     _plots(report, results, hist_std, hist_crome)
 
     if cfg.llm_oracle:
-        llm = llm_oracle_run(cfg, w, report.dir / "oracle_cache", device="cpu" if args.device == "auto" and not torch.cuda.is_available() else _dev(args.device))
+        llm = llm_oracle_run(cfg, w, report.dir / "oracle_cache", device=_dev(args.device))
         report.add_row(
             "SmolLM2-135M-Instruct oracle (augmentation acceptance)",
             prompts=llm["prompts"],
@@ -240,7 +279,12 @@ def _dev(spec: str) -> str:
     return str(resolve_device(spec))
 
 
-def _plots(report: Run, results: dict[str, dict[str, float]], hist_std: list[dict[str, float]], hist_crome: list[dict[str, float]]) -> None:
+def _plots(
+    report: Run,
+    results: dict[str, dict[str, float]],
+    hist_std: list[dict[str, float]],
+    hist_crome: list[dict[str, float]],
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -250,7 +294,9 @@ def _plots(report: Run, results: dict[str, dict[str, float]], hist_std: list[dic
     names = list(results)
     x = np.arange(2)
     for i, n in enumerate(names):
-        axes[0].bar(x + 0.38 * i, [results[n]["iid_acc"], results[n]["cf_acc"]], width=0.38, label=n)
+        axes[0].bar(
+            x + 0.38 * i, [results[n]["iid_acc"], results[n]["cf_acc"]], width=0.38, label=n
+        )
         axes[1].bar(
             np.arange(2) + 0.38 * i,
             [results[n]["spurious_sens"], results[n]["causal_sens"]],
