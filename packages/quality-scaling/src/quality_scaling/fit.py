@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from quality_scaling.laws import ScalingData, ScalingLaw, get_law, huber, huber_grad
 
@@ -111,8 +112,10 @@ def solve_batched(
     delta: float = DELTA,
     weights: np.ndarray | None = None,
     max_iter: int = 100,
-    ftol: float = 1e-10,
+    ftol: float = 1e-7,
     chunk: int | None = None,
+    screen_iter: int = 20,
+    screen_ratio: float = 2.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Minimise the Huber objective from every row of ``theta0`` ``(S, p)`` at once.
 
@@ -130,12 +133,14 @@ def solve_batched(
     chunk = chunk or max(1, int(2**24 // (n * p)))
     out_theta = np.empty_like(theta0)
     out_f = np.empty(s_total)
-    for lo in range(0, s_total, chunk):
-        hi = min(lo + chunk, s_total)
-        w = w_all if w_all.ndim == 1 else w_all[lo:hi]
-        out_theta[lo:hi], out_f[lo:hi] = _lm_irls(
-            theta0[lo:hi].copy(), law, data, delta, w, max_iter, ftol
-        )
+    # The GEMMs are thin ((S, n) @ (n, <= 9)): BLAS threads only spin, so run single-threaded.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for lo in range(0, s_total, chunk):
+            hi = min(lo + chunk, s_total)
+            w = w_all if w_all.ndim == 1 else w_all[lo:hi]
+            out_theta[lo:hi], out_f[lo:hi] = _lm_irls(
+                theta0[lo:hi].copy(), law, data, delta, w, max_iter, ftol, screen_iter, screen_ratio
+            )
     return out_theta, out_f
 
 
@@ -182,6 +187,8 @@ def _lm_irls(
     w: np.ndarray,
     max_iter: int,
     ftol: float,
+    screen_iter: int,
+    screen_ratio: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     s, p = theta.shape
     y = data.log_loss
@@ -191,7 +198,7 @@ def _lm_irls(
     pred, soft = law.log_predict_and_softmax(theta, data)  # (s, n), (3, s, n)
     f_cur = (w * huber(pred - y, delta)).sum(axis=-1)
     eye = np.eye(p)
-    for _ in range(max_iter):
+    for it in range(max_iter):
         if active.size == 0:
             break
         wa = w if w.ndim == 1 else w[active]
@@ -219,6 +226,9 @@ def _lm_irls(
         gain = np.where(ok, (f_old - f_new) / np.maximum(np.abs(f_old), 1e-300), np.inf)
         keep = ~((ok & (gain < ftol)) | (lam[active] > 1e10))
         active, pred, soft = active[keep], pred[keep], soft[:, keep]
+        if it + 1 == screen_iter and active.size:  # successive halving: drop hopeless starts
+            alive = f_cur[active] <= screen_ratio * f_cur.min()
+            active, pred, soft = active[alive], pred[alive], soft[:, alive]
     return theta, f_cur
 
 
@@ -301,13 +311,18 @@ def bootstrap(
     (Epoch AI's shortcut); all resamples are solved as one batch. Returns ``(n_bootstrap, p)``.
     """
     law = get_law(law)
+    if not isinstance(n_bootstrap, int) or n_bootstrap < 1:
+        raise ValueError(f"n_bootstrap: expected a positive int, got {n_bootstrap!r}")
     rng = np.random.default_rng(seed)
     n = len(data)
     idx = rng.integers(0, n, size=(n_bootstrap, n))
     counts = np.zeros((n_bootstrap, n))
     np.add.at(counts, (np.arange(n_bootstrap)[:, None], idx), 1.0)
     theta0 = np.repeat(np.asarray(theta, dtype=float)[None], n_bootstrap, axis=0)
-    samples, _ = solve_batched(theta0, law, data, delta, weights=counts, max_iter=500)
+    # each resample has its own objective, so no screening across them
+    samples, _ = solve_batched(
+        theta0, law, data, delta, weights=counts, max_iter=500, ftol=1e-10, screen_ratio=np.inf
+    )
     return samples
 
 
