@@ -32,7 +32,7 @@ from crome.augment import (
     world_verifier,
 )
 from crome.cache import OracleCache
-from crome.data import PairRow, write_pairs
+from crome.data import write_pairs
 from crome.evaluate import (
     WORLD_MAPPING,
     best_of_n,
@@ -181,9 +181,8 @@ def llm_oracle_run(
 
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
-    torch.set_num_threads(
-        max(1, min(torch.get_num_threads(), 2)) if args.scale == "tiny" else torch.get_num_threads()
-    )
+    if args.scale == "tiny":  # the tiny scale is sized for 2 CPU cores
+        torch.set_num_threads(min(torch.get_num_threads(), 2))
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
     w = W.make_world(cfg.world)
@@ -326,4 +325,4 @@ def _plots(
     )
 
 
-__all__ = ["SCALES", "ExperimentConfig", "PairRow", "config_for", "llm_oracle_run", "run"]
+__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "run"]
