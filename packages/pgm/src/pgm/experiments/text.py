@@ -1,0 +1,129 @@
+"""PGM vs MDLM on char-level Shakespeare: throughput, generative perplexity, entropy, NELBO.
+
+Both models have the same width and depth budget and are trained with the same optimiser, steps
+and batches (masked-diffusion's `train`). At each number of sampling steps S, MDLM uses its
+ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
+the same reveal rate per step), on the same batch size. Samples are scored by a small
+autoregressive char model trained here on the same training split.
+"""
+
+from __future__ import annotations
+
+import torch
+from masked_diffusion import (
+    BackboneConfig,
+    LogLinearSchedule,
+    MaskedDiffusionTransformer,
+    ancestral_sample,
+    mdlm_loss,
+    nelbo,
+    random_order,
+    shakespeare_chars,
+)
+from shared_core.distributed import DistInfo
+from shared_core.metrics import bits_per_dim, unigram_entropy
+from shared_core.report import Run
+
+from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
+from pgm.experiments.common import ReproduceConfig, fit, n_params, timed
+from pgm.loss import pgm_loss, pgm_nelbo
+from pgm.model import PartitionTransformer, PGMConfig
+from pgm.sampling import pgm_ordered_sample
+
+
+def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
+    """Train MDLM, PGM and the AR scorer; fill the `text` table; return plot series."""
+    dev = info.device
+    data = shakespeare_chars(seq_len=cfg.seq_len, plays=cfg.plays, seed=seed)
+    v, n = data.vocab_size, cfg.seq_len
+    schedule = LogLinearSchedule()
+    torch.manual_seed(seed)
+    mdlm = MaskedDiffusionTransformer(
+        BackboneConfig(v, n, cfg.d_model, cfg.n_heads, cfg.mdlm_layers)
+    )
+    torch.manual_seed(seed)
+    pgm = PartitionTransformer(
+        PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
+    )
+    torch.manual_seed(seed)
+    scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
+
+    mdlm_losses, mdlm_step_s = fit(
+        mdlm,
+        lambda m, b, g: mdlm_loss(lambda x, t: m(x, t), b, schedule, v, generator=g).loss,
+        data.train, cfg, cfg.steps, seed, info,
+    )
+    pgm_losses, pgm_step_s = fit(
+        pgm, lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
+        data.train, cfg, cfg.steps, seed, info,
+    )
+    _, _ = fit(scorer, lambda m, b, g: ar_loss(m, b), data.train, cfg, cfg.scorer_steps, seed, info)
+
+    val = data.val[: cfg.eval_rows].to(dev)
+    kw = dict(n_samples=cfg.eval_samples, seed=seed)
+    nelbo_bits = {
+        "MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw)),
+        "PGM": bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw)),
+    }
+    scorer_bits = bits_per_dim(float(ar_loss(scorer, val).detach()))
+    data_ppl = generative_perplexity(scorer, val)
+    data_entropy = unigram_entropy(data.train.numpy(), v)
+    params = {"MDLM": n_params(mdlm), "PGM": n_params(pgm)}
+    run.log(
+        text_train_step_s_mdlm=mdlm_step_s,
+        text_train_step_s_pgm=pgm_step_s,
+        text_train_step_ratio_pgm_over_mdlm=pgm_step_s / mdlm_step_s,
+        text_scorer_val_bits_per_char=scorer_bits,
+        text_data_gen_ppl=data_ppl,
+        text_data_unigram_entropy_bits=data_entropy,
+        text_params_mdlm=params["MDLM"],
+        text_params_pgm=params["PGM"],
+    )
+    series: dict[str, tuple[list[float], list[float]]] = {"MDLM": ([], []), "PGM": ([], [])}
+    for steps in cfg.sample_steps:
+        samplers = {
+            "MDLM": lambda s=steps: ancestral_sample(
+                lambda x, t: mdlm(x, t), vocab_size=v, steps=s, batch_size=cfg.n_generate,
+                seq_len=n, generator=torch.Generator(device=dev).manual_seed(seed), device=dev,
+            ),
+            "PGM": lambda s=steps: pgm_ordered_sample(
+                pgm,
+                random_order(cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev),
+                steps=s, generator=torch.Generator(device=dev).manual_seed(seed), device=dev,
+            ),
+        }
+        for name, sampler in samplers.items():
+            x, sec = timed(sampler)
+            tps = x.numel() / sec
+            ppl = generative_perplexity(scorer, x)
+            run.add_row(
+                "text",
+                model=name,
+                params=params[name],
+                sampling_steps=steps,
+                tokens_per_s=tps,
+                gen_ppl=ppl,
+                unigram_entropy_bits=unigram_entropy(x.cpu().numpy(), v),
+                val_nelbo_bits_per_char=nelbo_bits[name],
+            )
+            series[name][0].append(tps)
+            series[name][1].append(ppl)
+            if steps == cfg.sample_steps[-1]:
+                run.log(**{f"text_sample_{name}": data.decode(x[0].cpu())})
+    run.add_row(
+        "text",
+        model="data (validation windows)",
+        params=None,
+        sampling_steps=None,
+        tokens_per_s=None,
+        gen_ppl=data_ppl,
+        unigram_entropy_bits=data_entropy,
+        val_nelbo_bits_per_char=scorer_bits,
+    )
+    steps_axis = list(range(1, cfg.steps + 1))
+    run.plot(
+        "text_train_loss",
+        {"MDLM": (steps_axis, mdlm_losses), "PGM": (steps_axis, pgm_losses)},
+        xlabel="training step", ylabel="loss (nats/char)", logy=True,
+    )
+    return {k: list(s) for k, s in series.items()}
