@@ -30,13 +30,13 @@ class LMConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=150, lr=3e-3, warmup=15))
 
 
-def run(cfg: LMConfig, seed: int = 0) -> dict:
+def run(cfg: LMConfig, seed: int = 0, device: str | torch.device = "cpu") -> dict:
     """Validation cross-entropy (nats/char) of each method, and Mesa's loss vs inference CG steps."""
     corpus = char_corpus(cfg.max_chars)
     val_rng = np.random.default_rng(seed + 20_000)
     val = [
         tuple(
-            torch.from_numpy(a)
+            torch.from_numpy(a).to(device)
             for a in char_batch(corpus.val, cfg.eval_batch_size, cfg.seq_len, val_rng)
         )
         for _ in range(cfg.eval_batches)
@@ -46,7 +46,8 @@ def run(cfg: LMConfig, seed: int = 0) -> dict:
     def batch_fn(step: int):
         rng = np.random.default_rng([seed, step])
         return tuple(
-            torch.from_numpy(a) for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng)
+            torch.from_numpy(a).to(device)
+            for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng)
         )
 
     def loss_fn(model, batch):
@@ -64,7 +65,7 @@ def run(cfg: LMConfig, seed: int = 0) -> dict:
             max_cg_steps_train=cfg.cg_steps_train,
             chunk_size=64,
         )
-        model = MesaNetLM(mcfg)
+        model = MesaNetLM(mcfg).to(device)
         train(model, batch_fn, loss_fn, cfg.train, desc=f"lm/{method}")
 
         def evaluate(steps: int | None, model=model) -> float:

@@ -39,23 +39,23 @@ def accuracy(model: MesaNetLM, inputs: torch.Tensor, labels: torch.Tensor) -> fl
     return float((pred[mask] == labels[mask]).float().mean())
 
 
-def run(cfg: MQARConfig, seed: int = 0) -> dict:
+def run(cfg: MQARConfig, seed: int = 0, device: str | torch.device = "cpu") -> dict:
     """Accuracy of each method at each number of KV pairs."""
     results: dict = {"accuracy": {m: [] for m in cfg.methods}, "kv_pairs": list(cfg.kv_pairs)}
     for n_kv in cfg.kv_pairs:
         x_tr, y_tr = (
-            torch.from_numpy(a)
+            torch.from_numpy(a).to(device)
             for a in multiquery_ar(cfg.vocab_size, cfg.train_examples, cfg.seq_len, n_kv, seed)
         )
         x_te, y_te = (
-            torch.from_numpy(a)
+            torch.from_numpy(a).to(device)
             for a in multiquery_ar(cfg.vocab_size, cfg.test_examples, cfg.seq_len, n_kv, seed + 1)
         )
 
         def batch_fn(step: int, x_tr=x_tr, y_tr=y_tr, n_kv=n_kv):
             idx = torch.from_numpy(
                 np.random.default_rng([seed, n_kv, step]).integers(0, len(x_tr), cfg.batch_size)
-            )
+            ).to(x_tr.device)
             return x_tr[idx], y_tr[idx]
 
         def loss_fn(model, batch):
@@ -74,7 +74,7 @@ def run(cfg: MQARConfig, seed: int = 0) -> dict:
                 forget_bias_init=cfg.forget_bias_init,
                 chunk_size=64,
             )
-            model = MesaNetLM(mcfg)
+            model = MesaNetLM(mcfg).to(device)
             train(model, batch_fn, loss_fn, cfg.train, desc=f"mqar/{n_kv}kv/{method}")
             results["accuracy"][method].append(accuracy(model, x_te, y_te))
     return results

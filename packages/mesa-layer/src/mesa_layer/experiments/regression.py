@@ -86,12 +86,12 @@ def constructed_mse(
     }
 
 
-def run(cfg: RegressionConfig, seed: int = 0) -> dict:
+def run(cfg: RegressionConfig, seed: int = 0, device: str | torch.device = "cpu") -> dict:
     """Train each method; return per-position MSE, the ridge oracle and Mesa's CG sweep."""
     eval_rng = np.random.default_rng(seed + 10_000)
     ev_tokens, ev_y = regression_batch(cfg.eval_batch, cfg.T, cfg.d, cfg.noise, eval_rng)
     oracle = ridge_oracle_mse(ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6))
-    ev_x, ev_t = torch.from_numpy(ev_tokens), torch.from_numpy(ev_y)
+    ev_x, ev_t = torch.from_numpy(ev_tokens).to(device), torch.from_numpy(ev_y).to(device)
     results: dict = {"oracle": oracle.tolist(), "mse": {}, "final_loss": {}}
     results["constructed"] = constructed_mse(
         ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6)
@@ -100,7 +100,7 @@ def run(cfg: RegressionConfig, seed: int = 0) -> dict:
     def batch_fn(step: int):
         rng = np.random.default_rng([seed, step])
         tokens, y = regression_batch(cfg.batch_size, cfg.T, cfg.d, cfg.noise, rng)
-        return torch.from_numpy(tokens), torch.from_numpy(y)
+        return torch.from_numpy(tokens).to(device), torch.from_numpy(y).to(device)
 
     def loss_fn(model, batch):
         tokens, y = batch
@@ -118,10 +118,10 @@ def run(cfg: RegressionConfig, seed: int = 0) -> dict:
             forget_bias_init=cfg.forget_bias_init,
             chunk_size=64,
         )
-        model = RegressionModel(cfg.d, mcfg)
+        model = RegressionModel(cfg.d, mcfg).to(device)
         losses = train(model, batch_fn, loss_fn, cfg.train, desc=f"regression/{method}")
         with torch.no_grad():
-            err = ((model(ev_x) - ev_t) ** 2).mean(0).numpy()
+            err = ((model(ev_x) - ev_t) ** 2).mean(0).cpu().numpy()
         results["mse"][method] = err.tolist()
         results["final_loss"][method] = float(np.mean(losses[-5:]))
         results.setdefault("first_loss", {})[method] = float(np.mean(losses[:5]))
