@@ -1,7 +1,9 @@
 """The training loop shared by the experiments: AdamW, warm-up + cosine, grad clipping, checkpoints.
 
-Batches come from ``batch_fn(step)``, a pure function of the step, so a run resumed from a
-checkpoint sees the same data and ends at the same weights as an uninterrupted one.
+Batches come from ``batch_fn(index)``, a pure function of the step, so a run resumed from a
+checkpoint sees the same data and ends at the same weights as an uninterrupted one. Under
+torchrun (``shared_core.distributed.init_distributed``) rank r of w draws batch
+``step * w + r`` and gradients are averaged over ranks (data parallel); alone, ``index = step``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import torch
 from mesa_layer.torch.model import param_groups
 from shared_core.checkpoint import load_checkpoint, save_checkpoint
 from shared_core.cli import progress
-from shared_core.distributed import is_main
+from shared_core.distributed import all_reduce_mean, is_main
 
 
 @dataclass
@@ -63,21 +65,31 @@ def train(
     start = 0
     if checkpoint is not None and Path(checkpoint).exists():
         start = int(load_checkpoint(checkpoint, model=model, optimizer=opt)["step"])
+    dist = torch.distributed
+    parallel = dist.is_available() and dist.is_initialized()
+    world, rank = (dist.get_world_size(), dist.get_rank()) if parallel else (1, 0)
     losses = []
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
     model.train()
     for step in progress(range(start, end), desc=desc, enabled=is_main()):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
-        loss = loss_fn(model, batch_fn(step))
+        loss = loss_fn(model, batch_fn(step * world + rank))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if parallel:
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.copy_(all_reduce_mean(p.grad))
+            loss = all_reduce_mean(loss)
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         losses.append(loss.item())
         done = step + 1
-        if checkpoint is not None and (
-            done == end or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0)
+        if (
+            is_main()
+            and checkpoint is not None
+            and (done == end or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0))
         ):
             save_checkpoint(checkpoint, model=model, optimizer=opt, step=done)
     model.eval()
