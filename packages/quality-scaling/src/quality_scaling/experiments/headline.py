@@ -161,7 +161,7 @@ def reproduce(args: ReproduceArgs) -> int:
 
     # ---- secondary arms
     for arm in scale.arms[1:]:
-        arows = by_arm[arm.name]
+        arows = sorted(by_arm[arm.name], key=lambda r: (r["rate"], r["d_model"], r["tokens"]))
         tr, te = _split(len(arows), scale.held_out_frac, args.seed)
         for label, q in (("chinchilla (Q ignored)", None), ("quality, Q = 1 - p", "q_proxy"), ("quality, Q = deficiency", "q_deficiency")):
             fit, err, _ = _fit_and_score(arows, tr, te, q, grid)
