@@ -32,13 +32,71 @@ def _sync(device: str) -> None:
 
 
 def _time(fn, device: str, repeats: int) -> float:
-    fn()  # warm-up
-    _sync(device)
-    t0 = time.perf_counter()
+    """Best of `repeats` timed calls after one warm-up (the minimum is robust to shared CPUs)."""
+    fn()
+    best = float("inf")
     for _ in range(repeats):
+        _sync(device)
+        t0 = time.perf_counter()
         fn()
-    _sync(device)
-    return (time.perf_counter() - t0) / repeats
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _train_step(model: torch.nn.Module, loss) -> object:
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step() -> None:
+        out = loss(model)
+        opt.zero_grad()
+        out.backward()
+        opt.step()
+
+    return step
+
+
+def measure(n: int, d: int, batch: int, steps: int, dev: str) -> float:
+    """Print one row (sequence length n) and return the sampling ratio PGM/MDLM."""
+    torch.manual_seed(0)
+    mdlm = MaskedDiffusionTransformer(BackboneConfig(V, n, d, 4, 4)).to(dev)
+    pgm = PartitionTransformer(PGMConfig(V, n, d, 4, 2, 2)).to(dev)
+    for m in (mdlm, pgm):
+        torch.nn.init.normal_(m.head.weight, std=0.1)
+        m.eval()
+    schedule = LogLinearSchedule()
+
+    def gen() -> torch.Generator:
+        return torch.Generator(device=dev).manual_seed(0)
+
+    order = random_order(batch, n, gen(), dev)
+    den = lambda x, t: mdlm(x, t)  # noqa: E731
+    kw = dict(vocab_size=V, steps=steps, batch_size=batch, seq_len=n, device=dev)
+    t_mdlm = _time(lambda: ancestral_sample(den, generator=gen(), **kw), dev, 2)
+    t_pgm = _time(
+        lambda: pgm_ordered_sample(pgm, order, steps=steps, generator=gen(), device=dev), dev, 2
+    )
+    x0 = torch.randint(0, V, (batch, n), device=dev)
+    mdlm.train()
+    pgm.train()
+    s_mdlm = _time(
+        _train_step(
+            mdlm, lambda m: mdlm_loss(lambda z, t: m(z, t), x0, schedule, V, generator=gen()).loss
+        ),
+        dev,
+        3,
+    )
+    s_pgm = _time(
+        _train_step(pgm, lambda m: pgm_loss(m, x0, schedule, V, generator=gen()).loss), dev, 3
+    )
+    ratio = t_mdlm / t_pgm
+    n_m = sum(q.numel() for q in mdlm.parameters())
+    n_p = sum(q.numel() for q in pgm.parameters())
+    print(
+        f"{n:>6}{n_m:>13}{n_p:>12}{batch * n / t_mdlm:>12.0f}{batch * n / t_pgm:>11.0f}"
+        f"{ratio:>13.2f}x{s_pgm / s_mdlm:>17.2f}x"
+    )
+    return ratio
 
 
 def main() -> None:
@@ -49,7 +107,6 @@ def main() -> None:
     a = p.parse_args()
     lengths, steps, batch = ((128, 256, 512), 16, 2) if a.quick else ((128, 512, 1024), 32, 4)
     dev, d = a.device, a.d_model
-    schedule = LogLinearSchedule()
     print(f"device={dev} d_model={d} heads=4 batch={batch} steps={steps} V={V}")
     print("MDLM: 4 self-attention blocks; PGM: 2 encoder + GroupSwap + 2 decoder blocks")
     header = (
@@ -57,59 +114,10 @@ def main() -> None:
         f"{'sample ratio':>14}{'train step ratio':>18}"
     )
     print(header)
-    first = None
+    first = ratio = None
     for n in lengths:
-        torch.manual_seed(0)
-        mdlm = MaskedDiffusionTransformer(BackboneConfig(V, n, d, 4, 4)).to(dev)
-        pgm = PartitionTransformer(PGMConfig(V, n, d, 4, 2, 2)).to(dev)
-        for m in (mdlm, pgm):
-            torch.nn.init.normal_(m.head.weight, std=0.1)
-            m.eval()
-        gen = lambda: torch.Generator(device=dev).manual_seed(0)  # noqa: E731
-        order = random_order(batch, n, gen(), dev)
-        t_mdlm = _time(
-            lambda: ancestral_sample(
-                lambda x, t: mdlm(x, t), vocab_size=V, steps=steps, batch_size=batch,
-                seq_len=n, generator=gen(), device=dev,
-            ),
-            dev, 1,
-        )
-        t_pgm = _time(
-            lambda: pgm_ordered_sample(pgm, order, steps=steps, generator=gen(), device=dev), dev, 1
-        )
-        x0 = torch.randint(0, V, (batch, n), device=dev)
-
-        def train_step(model, loss):
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-            def step():
-                out = loss(model, x0)
-                opt.zero_grad()
-                out.backward()
-                opt.step()
-
-            return step
-
-        model_train = [mdlm.train(), pgm.train()]
-        s_mdlm = _time(
-            train_step(
-                model_train[0],
-                lambda m, x: mdlm_loss(lambda z, t: m(z, t), x, schedule, V, generator=gen()).loss,
-            ),
-            dev, 3,
-        )
-        s_pgm = _time(
-            train_step(model_train[1], lambda m, x: pgm_loss(m, x, schedule, V, generator=gen()).loss),
-            dev, 3,
-        )
-        ratio = t_mdlm / t_pgm
+        ratio = measure(n, d, batch, steps, dev)
         first = first or ratio
-        n_m = sum(q.numel() for q in mdlm.parameters())
-        n_p = sum(q.numel() for q in pgm.parameters())
-        print(
-            f"{n:>6}{n_m:>13}{n_p:>12}{batch * n / t_mdlm:>12.0f}{batch * n / t_pgm:>11.0f}"
-            f"{ratio:>13.2f}x{s_pgm / s_mdlm:>17.2f}x"
-        )
     print(f"sampling ratio growth from L={lengths[0]} to L={lengths[-1]}: {ratio / first:.2f}x")
 
 

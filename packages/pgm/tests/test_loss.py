@@ -1,6 +1,5 @@
 import pytest
 import torch
-from conftest import make_model
 from masked_diffusion import LogLinearSchedule, nelbo, nelbo_terms
 from pgm import PartitionTransformer, PGMConfig, as_denoiser, partition_terms, pgm_loss, pgm_nelbo
 from pgm.reference import partition_terms_loop

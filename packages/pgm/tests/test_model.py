@@ -117,7 +117,9 @@ def test_bad_inputs(model):
     with pytest.raises(ValueError, match="query_pos"):
         model.forward_packed(x[:, :2], torch.zeros(2, 2, dtype=torch.long), torch.full((2, 1), 12))
     with pytest.raises(ValueError, match="clean_pos"):
-        model.forward_packed(x[:, :2], torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 1).long())
+        model.forward_packed(
+            x[:, :2], torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 1).long()
+        )
     with pytest.raises(ValueError, match="pre_query"):
         PGMConfig(7, 12, pre_query="mean")
     with pytest.raises(ValueError, match="n_heads"):

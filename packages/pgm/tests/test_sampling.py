@@ -27,7 +27,9 @@ def test_packed_ordered_sampler_equals_masked_diffusion_on_the_full_model(model,
 def test_packed_confidence_sampler_equals_masked_diffusion(model, choice_temperature):
     kw = dict(steps=4, batch_size=3, choice_temperature=choice_temperature, counts="arccos")
     fast = pgm_confidence_sample(model, generator=_gen(), **kw)
-    slow = confidence_sample(as_denoiser(model, 7), vocab_size=7, seq_len=12, generator=_gen(), **kw)
+    slow = confidence_sample(
+        as_denoiser(model, 7), vocab_size=7, seq_len=12, generator=_gen(), **kw
+    )
     assert torch.equal(fast, slow)
 
 
@@ -36,7 +38,12 @@ def test_halton_order_plugs_in():
     order = halton_order(4, 4)
     fast = pgm_ordered_sample(m, order, steps=4, batch_size=2, counts="arccos", generator=_gen())
     slow = ordered_sample(
-        as_denoiser(m, 4), order, vocab_size=4, steps=4, batch_size=2, counts="arccos",
+        as_denoiser(m, 4),
+        order,
+        vocab_size=4,
+        steps=4,
+        batch_size=2,
+        counts="arccos",
         generator=_gen(),
     )
     assert torch.equal(fast, slow)
@@ -45,7 +52,9 @@ def test_halton_order_plugs_in():
 def _record_lengths(model):
     seen = []
     hooks = [
-        model.encoder[0].register_forward_pre_hook(lambda mod, a: seen.append(("enc", a[0].shape[1]))),
+        model.encoder[0].register_forward_pre_hook(
+            lambda mod, a: seen.append(("enc", a[0].shape[1]))
+        ),
         model.swap.register_forward_pre_hook(lambda mod, a: seen.append(("dec", a[2].shape[1]))),
     ]
     return seen, hooks

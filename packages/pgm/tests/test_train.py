@@ -16,7 +16,9 @@ def test_planted_signal_constant_sequences_are_learned():
     data = torch.randint(0, v, (512, 1), generator=g).expand(512, n).contiguous()
     torch.manual_seed(0)
     m = PartitionTransformer(PGMConfig(v, n, 32, 2, 1, 1))
-    cfg = TrainConfig(steps=150, batch_size=32, lr=3e-3, warmup=10, device="cpu", show_progress=False)
+    cfg = TrainConfig(
+        steps=150, batch_size=32, lr=3e-3, warmup=10, device="cpu", show_progress=False
+    )
     train(m, _loss(v), data, cfg)
     # optimum: log(5) for the first revealed token, then 0, i.e. log(5) / 8 = 0.20 nats/token
     val = pgm_nelbo(m, data[:64], S, v, n_samples=4)

@@ -4,36 +4,45 @@ from __future__ import annotations
 
 import time
 
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-from shared_core.device import seed_everything
-from shared_core.distributed import init_distributed
-from shared_core.report import Run
-
 from pgm import __version__
 from pgm.experiments.common import SCALES
 from pgm.experiments.digits import run_digits
 from pgm.experiments.text import run_text
+from shared_core.cli import ReproduceArgs, make_main, reproduce_command
+from shared_core.device import seed_everything
+from shared_core.distributed import init_distributed
+from shared_core.report import Run
 
 
 def run_reproduce(args: ReproduceArgs) -> int:
     cfg = SCALES[args.scale]
     seed_everything(args.seed)
     info = init_distributed(args.device)
-    run = Run("pgm", {"scale": args.scale, "seed": args.seed, **cfg.__dict__}, out=args.out,
-              enabled=info.is_main)
+    run = Run(
+        "pgm",
+        {"scale": args.scale, "seed": args.seed, **cfg.__dict__},
+        out=args.out,
+        enabled=info.is_main,
+    )
     t0 = time.time()
     text = run_text(cfg, args.seed, info, run)
     t1 = time.time()
     digits = run_digits(cfg, args.seed, info, run)
     run.log(text_seconds=t1 - t0, digits_seconds=time.time() - t1)
     run.plot(
-        "text_quality_vs_throughput", text, xlabel="sampling throughput (tokens/s)",
-        ylabel="generative perplexity (char GPT)", logx=True,
+        "text_quality_vs_throughput",
+        text,
+        xlabel="sampling throughput (tokens/s)",
+        ylabel="generative perplexity (char GPT)",
+        logx=True,
         title="char Shakespeare: quality vs throughput (points: sampling steps)",
     )
     run.plot(
-        "digits_quality_vs_throughput", digits, xlabel="sampling throughput (tokens/s)",
-        ylabel="Frechet distance (classifier features)", logx=True,
+        "digits_quality_vs_throughput",
+        digits,
+        xlabel="sampling throughput (tokens/s)",
+        ylabel="Frechet distance (classifier features)",
+        logx=True,
         title="8x8 digits: quality vs throughput (points: sampling steps)",
     )
     run.finish(

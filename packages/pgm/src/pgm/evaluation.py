@@ -38,7 +38,12 @@ class CharGPT(nn.Module):
         self.embed = nn.Embedding(vocab_size + 1, d_model)
         self.pos = nn.Parameter(torch.randn(seq_len, d_model) * 0.02)
         layer = nn.TransformerEncoderLayer(
-            d_model, n_heads, 4 * d_model, dropout=0.0, activation="gelu", batch_first=True,
+            d_model,
+            n_heads,
+            4 * d_model,
+            dropout=0.0,
+            activation="gelu",
+            batch_first=True,
             norm_first=True,
         )
         self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
@@ -77,7 +82,9 @@ def generative_perplexity(scorer: CharGPT, samples: torch.Tensor, batch_size: in
 class DigitClassifier(nn.Module):
     """MLP on a quantised 8x8 digit (64 tokens in [0, levels)); `features` is the last hidden layer."""
 
-    def __init__(self, levels: int, n_pixels: int = 64, hidden: int = 128, d_feat: int = 64) -> None:
+    def __init__(
+        self, levels: int, n_pixels: int = 64, hidden: int = 128, d_feat: int = 64
+    ) -> None:
         super().__init__()
         self.levels = levels
         self.body = nn.Sequential(
@@ -121,4 +128,6 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     w, q = np.linalg.eigh(sa)
     root_a = (q * np.sqrt(np.clip(w, 0, None))) @ q.T
     cross = np.linalg.eigvalsh(root_a @ sb @ root_a)
-    return float(mu @ mu + np.trace(sa) + np.trace(sb) - 2.0 * np.sqrt(np.clip(cross, 0, None)).sum())
+    return float(
+        mu @ mu + np.trace(sa) + np.trace(sb) - 2.0 * np.sqrt(np.clip(cross, 0, None)).sum()
+    )

@@ -70,7 +70,9 @@ class PGMConfig:
                 f"n_heads: d_model={self.d_model} / n_heads={self.n_heads} must be an even int"
             )
         if self.pre_query not in PRE_QUERY_MODES:
-            raise ValueError(f"pre_query: expected one of {PRE_QUERY_MODES}, got {self.pre_query!r}")
+            raise ValueError(
+                f"pre_query: expected one of {PRE_QUERY_MODES}, got {self.pre_query!r}"
+            )
         if self.query_proj not in QUERY_PROJ_MODES:
             raise ValueError(
                 f"query_proj: expected one of {QUERY_PROJ_MODES}, got {self.query_proj!r}"
@@ -78,25 +80,30 @@ class PGMConfig:
 
 
 def masked_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allow: torch.Tensor
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allow: torch.Tensor | None
 ) -> torch.Tensor:
     """Multi-head attention restricted by a boolean mask.
 
     Args:
         q: (batch, heads, Lq, d); k, v: (batch, heads, Lk, d).
-        allow: (batch, Lq, Lk), True where query i may attend to key j.
+        allow: (batch, Lq, Lk), True where query i may attend to key j; None = every key
+            (the unmasked fast path of the packed sampler).
 
     Returns:
         (batch, heads, Lq, d). A query with no allowed key gets exactly 0 (an empty group carries
         no information), and disallowed keys get exactly zero weight and zero gradient.
     """
+    if allow is None:
+        return F.scaled_dot_product_attention(q, k, v)
     bias = torch.zeros(allow.shape, dtype=q.dtype, device=q.device).masked_fill(~allow, _NEG)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[:, None])
     return torch.where(allow.any(-1)[:, None, :, None], out, torch.zeros_like(out))
 
 
 def _mlp(d: int, ratio: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d, ratio * d), nn.GELU(approximate="tanh"), nn.Linear(ratio * d, d))
+    return nn.Sequential(
+        nn.Linear(d, ratio * d), nn.GELU(approximate="tanh"), nn.Linear(ratio * d, d)
+    )
 
 
 def _heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -122,7 +129,9 @@ class EncoderBlock(nn.Module):
         self.norm2 = nn.LayerNorm(d)
         self.mlp = _mlp(d, cfg.mlp_ratio)
 
-    def forward(self, h: torch.Tensor, angles: torch.Tensor, allow: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, angles: torch.Tensor, allow: torch.Tensor | None
+    ) -> torch.Tensor:
         """h (batch, L, d); angles (L, d_head/2) or (batch, 1, L, d_head/2); allow (batch, L, L)."""
         q, k, v = (_heads(z, self.n_heads) for z in self.qkv(self.norm1(h)).chunk(3, dim=-1))
         a = masked_attention(apply_rotary(q, angles), apply_rotary(k, angles), v, allow)
@@ -175,7 +184,7 @@ class GroupSwap(nn.Module):
         k_angles: torch.Tensor,
         q_pos: torch.Tensor,
         q_angles: torch.Tensor,
-        allow: torch.Tensor,
+        allow: torch.Tensor | None,
         pool: torch.Tensor | None,
     ) -> torch.Tensor:
         """h (batch, Lk, d) encoder output; q_pos (batch, Lq) model positions; -> (batch, Lq, d)."""
@@ -211,7 +220,7 @@ class DecoderBlock(nn.Module):
         h: torch.Tensor,
         q_angles: torch.Tensor,
         k_angles: torch.Tensor,
-        allow: torch.Tensor,
+        allow: torch.Tensor | None,
     ) -> torch.Tensor:
         q = apply_rotary(_heads(self.q(self.q_norm(x)), self.n_heads), q_angles)
         k, v = (_heads(z, self.n_heads) for z in self.kv(self.kv_norm(h)).chunk(2, dim=-1))
@@ -260,7 +269,9 @@ class PartitionTransformer(nn.Module):
         return self.cfg.vocab_size
 
     # ------------------------------------------------------------------ shared pieces
-    def encode(self, h: torch.Tensor, angles: torch.Tensor, allow: torch.Tensor) -> torch.Tensor:
+    def encode(
+        self, h: torch.Tensor, angles: torch.Tensor, allow: torch.Tensor | None
+    ) -> torch.Tensor:
         """Run the encoder blocks on embeddings h (batch, L, d) with self-attention mask `allow`."""
         for block in self.encoder:
             h = block(h, angles, allow)
@@ -272,7 +283,7 @@ class PartitionTransformer(nn.Module):
         k_angles: torch.Tensor,
         q_pos: torch.Tensor,
         q_angles: torch.Tensor,
-        allow: torch.Tensor,
+        allow: torch.Tensor | None,
         pool: torch.Tensor | None,
     ) -> torch.Tensor:
         """GroupSwap + decoder blocks + head: logits (batch, Lq, vocab_size) at model positions q_pos."""
@@ -303,7 +314,9 @@ class PartitionTransformer(nn.Module):
         """
         self._check_x0(x0, "x0")
         if x0.shape[1] != self.cfg.seq_len:
-            raise ValueError(f"x0: expected shape (batch, {self.cfg.seq_len}), got {tuple(x0.shape)}")
+            raise ValueError(
+                f"x0: expected shape (batch, {self.cfg.seq_len}), got {tuple(x0.shape)}"
+            )
         g = check_groups(groups, x0)
         b = x0.shape[0]
         bos = torch.full((b, 1), self.bos_id, dtype=x0.dtype, device=x0.device)
@@ -356,6 +369,7 @@ class PartitionTransformer(nn.Module):
                 f"clean_pos: expected shape {tuple(clean.shape)}, got {tuple(clean_pos.shape)}"
             )
         dev = clean.device
+        padded = clean_valid is not None
         if clean_valid is None:
             clean_valid = torch.ones(b, c, dtype=torch.bool, device=dev)
         elif tuple(clean_valid.shape) != (b, c) or clean_valid.dtype != torch.bool:
@@ -365,9 +379,11 @@ class PartitionTransformer(nn.Module):
         pos = torch.cat([torch.zeros(b, 1, dtype=torch.long, device=dev), clean_pos.long() + 1], 1)
         valid = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=dev), clean_valid], dim=1)
         k_angles = self.angles[pos][:, None]
-        h = self.encode(self.embed(tokens), k_angles, valid[:, None, :].expand(b, c + 1, c + 1))
+        # without padding every key is allowed: no mask at all (SDPA's fast path)
+        enc_allow = valid[:, None, :].expand(b, c + 1, c + 1) if padded else None
+        h = self.encode(self.embed(tokens), k_angles, enc_allow)
         q_pos = query_pos.long() + 1
-        allow = valid[:, None, :].expand(b, q_pos.shape[1], c + 1)
+        allow = valid[:, None, :].expand(b, q_pos.shape[1], c + 1) if padded else None
         pool = None
         if self.swap.pools:
             pool = self.swap.pool(h, valid)[:, None].expand(b, q_pos.shape[1], -1)

@@ -61,7 +61,7 @@ def partition_terms_loop(
     schedule: Schedule,
 ) -> torch.Tensor:
     """Per-token ``(1[g=1] w(t) CE + 1[g=0] w(1-t) CE) / 2`` by loops, float64 (batch, L)."""
-    b, n, v = logits.shape
+    b, n, _ = logits.shape
     out = torch.zeros(b, n, dtype=torch.float64)
     for i in range(b):
         ti = t[i : i + 1].double()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 from masked_diffusion import TrainConfig, train
+
 from shared_core.distributed import DistInfo
 
 

@@ -21,16 +21,16 @@ from masked_diffusion import (
     nelbo,
     ordered_sample,
 )
-from shared_core.data import load, split_indices
-from shared_core.distributed import DistInfo
-from shared_core.metrics import accuracy, bits_per_dim, unigram_entropy
-from shared_core.report import Run
 
 from pgm.evaluation import frechet_distance, train_classifier
 from pgm.experiments.common import ReproduceConfig, fit, n_params, timed
 from pgm.loss import pgm_loss, pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
+from shared_core.data import load, split_indices
+from shared_core.distributed import DistInfo
+from shared_core.metrics import accuracy, bits_per_dim, unigram_entropy
+from shared_core.report import Run
 
 FRACTIONS = (0.8, 0.1, 0.1)
 
@@ -61,11 +61,20 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
     _, mdlm_step_s = fit(
         mdlm,
         lambda m, b, g: mdlm_loss(lambda x, t: m(x, t), b, schedule, v, generator=g).loss,
-        data.train, cfg, cfg.digit_steps, seed, info,
+        data.train,
+        cfg,
+        cfg.digit_steps,
+        seed,
+        info,
     )
     _, pgm_step_s = fit(
-        pgm, lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
-        data.train, cfg, cfg.digit_steps, seed, info,
+        pgm,
+        lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
+        data.train,
+        cfg,
+        cfg.digit_steps,
+        seed,
+        info,
     )
     clf = train_classifier(data.train, y_train, v, seed=seed)
     test_acc = accuracy(y_test.numpy(), clf(data.test).argmax(-1).numpy())
@@ -88,24 +97,42 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
     order = halton_order(8, 8)
     b = cfg.n_digit_samples
     series: dict[str, tuple[list[float], list[float]]] = {}
+    gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
+    den = lambda z, t: mdlm(z, t)  # noqa: E731
     for steps in cfg.digit_sample_steps:
-        gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
-        den = lambda x, t: mdlm(x, t)  # noqa: E731
         samplers = {
             ("MDLM", "halton"): lambda s=steps: ordered_sample(
-                den, order, vocab_size=v, steps=s, batch_size=b, counts="arccos",
-                generator=gen(), device=dev,
+                den,
+                order,
+                vocab_size=v,
+                steps=s,
+                batch_size=b,
+                counts="arccos",
+                generator=gen(),
+                device=dev,
             ),
             ("PGM", "halton"): lambda s=steps: pgm_ordered_sample(
                 pgm, order, steps=s, batch_size=b, counts="arccos", generator=gen(), device=dev
             ),
             ("MDLM", "confidence"): lambda s=steps: confidence_sample(
-                den, vocab_size=v, steps=s, batch_size=b, seq_len=n, choice_temperature=4.5,
-                counts="arccos", generator=gen(), device=dev,
+                den,
+                vocab_size=v,
+                steps=s,
+                batch_size=b,
+                seq_len=n,
+                choice_temperature=4.5,
+                counts="arccos",
+                generator=gen(),
+                device=dev,
             ),
             ("PGM", "confidence"): lambda s=steps: pgm_confidence_sample(
-                pgm, steps=s, batch_size=b, choice_temperature=4.5, counts="arccos",
-                generator=gen(), device=dev,
+                pgm,
+                steps=s,
+                batch_size=b,
+                choice_temperature=4.5,
+                counts="arccos",
+                generator=gen(),
+                device=dev,
             ),
         }
         for (name, kind), sampler in samplers.items():
@@ -131,4 +158,16 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
             xs, ys = series.setdefault(f"{name} {kind}", ([], []))
             xs.append(tps)
             ys.append(fd)
+    run.add_row(
+        "digits",
+        model="data (train vs test images)",
+        sampler=None,
+        params=None,
+        sampling_steps=None,
+        tokens_per_s=None,
+        frechet_distance=floor,
+        class_entropy_bits=None,
+        unigram_entropy_bits=unigram_entropy(data.train.numpy(), v),
+        val_nelbo_bits_per_pixel=None,
+    )
     return series

@@ -20,15 +20,15 @@ from masked_diffusion import (
     random_order,
     shakespeare_chars,
 )
-from shared_core.distributed import DistInfo
-from shared_core.metrics import bits_per_dim, unigram_entropy
-from shared_core.report import Run
 
 from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
 from pgm.experiments.common import ReproduceConfig, fit, n_params, timed
 from pgm.loss import pgm_loss, pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_ordered_sample
+from shared_core.distributed import DistInfo
+from shared_core.metrics import bits_per_dim, unigram_entropy
+from shared_core.report import Run
 
 
 def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
@@ -51,11 +51,20 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
     mdlm_losses, mdlm_step_s = fit(
         mdlm,
         lambda m, b, g: mdlm_loss(lambda x, t: m(x, t), b, schedule, v, generator=g).loss,
-        data.train, cfg, cfg.steps, seed, info,
+        data.train,
+        cfg,
+        cfg.steps,
+        seed,
+        info,
     )
     pgm_losses, pgm_step_s = fit(
-        pgm, lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
-        data.train, cfg, cfg.steps, seed, info,
+        pgm,
+        lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
+        data.train,
+        cfg,
+        cfg.steps,
+        seed,
+        info,
     )
     _, _ = fit(scorer, lambda m, b, g: ar_loss(m, b), data.train, cfg, cfg.scorer_steps, seed, info)
 
@@ -80,16 +89,24 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
         text_params_pgm=params["PGM"],
     )
     series: dict[str, tuple[list[float], list[float]]] = {"MDLM": ([], []), "PGM": ([], [])}
+    den = lambda z, t: mdlm(z, t)  # noqa: E731
     for steps in cfg.sample_steps:
         samplers = {
             "MDLM": lambda s=steps: ancestral_sample(
-                lambda x, t: mdlm(x, t), vocab_size=v, steps=s, batch_size=cfg.n_generate,
-                seq_len=n, generator=torch.Generator(device=dev).manual_seed(seed), device=dev,
+                den,
+                vocab_size=v,
+                steps=s,
+                batch_size=cfg.n_generate,
+                seq_len=n,
+                generator=torch.Generator(device=dev).manual_seed(seed),
+                device=dev,
             ),
             "PGM": lambda s=steps: pgm_ordered_sample(
                 pgm,
                 random_order(cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev),
-                steps=s, generator=torch.Generator(device=dev).manual_seed(seed), device=dev,
+                steps=s,
+                generator=torch.Generator(device=dev).manual_seed(seed),
+                device=dev,
             ),
         }
         for name, sampler in samplers.items():
@@ -124,6 +141,8 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
     run.plot(
         "text_train_loss",
         {"MDLM": (steps_axis, mdlm_losses), "PGM": (steps_axis, pgm_losses)},
-        xlabel="training step", ylabel="loss (nats/char)", logy=True,
+        xlabel="training step",
+        ylabel="loss (nats/char)",
+        logy=True,
     )
     return {k: list(s) for k, s in series.items()}
