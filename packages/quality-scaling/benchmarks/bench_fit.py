@@ -14,7 +14,6 @@ import argparse
 import time
 
 import numpy as np
-
 from quality_scaling.fit import fit_law, init_grid
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData
 from quality_scaling.reference import fit_law_reference
@@ -34,7 +33,9 @@ def rows(law, n: int, seed: int = 0) -> ScalingData:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="fewer naive starts (runs in about a minute)")
+    ap.add_argument(
+        "--quick", action="store_true", help="fewer naive starts (runs in about a minute)"
+    )
     ap.add_argument("--rows", type=int, nargs="+", default=[250, 5000])
     ap.add_argument("--naive-starts", type=int, default=None, help="0 = every start")
     ap.add_argument("--law", choices=["chinchilla", "quality"], default="chinchilla")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from quality_scaling.fit import init_grid
 from quality_scaling.laws import QUALITY, ScalingData, ScalingLaw
 
@@ -28,7 +27,12 @@ def synthetic(
 def small_grid(law: ScalingLaw) -> np.ndarray:
     """A 3-per-axis sub-grid of Epoch's (243 or 729 starts): fast enough for unit tests."""
     return init_grid(
-        law, a=(0, 10, 20), b=(0, 10, 20), e=(-1, 0, 1), alpha=(0, 1, 2), beta=(0, 1, 2),
+        law,
+        a=(0, 10, 20),
+        b=(0, 10, 20),
+        e=(-1, 0, 1),
+        alpha=(0, 1, 2),
+        beta=(0, 1, 2),
         gamma=(0, 1, 2),
     )
 

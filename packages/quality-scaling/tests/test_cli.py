@@ -14,7 +14,9 @@ from quality_scaling.cli import main
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
     d = synthetic(n=60, noise=0.002, seed=2)
     path = tmp_path / "runs.csv"
-    lines = ["N,D,q_proxy,loss"] + [f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)]
+    lines = ["N,D,q_proxy,loss"] + [
+        f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
+    ]
     path.write_text("\n".join(lines) + "\n")
     assert main(["fit", str(path), "--law", "quality"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from quality_scaling.data import MarkovSource, TransductionTask, corrupt, text_sequences
 
 
@@ -31,7 +30,9 @@ def test_transduction_floor_matches_channel() -> None:
     assert agree == pytest.approx(0.9, abs=0.01)
     assert (s[:, 8] == t.sep).all()
     e = 0.1
-    assert t.irreducible_loss == pytest.approx(-(e * math.log(e) + 0.9 * math.log(0.9)) + e * math.log(15))
+    assert t.irreducible_loss == pytest.approx(
+        -(e * math.log(e) + 0.9 * math.log(0.9)) + e * math.log(15)
+    )
 
 
 def test_corruptions_keep_shape_and_rate() -> None:

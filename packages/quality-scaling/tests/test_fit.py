@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import TRUE, small_grid, synthetic
-
 from quality_scaling.fit import fit_law, holdout_error, init_grid, objective, solve_batched
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData
 from quality_scaling.reference import fit_law_reference, objective_reference
@@ -125,7 +124,7 @@ def _epoch_rows(shared_data):
     N = np.array([float(r["Model Size"]) for r in rows])
     C = np.array([float(r["Training FLOP"]) for r in rows])
     L = np.array([float(r["loss"]) for r in rows])
-    keep = L < np.sort(L)[-5]  # Epoch drops the 5 highest-loss runs
+    keep = np.sort(L)[-5] > L  # Epoch drops the 5 highest-loss runs
     return ScalingData(N[keep], C[keep] / (6 * N[keep]), L[keep])
 
 

@@ -5,14 +5,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from quality_scaling.grid import Cell, make_cells, read_rows, rows_to_data, run_cell, run_grid
 
 
 def _fake(cell: Cell) -> dict:
-    return {"key": cell.key, **cell.__dict__, "N": 100.0 * cell.d_model, "D": float(cell.tokens),
-            "q_proxy": 1 - cell.rate, "q_deficiency": 1 - cell.rate, "q_exact": float("nan"),
-            "loss": 3.0 - cell.d_model / 100, "floor": 2.0, "N_non_embedding": 1.0}
+    return {
+        "key": cell.key,
+        **cell.__dict__,
+        "N": 100.0 * cell.d_model,
+        "D": float(cell.tokens),
+        "q_proxy": 1 - cell.rate,
+        "q_deficiency": 1 - cell.rate,
+        "q_exact": float("nan"),
+        "loss": 3.0 - cell.d_model / 100,
+        "floor": 2.0,
+        "N_non_embedding": 1.0,
+    }
 
 
 def test_grid_resumes_without_redoing_or_duplicating(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import pytest
 from conftest import TRUE, synthetic
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, get_law
 from quality_scaling.reference import log_predict_reference
 

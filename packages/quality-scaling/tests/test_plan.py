@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 from conftest import TRUE
-
 from quality_scaling import plan
 
 
@@ -25,7 +24,9 @@ def test_cleaner_data_is_worth_more_data() -> None:
     d_noisy = plan.data_equivalent(TRUE, D, q_from=1.0, q_to=0.5)
     assert d_noisy > D
     assert plan.loss(TRUE, 1e8, d_noisy, 0.5) == pytest.approx(plan.loss(TRUE, 1e8, D, 1.0))
-    assert plan.effective_data(TRUE, D, 0.5) == pytest.approx(D * 0.5 ** (TRUE["gamma"] / TRUE["beta"]))
+    assert plan.effective_data(TRUE, D, 0.5) == pytest.approx(
+        D * 0.5 ** (TRUE["gamma"] / TRUE["beta"])
+    )
     c2 = plan.compute_equivalent(TRUE, 1e21, 1.0, 0.5)
     assert plan.compute_optimal(TRUE, c2, 0.5)["loss"] == pytest.approx(
         plan.compute_optimal(TRUE, 1e21, 1.0)["loss"], rel=1e-10

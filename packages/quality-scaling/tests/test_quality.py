@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from quality_scaling.data import MarkovSource, corrupt
 from quality_scaling.quality import (
     corruption_rate_proxy,

@@ -7,12 +7,11 @@ import csv
 import json
 from pathlib import Path
 
-from shared_core.cli import Command, make_main, reproduce_command
-
 from quality_scaling import __version__, plan
 from quality_scaling.experiments.headline import reproduce
 from quality_scaling.fit import fit_law
 from quality_scaling.laws import LAWS, ScalingData
+from shared_core.cli import Command, make_main, reproduce_command
 
 
 def _read_csv(path: Path, n_col: str, d_col: str, loss_col: str, q_col: str | None) -> ScalingData:
@@ -33,7 +32,9 @@ def _read_csv(path: Path, n_col: str, d_col: str, loss_col: str, q_col: str | No
 
 
 def _fit(ns: argparse.Namespace) -> int:
-    data = _read_csv(ns.csv, ns.n_col, ns.d_col, ns.loss_col, ns.q_col if ns.law == "quality" else None)
+    data = _read_csv(
+        ns.csv, ns.n_col, ns.d_col, ns.loss_col, ns.q_col if ns.law == "quality" else None
+    )
     fit = fit_law(data, ns.law, n_bootstrap=ns.bootstrap, seed=ns.seed)
     out = {"law": ns.law, "rows": len(data), "objective": fit.objective, "params": fit.derived()}
     if ns.bootstrap:
@@ -58,14 +59,19 @@ def _plan(ns: argparse.Namespace) -> int:
     if "params" in params:
         params = params["params"]
     opt = plan.compute_optimal(params, ns.compute, ns.quality)
-    opt["compute_at_Q1_for_same_loss"] = plan.compute_equivalent(params, ns.compute, ns.quality, 1.0)
+    opt["compute_at_Q1_for_same_loss"] = plan.compute_equivalent(
+        params, ns.compute, ns.quality, 1.0
+    )
     opt["clean_tokens_worth_D_opt"] = plan.effective_data(params, opt["D"], ns.quality)
     print(json.dumps(opt, indent=2))
     return 0
 
 
 def _configure_plan(p: argparse.ArgumentParser) -> None:
-    p.add_argument("params", help='JSON: {"A":..,"B":..,"E":..,"alpha":..,"beta":..,"gamma":..} or `fit` output')
+    p.add_argument(
+        "params",
+        help='JSON: {"A":..,"B":..,"E":..,"alpha":..,"beta":..,"gamma":..} or `fit` output',
+    )
     p.add_argument("--compute", type=float, required=True, help="FLOPs, C = 6 N D")
     p.add_argument("--quality", type=float, default=1.0, help="Q of the data")
 
@@ -75,8 +81,12 @@ main = make_main(
     __version__,
     [
         reproduce_command(reproduce),
-        Command("fit", "fit the Chinchilla or quality-aware law to a CSV of runs", _fit, _configure_fit),
-        Command("plan", "compute-optimal N, D at a quality Q for a fitted law", _plan, _configure_plan),
+        Command(
+            "fit", "fit the Chinchilla or quality-aware law to a CSV of runs", _fit, _configure_fit
+        ),
+        Command(
+            "plan", "compute-optimal N, D at a quality Q for a fitted law", _plan, _configure_plan
+        ),
     ],
     description="Quality-aware scaling law L(N, D, Q) (Subramanyam, Chen, Grossman; ICLR 2026).",
 )

@@ -355,7 +355,9 @@ def fit_law(
     if not 0 < level < 1:
         raise ValueError(f"level: expected a value in (0, 1), got {level!r}")
     if n_bootstrap < 0 or polish < 1:
-        raise ValueError(f"n_bootstrap, polish: expected >= 0 and >= 1, got {n_bootstrap}, {polish}")
+        raise ValueError(
+            f"n_bootstrap, polish: expected >= 0 and >= 1, got {n_bootstrap}, {polish}"
+        )
     if law.uses_quality and np.ptp(data.log_q) == 0:
         raise ValueError("data: the quality law needs rows with at least two distinct Q values")
     grid = init_grid(law) if grid is None else np.asarray(grid, dtype=float)

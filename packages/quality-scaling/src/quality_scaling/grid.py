@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from shared_core.atomic import atomic_write_text
-from shared_core.cli import progress
 
 from quality_scaling.data import (
     CORRUPTIONS,
@@ -29,7 +27,14 @@ from quality_scaling.data import (
     text_sequences,
 )
 from quality_scaling.laws import ScalingData
-from quality_scaling.quality import corruption_rate_proxy, deficiency_q, markov_deficiency, ngram_pairs
+from quality_scaling.quality import (
+    corruption_rate_proxy,
+    deficiency_q,
+    markov_deficiency,
+    ngram_pairs,
+)
+from shared_core.atomic import atomic_write_text
+from shared_core.cli import progress
 
 __all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
 
@@ -162,7 +167,9 @@ def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
         TrainConfig(batch_size=cell.batch_size, lr=cell.lr, seed=cell.seed, device=device),
         task["mask"],
     )
-    q_def = deficiency_q(_pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"])
+    q_def = deficiency_q(
+        _pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"]
+    )
     row: dict[str, Any] = {"key": cell.key, **asdict(cell)}
     row.update(
         N=out["n_params"],
@@ -255,7 +262,10 @@ def run_grid(
 
         with mp.get_context("spawn").Pool(workers) as pool:
             for row in progress(
-                pool.imap_unordered(_worker, todo), desc="grid", total=len(todo), enabled=show_progress
+                pool.imap_unordered(_worker, todo),
+                desc="grid",
+                total=len(todo),
+                enabled=show_progress,
             ):
                 _append_atomic(path, row)
     wanted = {c.key for c in cells}

@@ -37,7 +37,9 @@ __all__ = [
 def _tokens(x: ArrayLike, name: str) -> np.ndarray:
     a = np.asarray(x)
     if a.ndim not in (1, 2) or a.size == 0:
-        raise ValueError(f"{name}: expected a non-empty 1-D stream or (rows, length) array, got {a.shape}")
+        raise ValueError(
+            f"{name}: expected a non-empty 1-D stream or (rows, length) array, got {a.shape}"
+        )
     if not np.issubdtype(a.dtype, np.integer):
         raise TypeError(f"{name}: expected integer token ids, got dtype {a.dtype}")
     if a.min() < 0:
@@ -100,11 +102,15 @@ def estimate_duplication_rate(tokens: ArrayLike, chunk: int | None = None) -> fl
 def _check_vocab(vocab_size: int, *arrays: np.ndarray) -> int:
     top = max(int(a.max()) for a in arrays)
     if not isinstance(vocab_size, int) or vocab_size <= top:
-        raise ValueError(f"vocab_size: expected an int > the largest token id {top}, got {vocab_size!r}")
+        raise ValueError(
+            f"vocab_size: expected an int > the largest token id {top}, got {vocab_size!r}"
+        )
     return vocab_size
 
 
-def ngram_pairs(seqs: ArrayLike, order: int = 1, vocab_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def ngram_pairs(
+    seqs: ArrayLike, order: int = 1, vocab_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(context id, next token)`` pairs of order-`order` n-grams within each row."""
     x = _tokens(seqs, "seqs")
     v = int(x.max()) + 1 if vocab_size is None else vocab_size
@@ -116,7 +122,12 @@ def ngram_pairs(seqs: ArrayLike, order: int = 1, vocab_size: int | None = None) 
     return ctx.ravel(), x[:, order:].ravel()
 
 
-def _cross_entropy(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], v: int, smoothing: float) -> float:
+def _cross_entropy(
+    train: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    v: int,
+    smoothing: float,
+) -> float:
     ctx_ids, inv = np.unique(np.concatenate([train[0], test[0]]), return_inverse=True)
     tr, te = inv[: len(train[0])], inv[len(train[0]) :]
     counts = np.full((len(ctx_ids), v), smoothing)
@@ -141,7 +152,9 @@ def deficiency_q(
     """
     n = len(noisy[0])
     if len(clean[0]) < n:
-        raise ValueError(f"clean: expected at least {n} pairs (as many as noisy), got {len(clean[0])}")
+        raise ValueError(
+            f"clean: expected at least {n} pairs (as many as noisy), got {len(clean[0])}"
+        )
     for name, (c, t) in (("noisy", noisy), ("clean", clean), ("held_out", held_out)):
         if len(c) != len(t) or len(c) == 0:
             raise ValueError(f"{name}: expected equal, non-zero numbers of contexts and targets")
@@ -151,7 +164,9 @@ def deficiency_q(
     h_max = math.log(vocab_size)
     info_clean = h_max - _cross_entropy(clean, held_out, vocab_size, smoothing)
     if info_clean <= 0:
-        raise ValueError("clean: a model fitted on the clean data is no better than uniform; Q is undefined")
+        raise ValueError(
+            "clean: a model fitted on the clean data is no better than uniform; Q is undefined"
+        )
     info_noisy = h_max - _cross_entropy(noisy, held_out, vocab_size, smoothing)
     return float(np.clip(info_noisy / info_clean, 0.0, 1.0))
 

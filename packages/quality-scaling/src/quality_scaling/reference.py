@@ -37,9 +37,7 @@ def objective_reference(
 ) -> float:
     """sum_i Huber_delta(r_i), r_i = log L_hat_i - log L_i."""
     r = log_predict_reference(np.asarray(theta, dtype=float), law, data) - np.log(data.loss)
-    return float(
-        sum(0.5 * x * x if abs(x) <= delta else delta * (abs(x) - 0.5 * delta) for x in r)
-    )
+    return float(sum(0.5 * x * x if abs(x) <= delta else delta * (abs(x) - 0.5 * delta) for x in r))
 
 
 def fit_law_reference(

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from shared_core.distributed import all_reduce_mean, init_distributed, wrap_ddp
 
 from quality_scaling.model import GPT, GPTConfig
+from shared_core.distributed import all_reduce_mean, init_distributed, wrap_ddp
 
 __all__ = ["TrainConfig", "evaluate", "train_run"]
 
@@ -33,7 +33,9 @@ def _lr(step: int, total: int, cfg: TrainConfig) -> float:
     if step < warm:
         return cfg.lr * (step + 1) / warm
     progress = (step - warm) / max(1, total - warm)
-    return cfg.lr * (cfg.final_lr_frac + (1 - cfg.final_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return cfg.lr * (
+        cfg.final_lr_frac + (1 - cfg.final_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress))
+    )
 
 
 def _loss(model: torch.nn.Module, seqs: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

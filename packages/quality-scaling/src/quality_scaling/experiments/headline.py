@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from shared_core.cli import ReproduceArgs
-from shared_core.device import seed_everything
-from shared_core.report import Run
 
 from quality_scaling import plan
 from quality_scaling.fit import FitResult, fit_law, holdout_error, init_grid
 from quality_scaling.grid import Cell, make_cells, rows_to_data, run_grid
 from quality_scaling.laws import CHINCHILLA, QUALITY
+from shared_core.cli import ReproduceArgs
+from shared_core.device import seed_everything
+from shared_core.report import Run
 
 __all__ = ["SCALES", "Arm", "Scale", "reproduce"]
 
@@ -72,11 +72,37 @@ SCALES = {
     ),
     "small": Scale(
         arms=(
-            Arm("markov", "substitute", _SUB, (8, 16, 32, 64, 128), tuple(2**k for k in range(14, 20))),
-            Arm("markov", "shuffle", (0.0, 0.2, 0.4, 0.6), (8, 16, 32, 64), tuple(2**k for k in range(14, 19))),
-            Arm("markov", "duplicate", (0.0, 0.2, 0.4, 0.6), (8, 16, 32, 64), tuple(2**k for k in range(14, 19))),
-            Arm("shakespeare", "substitute", _SUB, (16, 32, 64, 128), tuple(2**k for k in range(14, 20))),
-            Arm("seq2seq", "substitute", _SUB, (16, 32, 64, 128), tuple(2**k for k in range(14, 20))),
+            Arm(
+                "markov",
+                "substitute",
+                _SUB,
+                (8, 16, 32, 64, 128),
+                tuple(2**k for k in range(14, 20)),
+            ),
+            Arm(
+                "markov",
+                "shuffle",
+                (0.0, 0.2, 0.4, 0.6),
+                (8, 16, 32, 64),
+                tuple(2**k for k in range(14, 19)),
+            ),
+            Arm(
+                "markov",
+                "duplicate",
+                (0.0, 0.2, 0.4, 0.6),
+                (8, 16, 32, 64),
+                tuple(2**k for k in range(14, 19)),
+            ),
+            Arm(
+                "shakespeare",
+                "substitute",
+                _SUB,
+                (16, 32, 64, 128),
+                tuple(2**k for k in range(14, 20)),
+            ),
+            Arm(
+                "seq2seq", "substitute", _SUB, (16, 32, 64, 128), tuple(2**k for k in range(14, 20))
+            ),
         ),
         workers=8,
         n_bootstrap=1000,
@@ -85,11 +111,41 @@ SCALES = {
     ),
     "paper": Scale(
         arms=(
-            Arm("markov", "substitute", (0.0, 0.05, 0.1, 0.2, 0.3, 0.4), (16, 32, 64, 128, 256), tuple(2**k for k in range(15, 23))),
-            Arm("markov", "shuffle", (0.0, 0.1, 0.2, 0.4, 0.6), (16, 32, 64, 128), tuple(2**k for k in range(15, 22))),
-            Arm("markov", "duplicate", (0.0, 0.1, 0.2, 0.4, 0.6), (16, 32, 64, 128), tuple(2**k for k in range(15, 22))),
-            Arm("shakespeare", "substitute", (0.0, 0.05, 0.1, 0.2, 0.3, 0.4), (32, 64, 128, 256), tuple(2**k for k in range(15, 23))),
-            Arm("seq2seq", "substitute", (0.0, 0.05, 0.1, 0.2, 0.3, 0.4), (32, 64, 128, 256), tuple(2**k for k in range(15, 23))),
+            Arm(
+                "markov",
+                "substitute",
+                (0.0, 0.05, 0.1, 0.2, 0.3, 0.4),
+                (16, 32, 64, 128, 256),
+                tuple(2**k for k in range(15, 23)),
+            ),
+            Arm(
+                "markov",
+                "shuffle",
+                (0.0, 0.1, 0.2, 0.4, 0.6),
+                (16, 32, 64, 128),
+                tuple(2**k for k in range(15, 22)),
+            ),
+            Arm(
+                "markov",
+                "duplicate",
+                (0.0, 0.1, 0.2, 0.4, 0.6),
+                (16, 32, 64, 128),
+                tuple(2**k for k in range(15, 22)),
+            ),
+            Arm(
+                "shakespeare",
+                "substitute",
+                (0.0, 0.05, 0.1, 0.2, 0.3, 0.4),
+                (32, 64, 128, 256),
+                tuple(2**k for k in range(15, 23)),
+            ),
+            Arm(
+                "seq2seq",
+                "substitute",
+                (0.0, 0.05, 0.1, 0.2, 0.3, 0.4),
+                (32, 64, 128, 256),
+                tuple(2**k for k in range(15, 23)),
+            ),
         ),
         workers=16,
         n_bootstrap=4000,
@@ -100,7 +156,15 @@ SCALES = {
 
 
 def _sub_grid(law: Any) -> np.ndarray:
-    return init_grid(law, a=(0, 10, 20), b=(0, 10, 20), e=(-1, 0, 1), alpha=(0, 1, 2), beta=(0, 1, 2), gamma=(0, 1, 2))
+    return init_grid(
+        law,
+        a=(0, 10, 20),
+        b=(0, 10, 20),
+        e=(-1, 0, 1),
+        alpha=(0, 1, 2),
+        beta=(0, 1, 2),
+        gamma=(0, 1, 2),
+    )
 
 
 def _split(n: int, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +173,9 @@ def _split(n: int, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
-def _fit_and_score(rows: list[dict], train: np.ndarray, test: np.ndarray, q: str | None, grid: Any) -> tuple[FitResult, dict[str, float], Any]:
+def _fit_and_score(
+    rows: list[dict], train: np.ndarray, test: np.ndarray, q: str | None, grid: Any
+) -> tuple[FitResult, dict[str, float], Any]:
     law = CHINCHILLA if q is None else QUALITY
     data = rows_to_data(rows, q or "q_proxy")
     g = None if grid is None else grid(law)
@@ -130,17 +196,26 @@ def reproduce(args: ReproduceArgs) -> int:
     if args.scale not in SCALES:
         raise ValueError(f"scale: expected one of {sorted(SCALES)}, got {args.scale!r}")
     if args.device not in ("auto", "cpu"):
-        print(f"note: the tiny models of the grid run on the CPU workers; --device {args.device} is ignored")
+        print(
+            f"note: the tiny models of the grid run on the CPU workers; --device {args.device} is ignored"
+        )
     scale = SCALES[args.scale]
     seed_everything(args.seed)
     t0 = time.time()
-    run = Run("quality-scaling", {"scale": args.scale, "seed": args.seed, "arms": [a.__dict__ for a in scale.arms]}, out=args.out)
+    run = Run(
+        "quality-scaling",
+        {"scale": args.scale, "seed": args.seed, "arms": [a.__dict__ for a in scale.arms]},
+        out=args.out,
+    )
     cache = Path(args.out) / "quality-scaling" / "cache" / f"grid_{args.scale}_seed{args.seed}.csv"
     cells = [c for arm in scale.arms for c in arm.cells(args.seed)]
     print(f"grid: {len(cells)} cells -> {cache} (finished cells are skipped)")
     all_rows = run_grid(cells, cache, workers=scale.workers)
     t_grid = time.time() - t0
-    by_arm = {arm.name: [r for r in all_rows if f"{r['task']}/{r['corruption']}" == arm.name] for arm in scale.arms}
+    by_arm = {
+        arm.name: [r for r in all_rows if f"{r['task']}/{r['corruption']}" == arm.name]
+        for arm in scale.arms
+    }
 
     # ---- headline arm: Markov source, token substitution
     head = scale.arms[0]
@@ -148,42 +223,98 @@ def reproduce(args: ReproduceArgs) -> int:
     n = len(rows)
     train, test = _split(n, scale.held_out_frac, args.seed)
     results: dict[str, tuple[FitResult, dict[str, float]]] = {}
-    estimators = {"chinchilla (Q ignored)": None, "quality, Q = 1 - p": "q_proxy", "quality, Q = deficiency": "q_deficiency", "quality, Q = exact deficiency": "q_exact"}
+    estimators = {
+        "chinchilla (Q ignored)": None,
+        "quality, Q = 1 - p": "q_proxy",
+        "quality, Q = deficiency": "q_deficiency",
+        "quality, Q = exact deficiency": "q_exact",
+    }
     for label, q in estimators.items():
         fit, err, _ = _fit_and_score(rows, train, test, q, None)
         results[label] = (fit, err)
-        run.add_row("held-out error", arm=head.name, split="random 25% of cells", law=label, rmse_log=err["rmse_log"], mape=err["mape"], n_train=len(train), n_test=len(test))
+        run.add_row(
+            "held-out error",
+            arm=head.name,
+            split="random 25% of cells",
+            law=label,
+            rmse_log=err["rmse_log"],
+            mape=err["mape"],
+            n_train=len(train),
+            n_test=len(test),
+        )
     grid = None if scale.full_grid_secondary else _sub_grid
     unseen = np.array([r["rate"] == scale.unseen_rate for r in rows])
     for label in ("chinchilla (Q ignored)", "quality, Q = 1 - p", "quality, Q = deficiency"):
-        _, err, _ = _fit_and_score(rows, np.flatnonzero(~unseen), np.flatnonzero(unseen), estimators[label], grid)
-        run.add_row("held-out error", arm=head.name, split=f"unseen Q (p = {scale.unseen_rate})", law=label, rmse_log=err["rmse_log"], mape=err["mape"], n_train=int((~unseen).sum()), n_test=int(unseen.sum()))
+        _, err, _ = _fit_and_score(
+            rows, np.flatnonzero(~unseen), np.flatnonzero(unseen), estimators[label], grid
+        )
+        run.add_row(
+            "held-out error",
+            arm=head.name,
+            split=f"unseen Q (p = {scale.unseen_rate})",
+            law=label,
+            rmse_log=err["rmse_log"],
+            mape=err["mape"],
+            n_train=int((~unseen).sum()),
+            n_test=int(unseen.sum()),
+        )
 
     # ---- secondary arms
     for arm in scale.arms[1:]:
         arows = sorted(by_arm[arm.name], key=lambda r: (r["rate"], r["d_model"], r["tokens"]))
         tr, te = _split(len(arows), scale.held_out_frac, args.seed)
-        for label, q in (("chinchilla (Q ignored)", None), ("quality, Q = 1 - p", "q_proxy"), ("quality, Q = deficiency", "q_deficiency")):
+        for label, q in (
+            ("chinchilla (Q ignored)", None),
+            ("quality, Q = 1 - p", "q_proxy"),
+            ("quality, Q = deficiency", "q_deficiency"),
+        ):
             fit, err, _ = _fit_and_score(arows, tr, te, q, grid)
-            row = {"arm": arm.name, "split": "random 25% of cells", "law": label, "rmse_log": err["rmse_log"], "mape": err["mape"], "n_train": len(tr), "n_test": len(te)}
+            row = {
+                "arm": arm.name,
+                "split": "random 25% of cells",
+                "law": label,
+                "rmse_log": err["rmse_log"],
+                "mape": err["mape"],
+                "n_train": len(tr),
+                "n_test": len(te),
+            }
             run.add_row("held-out error", **row)
             if q == "q_proxy":
-                run.add_row("secondary fits (quality law, Q = 1 - p, train cells)", arm=arm.name, **{k: v for k, v in fit.derived().items()})
+                run.add_row(
+                    "secondary fits (quality law, Q = 1 - p, train cells)",
+                    arm=arm.name,
+                    **{k: v for k, v in fit.derived().items()},
+                )
 
     # ---- parameters with CIs on all headline cells
     data_all = rows_to_data(rows, "q_proxy")
     full = fit_law(data_all, QUALITY, n_bootstrap=scale.n_bootstrap, seed=args.seed)
     ci = full.ci
-    chin_full = fit_law(rows_to_data(rows), CHINCHILLA, n_bootstrap=scale.n_bootstrap, seed=args.seed)
+    chin_full = fit_law(
+        rows_to_data(rows), CHINCHILLA, n_bootstrap=scale.n_bootstrap, seed=args.seed
+    )
     for name, value in full.derived().items():
         lo, hi = ci[name]
         cv = chin_full.params.get(name, float("nan"))
         cl, ch = chin_full.ci.get(name, (float("nan"), float("nan")))
-        run.add_row("fitted parameters (markov/substitute, all cells, 95% bootstrap CI)", param=name, quality=value, quality_lo=lo, quality_hi=hi, chinchilla=cv, chinchilla_lo=cl, chinchilla_hi=ch)
+        run.add_row(
+            "fitted parameters (markov/substitute, all cells, 95% bootstrap CI)",
+            param=name,
+            quality=value,
+            quality_lo=lo,
+            quality_hi=hi,
+            chinchilla=cv,
+            chinchilla_lo=cl,
+            chinchilla_hi=ch,
+        )
 
     # ---- D_eff vs corruption
     clean_idx = np.flatnonzero(data_all.Q == 1.0)
-    clean_fit = fit_law(rows_to_data(rows).subset(clean_idx), CHINCHILLA, grid=None if grid is None else grid(CHINCHILLA))
+    clean_fit = fit_law(
+        rows_to_data(rows).subset(clean_idx),
+        CHINCHILLA,
+        grid=None if grid is None else grid(CHINCHILLA),
+    )
     d_eq = _equivalent_data(clean_fit, data_all.N, data_all.D, data_all.loss) / data_all.D
     g_over_b = full.derived()["gamma_over_beta"]
     rates = sorted({r["rate"] for r in rows})
@@ -195,14 +326,30 @@ def reproduce(args: ReproduceArgs) -> int:
         emp = float(np.nanmedian(d_eq[m])) if np.any(np.isfinite(d_eq[m])) else float("nan")
         fitted = (1 - p_) ** g_over_b
         deff_curve.append((p_, fitted, emp, q_def, q_ex))
-        run.add_row("effective data vs corruption (markov/substitute)", rate=p_, Q_proxy=1 - p_, fitted_Deff_over_D=fitted, empirical_Deq_over_D=emp, Q_deficiency=q_def, Q_exact=q_ex)
+        run.add_row(
+            "effective data vs corruption (markov/substitute)",
+            rate=p_,
+            Q_proxy=1 - p_,
+            fitted_Deff_over_D=fitted,
+            empirical_Deq_over_D=emp,
+            Q_deficiency=q_def,
+            Q_exact=q_ex,
+        )
 
     # ---- planning with the fitted law
     params = full.params
     c_ref = 6 * float(np.median(data_all.N)) * float(np.median(data_all.D))
     for q_ in (1.0, 0.9, 0.7):
         opt = plan.compute_optimal(params, c_ref, q_)
-        run.add_row("compute-optimal allocation at C = 6 N_med D_med", Q=q_, C=c_ref, N_opt=opt["N"], D_opt=opt["D"], loss=opt["loss"], compute_to_match_Q1=plan.compute_equivalent(params, c_ref, 1.0, q_))
+        run.add_row(
+            "compute-optimal allocation at C = 6 N_med D_med",
+            Q=q_,
+            C=c_ref,
+            N_opt=opt["N"],
+            D_opt=opt["D"],
+            loss=opt["loss"],
+            compute_to_match_Q1=plan.compute_equivalent(params, c_ref, 1.0, q_),
+        )
 
     _plots(run, rows, data_all, full, results, train, test, deff_curve, head)
 
@@ -231,7 +378,17 @@ def reproduce(args: ReproduceArgs) -> int:
     return 0
 
 
-def _plots(run: Run, rows: list[dict], data: Any, full: FitResult, results: dict, train: np.ndarray, test: np.ndarray, deff_curve: list, head: Arm) -> None:
+def _plots(
+    run: Run,
+    rows: list[dict],
+    data: Any,
+    full: FitResult,
+    results: dict,
+    train: np.ndarray,
+    test: np.ndarray,
+    deff_curve: list,
+    head: Arm,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -278,7 +435,12 @@ def _plots(run: Run, rows: list[dict], data: Any, full: FitResult, results: dict
     pp = np.linspace(0, max(p_), 50)
     g_over_b = full.derived()["gamma_over_beta"]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
-    ax.plot(pp, (1 - pp) ** g_over_b, "-", label=f"fitted D_eff/D = Q^(gamma/beta), gamma/beta = {g_over_b:.2f}")
+    ax.plot(
+        pp,
+        (1 - pp) ** g_over_b,
+        "-",
+        label=f"fitted D_eff/D = Q^(gamma/beta), gamma/beta = {g_over_b:.2f}",
+    )
     ax.plot(pp, 1 - pp, ":", label="Q = 1 - p (linear)")
     ax.plot(p_, emp, "o", label="empirical D_eq/D (clean law inverted)")
     ax.plot(p_, q_def, "s", label="deficiency Q (count model)")
