@@ -18,7 +18,7 @@ def test_markov_stationary_and_entropy(order: int) -> None:
     ctx = tuple(seqs[:, order - 1 - j : 12 - j] for j in reversed(range(order)))
     nll = -np.log(src.P[(*ctx, seqs[:, order:])])
     want = src.irreducible_loss(12) if order == 1 else src.entropy_rate
-    got = nll.mean() if order == 1 else nll.mean()
+    got = nll.mean()
     assert got == pytest.approx(want, rel=0.02)
 
 

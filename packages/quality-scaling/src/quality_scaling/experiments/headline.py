@@ -431,7 +431,7 @@ def _plots(
     fig.tight_layout()
     run.save_figure("predicted_vs_observed", fig)
 
-    p_, fitted, emp, q_def, q_ex = (np.array(x) for x in zip(*deff_curve, strict=True))
+    p_, _fitted, emp, q_def, q_ex = (np.array(x) for x in zip(*deff_curve, strict=True))
     pp = np.linspace(0, max(p_), 50)
     g_over_b = full.derived()["gamma_over_beta"]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
