@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import vadd
+from conftest import randomise, small_config
+from vadd.reference import sample_distribution_paths
+
+
+@pytest.mark.parametrize(
+    "latent_dim, vocab, seq_len, steps", [(0, 2, 3, 3), (2, 3, 2, 3), (2, 2, 3, 2)]
+)
+def test_exact_distribution_matches_path_sum(latent_dim, vocab, seq_len, steps):
+    m = randomise(vadd.VADD(small_config(latent_dim, vocab, seq_len)), seed=1)
+    z = (
+        None
+        if latent_dim == 0
+        else torch.randn((steps, 3, latent_dim), generator=torch.Generator().manual_seed(0))
+    )
+    fast = vadd.exact_sample_distribution(m, steps, latents=z)
+    ref = sample_distribution_paths(m, steps, z)
+    assert math.isclose(float(fast.sum()), 1.0, abs_tol=1e-6)
+    torch.testing.assert_close(fast, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_one_step_mdm_is_product_of_marginals():
+    m = randomise(vadd.VADD(small_config(0, 4, 2)), seed=2)
+    P = vadd.exact_sample_distribution(m, 1)
+    x = torch.full((1, 2), 4)
+    mu = torch.softmax(m.logits(x, torch.ones(1)), dim=-1)[0]
+    torch.testing.assert_close(P, torch.outer(mu[0], mu[1]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("latent_dim", [0, 2])
+def test_exact_distribution_matches_sampler(latent_dim):
+    """The DP describes what `vadd.sample` draws (MC over 100k samples)."""
+    m = randomise(vadd.VADD(small_config(latent_dim, 4, 2)), seed=3, std=0.6)
+    P = vadd.exact_sample_distribution(m, 2, n_latent=4096)
+    x = vadd.sample(m, steps=2, batch_size=100_000, generator=torch.Generator().manual_seed(0))
+    emp = vadd.empirical_table(x, 4)
+    assert vadd.total_variation(P, emp) < 0.012
+
+
+def _exact_loglik(m, steps, x0):
+    """log p_T(x0), the z integral by a 128 x 128 quantile grid (d = 2)."""
+    grid = vadd.latent_quadrature(2, 128)
+    P = vadd.exact_sample_distribution(m, steps, latents=grid.expand(steps, -1, -1))
+    return P[x0[:, 0], x0[:, 1]].double().log()
+
+
+def test_iw_approaches_exact_loglik_from_below_random_model():
+    m = randomise(vadd.VADD(small_config(2, 4, 2)), seed=4, std=0.4)
+    torch.nn.init.zeros_(m.recognition.net.head.weight)  # r = prior: a sound proposal here
+    torch.nn.init.zeros_(m.recognition.net.head.bias)
+    x0 = torch.tensor([[0, 1], [2, 2], [3, 0]])
+    exact = _exact_loglik(m, 3, x0)
+    gaps = []
+    for K in (1, 16, 512):
+        iw = (
+            torch.stack(
+                [vadd.iw_log_likelihood(m, x0, 3, n_importance=K, seed=s) for s in range(20)]
+            )
+            .double()
+            .mean(0)
+        )
+        gaps.append(float((exact - iw).mean()))
+    assert gaps[0] > gaps[1] > gaps[2] > -0.01  # a lower bound, tightening with K
+    assert gaps[2] < 0.05
+
+
+def test_valid_bound_is_above_exact_nll_random_model():
+    m = randomise(vadd.VADD(small_config(2, 4, 2)), seed=5, std=0.6)
+    x0 = torch.tensor([[0, 1], [2, 2], [3, 0], [1, 1]])
+    for steps in (1, 2, 4):
+        exact_nll = -_exact_loglik(m, steps, x0)
+        bound = vadd.valid_bound(m, x0, steps, n_samples=256).double()
+        assert (bound >= exact_nll - 0.02).all()
+
+
+def test_iw_one_sample_matches_valid_bound_latent_off():
+    """Without a latent, -E[IW, K = 1] and the Rao-Blackwellised bound are the same ELBO_T."""
+    m = randomise(vadd.VADD(small_config(0, 4, 2)), seed=6)
+    x0 = torch.tensor([[1, 3]]).repeat(20000, 1)
+    iw = -vadd.iw_log_likelihood(m, x0, 3, n_importance=1).double()
+    bound = vadd.valid_bound(m, x0, 3, n_samples=1, seed=1).double()
+    se = math.sqrt(float(iw.var()) / len(iw) + float(bound.var()) / len(bound))
+    assert abs(float(iw.mean()) - float(bound.mean())) < 4 * se
+
+
+def test_prior_proposal_is_also_a_lower_bound():
+    m = randomise(vadd.VADD(small_config(2, 4, 2)), seed=7, std=0.4)
+    x0 = torch.tensor([[0, 3], [2, 1]])
+    exact = _exact_loglik(m, 2, x0)
+    iw = (
+        torch.stack(
+            [
+                vadd.iw_log_likelihood(m, x0, 2, n_importance=256, proposal="prior", seed=s)
+                for s in range(8)
+            ]
+        )
+        .double()
+        .mean(0)
+    )
+    assert ((exact - iw) > -0.01).all() and ((exact - iw) < 0.05).all()
+
+
+# ---- the issue's claims on a trained pair (the `trained` fixture, ~20 s) --------------------
+
+
+def test_trained_valid_bound_is_valid_and_iw_approaches_exact(trained, toy_table):
+    m = trained["vadd"]
+    x0 = torch.cartesian_prod(torch.arange(4), torch.arange(4))
+    p_data = toy_table[x0[:, 0], x0[:, 1]].double()
+    for steps in (1, 2, 8):
+        exact = _exact_loglik(m, steps, x0)
+        bound = vadd.valid_bound(m, x0, steps, n_samples=64).double()
+        assert (bound >= -exact - 0.03).all(), steps
+        gaps = []
+        for K in (1, 8, 128):
+            iw = vadd.iw_log_likelihood(m, x0, steps, n_importance=K, seed=1).double()
+            gaps.append(float((p_data * (exact - iw)).sum()))
+        assert gaps[0] > gaps[2] > -0.02 and gaps[2] < 0.1, (steps, gaps)
+
+
+def test_trained_paper_delbo_is_not_a_valid_bound(trained, toy_table):
+    """The paper's DELBO goes below the data entropy H, which no valid NLL bound can do,
+    while the valid bound stays above H (README, "Which bound is valid")."""
+    m = trained["vadd"]
+    data = trained["data"][:4000]
+    H = vadd.entropy(toy_table)
+    paper = float(vadd.paper_delbo(m, data, n_samples=4).mean())
+    valid = float(vadd.valid_bound(m, data, 2, n_samples=2).mean())
+    assert paper < H - 0.05
+    # the latent is in use (no posterior collapse)
+    kl = vadd.vadd_loss(m, data, generator=torch.Generator().manual_seed(0), t=torch.ones(4000)).kl
+    assert float(kl.mean()) > 0.1
+    assert valid > H
+    # the MDM's bound (no latent) is the usual valid MDLM NELBO, above H
+    assert float(vadd.paper_delbo(trained["mdm"], data, n_samples=4).mean()) > H - 0.02
+
+
+def test_bad_inputs():
+    m = vadd.VADD(small_config(2, 4, 2))
+    x0 = torch.tensor([[0, 1]])
+    with pytest.raises(ValueError, match="steps"):
+        vadd.valid_bound(m, x0, 0)
+    with pytest.raises(ValueError, match="n_importance"):
+        vadd.iw_log_likelihood(m, x0, 2, n_importance=0)
+    with pytest.raises(ValueError, match="proposal"):
+        vadd.iw_log_likelihood(m, x0, 2, proposal="uniform")
+    with pytest.raises(ValueError, match="x0"):
+        vadd.paper_delbo(m, torch.tensor([[0, 9]]))
+    with pytest.raises(ValueError, match="latents"):
+        vadd.exact_sample_distribution(m, 2, latents=torch.zeros(3, 4, 2))
+    with pytest.raises(ValueError, match="seq_len"):
+        vadd.exact_sample_distribution(vadd.VADD(small_config(0, 4, 5)), 2)
+    with pytest.raises(ValueError, match="q"):
+        vadd.total_variation(torch.ones(2, 2) / 4, torch.ones(4) / 4)
+
+
+def test_latent_quadrature_integrates_gaussian_moments():
+    q = vadd.latent_quadrature(2, 64)
+    assert q.shape == (4096, 2)
+    assert float(q.mean(0).abs().max()) < 1e-6
+    assert abs(float(q.pow(2).mean()) - 1.0) < 0.02
+    with pytest.raises(ValueError, match="per_dim"):
+        vadd.latent_quadrature(8, 64)
+
+
+def test_divergences():
+    p = torch.tensor([0.5, 0.5, 0.0])
+    q = torch.tensor([0.25, 0.25, 0.5])
+    assert math.isclose(vadd.total_variation(p, q), 0.5)
+    assert math.isclose(vadd.kl_divergence(p, q), math.log(2))
+    assert vadd.kl_divergence(q, p) == math.inf
+    assert math.isclose(vadd.entropy(p), math.log(2))
