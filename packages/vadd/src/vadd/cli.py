@@ -1,13 +1,87 @@
-"""Console script ``vadd`` (the ``reproduce`` experiment is not written yet)."""
+"""Console script ``vadd``: ``vadd reproduce`` (few-step sampling of VADD vs the MDM on a 2-D toy)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import torch
+
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
+from shared_core.device import seed_everything
+from shared_core.distributed import init_distributed
+from shared_core.report import Run
 from vadd import __version__
+from vadd.experiments.toy2d import Toy2DConfig, evaluate, train_pair
+
+SCALES = {
+    "tiny": Toy2DConfig(),
+    "small": Toy2DConfig(bins=64, d_model=64, train_rows=100_000, train_steps=4000, n_latent=256),
+    "paper": Toy2DConfig(
+        bins=64, d_model=128, n_layers=4, train_rows=500_000, train_steps=20_000, n_latent=1024
+    ),
+}
 
 
-def _reproduce(args: ReproduceArgs) -> int:
-    raise ValueError("reproduce: not implemented yet in vadd 0.1.0")
+def run_reproduce(args: ReproduceArgs) -> int:
+    cfg = SCALES[args.scale]
+    seed_everything(args.seed)
+    info = init_distributed(args.device)
+    run = Run("vadd", {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)},
+              out=args.out, enabled=info.is_main)  # fmt: skip
+    P, models = train_pair(cfg, args.seed, args.device, show_progress=info.is_main)
+    rows, samples, H = evaluate(P, models, cfg, args.seed)
+    for row in rows:
+        run.add_row(**row)
+    run.log(data_entropy_nats=H)
+    series = {
+        name: ([r["steps"] for r in rows if r["model"] == name],
+               [r["tv"] for r in rows if r["model"] == name])
+        for name in models
+    }  # fmt: skip
+    run.plot("tv_vs_steps", series, xlabel="sampling steps T", ylabel="TV(data, T-step sampler)",
+             logx=True, title=f"checkerboard {cfg.bins}x{cfg.bins}: exact TV vs steps")  # fmt: skip
+    _scatter(run, samples, cfg)
+    run.finish(
+        title="vadd reproduce: few-step sampling, VADD vs MDM (2-D checkerboard)",
+        notes=(
+            "Both models share decoder size, optimiser, data and batches; VADD adds a per-step "
+            f"latent (d = {cfg.latent_dim}) and a recognition model, trained with the paper's "
+            "DELBO and linear KL annealing. tv/kl are exact over all bins^2 cells (the z integral "
+            f"by {cfg.n_latent} shared draws per step); mass_on_support is the probability the "
+            "sampler puts on the checkerboard's white cells (1 for the data)."
+        ),
+    )
+    return 0
 
 
-main = make_main("vadd", __version__, [reproduce_command(_reproduce)])
+def _scatter(run: Run, samples: dict, cfg: Toy2DConfig) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({name for name, _ in samples})
+    fig, axes = plt.subplots(
+        len(names), len(cfg.steps), figsize=(3 * len(cfg.steps), 3 * len(names))
+    )
+    for i, name in enumerate(names):
+        for j, T in enumerate(cfg.steps):
+            x = samples[(name, T)].float()
+            jitter = torch.rand_like(x)
+            ax = axes[i][j]
+            ax.scatter(x[:, 0] + jitter[:, 0], x[:, 1] + jitter[:, 1], s=1, alpha=0.4)
+            ax.set_xlim(0, cfg.bins)
+            ax.set_ylim(0, cfg.bins)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{name}, T={T}")
+    fig.tight_layout()
+    run.save_figure("samples", fig)
+
+
+main = make_main(
+    "vadd",
+    __version__,
+    [reproduce_command(run_reproduce)],
+    description="Variational Autoencoding Discrete Diffusion (ICLR 2026)",
+)

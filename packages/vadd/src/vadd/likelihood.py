@@ -163,7 +163,7 @@ def paper_delbo(
     K = _positive("n_importance", n_importance)
     schedule = schedule or LogLinearSchedule()
     g = torch.Generator(device=x0.device).manual_seed(seed)
-    b, n = x0.shape
+    b, _n = x0.shape
     total = torch.zeros(b, dtype=torch.float64, device=x0.device)
     for _ in range(n_samples):
         if K == 1 or model.latent_dim == 0:

@@ -17,7 +17,7 @@ def unmask_probs(schedule: Schedule, steps: int) -> torch.Tensor:
     """``p_k``, (steps,), exactly as the sampler computes it (the last one is 1)."""
     ts = time_grid(steps)
     p = [float(schedule.unmask_prob(ts[i], ts[i + 1])) for i in range(steps - 1)]
-    return torch.tensor(p + [1.0], dtype=torch.float64).float()
+    return torch.tensor([*p, 1.0], dtype=torch.float64).float()
 
 
 def still_masked_probs(schedule: Schedule, steps: int) -> torch.Tensor:

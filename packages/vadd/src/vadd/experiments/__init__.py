@@ -1,0 +1,1 @@
+"""Experiments of ``vadd reproduce``: one module per reproduced finding."""
