@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 from vadd.cli import SCALES, main
+from vadd.experiments.digits import pixel_statistics_error
 from vadd.experiments.toy2d import Toy2DConfig, evaluate, train_pair
 from vadd.likelihood import exact_sample_distribution
 
@@ -36,3 +37,15 @@ def test_toy_experiment_rows_and_one_step_mdm_factorises():
     # one MDM step predicts the two tokens independently: the output is a product distribution
     Q = exact_sample_distribution(models["MDM"], 1).double()
     torch.testing.assert_close(Q, torch.outer(Q.sum(1), Q.sum(0)), atol=1e-6, rtol=0)
+
+
+def test_pixel_statistics_error_planted():
+    g = torch.Generator().manual_seed(0)
+    a = (torch.rand(4000, 1, generator=g) < 0.5).long().repeat(1, 4)  # 4 identical pixels
+    b = (torch.rand(4000, 4, generator=g) < 0.5).long()  # same means, independent pixels
+    mean_err, corr_err = pixel_statistics_error(b, a)
+    assert mean_err < 0.02
+    assert corr_err == pytest.approx(12 / 16, abs=0.03)  # off-diagonal correlations 1 vs 0
+    assert pixel_statistics_error(a, a) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="samples"):
+        pixel_statistics_error(a[:, :3], a)
