@@ -13,12 +13,11 @@ import math
 from dataclasses import dataclass
 
 import torch
-from masked_diffusion import TrainConfig, digits_grid
+from masked_diffusion import digits_grid
 
+from vadd.experiments.common import train_mdm_and_vadd
 from vadd.likelihood import valid_bound
-from vadd.model import VADD, VADDConfig
 from vadd.sampling import sample
-from vadd.train import ObjectiveConfig, train_vadd
 
 
 @dataclass(frozen=True)
@@ -63,30 +62,11 @@ def run_digits(cfg: DigitsConfig, seed: int, device: str, show_progress: bool = 
     """Train both models and return rows ``{model, steps, bits_per_dim, mean_err, corr_err}``."""
     data = digits_grid(levels=cfg.levels, seed=seed)
     rows = []
-    for name, d in (("MDM", 0), ("VADD", cfg.latent_dim)):
-        torch.manual_seed(seed)
-        model = VADD(
-            VADDConfig(
-                cfg.levels,
-                64,
-                latent_dim=d,
-                d_model=cfg.d_model,
-                n_layers=cfg.n_layers,
-                latent_hidden=cfg.d_model,
-                grid=(8, 8),
-            )
-        )
-        train_cfg = TrainConfig(
-            steps=cfg.train_steps,
-            batch_size=cfg.batch_size,
-            lr=cfg.lr,
-            warmup=20,
-            seed=seed,
-            device=device,
-            show_progress=show_progress,
-        )
-        train_vadd(model, data.train, train_cfg, ObjectiveConfig(anneal_steps=cfg.anneal_steps))
-        model = model.cpu().eval()
+    models = train_mdm_and_vadd(
+        data.train, cfg.levels, cfg, seed=seed, device=device, show_progress=show_progress,
+        grid=(8, 8),
+    )  # fmt: skip
+    for name, model in models.items():
         for T in cfg.steps:
             nll = valid_bound(model, data.test, T, n_samples=cfg.bound_samples, seed=seed)
             g = torch.Generator().manual_seed(seed + T)

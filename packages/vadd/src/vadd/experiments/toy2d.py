@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from masked_diffusion import TrainConfig
 
 from vadd.data import checkerboard, sample_table
+from vadd.experiments.common import train_mdm_and_vadd
 from vadd.likelihood import entropy, exact_sample_distribution, kl_divergence, total_variation
-from vadd.model import VADD, VADDConfig
+from vadd.model import VADD
 from vadd.sampling import sample
-from vadd.train import ObjectiveConfig, train_vadd
 
 
 @dataclass(frozen=True)
@@ -43,31 +42,9 @@ def train_pair(cfg: Toy2DConfig, seed: int, device: str, show_progress: bool = T
     """Train the MDM (d = 0) and VADD (d = cfg.latent_dim) on the same data; return both."""
     P = checkerboard(cfg.bins, cfg.cells)
     data = sample_table(P, cfg.train_rows, torch.Generator().manual_seed(seed))
-    models = {}
-    for name, d in (("MDM", 0), ("VADD", cfg.latent_dim)):
-        torch.manual_seed(seed)
-        model = VADD(
-            VADDConfig(
-                cfg.bins,
-                2,
-                latent_dim=d,
-                d_model=cfg.d_model,
-                n_heads=2,
-                n_layers=cfg.n_layers,
-                latent_hidden=cfg.d_model,
-            )
-        )
-        train_cfg = TrainConfig(
-            steps=cfg.train_steps,
-            batch_size=cfg.batch_size,
-            lr=cfg.lr,
-            warmup=20,
-            seed=seed,
-            device=device,
-            show_progress=show_progress,
-        )
-        train_vadd(model, data, train_cfg, ObjectiveConfig(anneal_steps=cfg.anneal_steps))
-        models[name] = model.eval()
+    models = train_mdm_and_vadd(
+        data, cfg.bins, cfg, seed=seed, device=device, show_progress=show_progress, n_heads=2
+    )
     return P, models
 
 
@@ -76,7 +53,7 @@ def evaluate(P: torch.Tensor, models: dict[str, VADD], cfg: Toy2DConfig, seed: i
     rows, samples = [], {}
     for name, model in models.items():
         for T in cfg.steps:
-            Q = exact_sample_distribution(model.cpu(), T, n_latent=cfg.n_latent, seed=seed)
+            Q = exact_sample_distribution(model, T, n_latent=cfg.n_latent, seed=seed)
             rows.append(
                 {
                     "model": name,

@@ -1,0 +1,54 @@
+"""What every experiment does first: train an MDM and a VADD of the same decoder on the same data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from masked_diffusion import TrainConfig
+
+from vadd.model import VADD, VADDConfig
+from vadd.train import ObjectiveConfig, train_vadd
+
+
+def train_mdm_and_vadd(
+    data: torch.Tensor,
+    vocab_size: int,
+    cfg: Any,
+    *,
+    seed: int,
+    device: str,
+    show_progress: bool = True,
+    **model_options: Any,
+) -> dict[str, VADD]:
+    """``{"MDM": latent_dim 0, "VADD": cfg.latent_dim}``, same init seed, batches and optimiser.
+
+    `cfg` supplies latent_dim, d_model, n_layers, train_steps, batch_size, lr, anneal_steps;
+    `model_options` go to `VADDConfig` (e.g. ``n_heads``, ``grid``).
+    """
+    models = {}
+    for name, d in (("MDM", 0), ("VADD", cfg.latent_dim)):
+        torch.manual_seed(seed)
+        model = VADD(
+            VADDConfig(
+                vocab_size,
+                data.shape[1],
+                latent_dim=d,
+                d_model=cfg.d_model,
+                n_layers=cfg.n_layers,
+                latent_hidden=cfg.d_model,
+                **model_options,
+            )
+        )
+        train_cfg = TrainConfig(
+            steps=cfg.train_steps,
+            batch_size=cfg.batch_size,
+            lr=cfg.lr,
+            warmup=20,
+            seed=seed,
+            device=device,
+            show_progress=show_progress,
+        )
+        train_vadd(model, data, train_cfg, ObjectiveConfig(anneal_steps=cfg.anneal_steps))
+        models[name] = model.cpu().eval()
+    return models
