@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -12,9 +13,24 @@ METHODS = ("mesa", "gla", "deltanet", "attention")
 LABELS = {"mesa": "MesaNet", "gla": "GLA", "deltanet": "DeltaNet", "attention": "Softmax attn"}
 
 
-def model_config(mixer: str, **kw) -> MesaNetConfig:
-    """The same width, depth and MLP for every mixer; only the sequence mixer changes."""
-    return MesaNetConfig(mixer=mixer, **kw)
+def model_config(mixer: str, cfg: Any, **kw: Any) -> MesaNetConfig:
+    """The same width, depth, heads, MLP and training CG steps (read from the experiment config
+    `cfg`) for every mixer; only the sequence mixer changes. `kw` sets the remaining fields."""
+    return MesaNetConfig(
+        mixer=mixer,
+        hidden_size=cfg.hidden_size,
+        num_layers=cfg.num_layers,
+        num_heads=cfg.num_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_cg_steps_train=cfg.cg_steps_train,
+        chunk_size=64,
+        **kw,
+    )
+
+
+def lm_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Next-token cross-entropy of a `MesaNetLM` on ``(inputs, labels)``."""
+    return model(batch[0], batch[1])[1]
 
 
 @torch.no_grad()

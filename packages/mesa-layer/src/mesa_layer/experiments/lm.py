@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from mesa_layer.data import char_batch, char_corpus
-from mesa_layer.experiments.common import METHODS, cg_sweep, model_config
+from mesa_layer.experiments.common import METHODS, cg_sweep, lm_loss, model_config
 from mesa_layer.torch.model import MesaNetLM
 from mesa_layer.train import TrainConfig, train
 
@@ -50,23 +50,11 @@ def run(cfg: LMConfig, seed: int = 0, device: str | torch.device = "cpu") -> dic
             for a in char_batch(corpus.train, cfg.batch_size, cfg.seq_len, rng)
         )
 
-    def loss_fn(model, batch):
-        return model(batch[0], batch[1])[1]
-
     for method in cfg.methods:
         torch.manual_seed(seed)
-        mcfg = model_config(
-            method,
-            vocab_size=corpus.vocab_size,
-            hidden_size=cfg.hidden_size,
-            num_layers=cfg.num_layers,
-            num_heads=cfg.num_heads,
-            intermediate_size=cfg.intermediate_size,
-            max_cg_steps_train=cfg.cg_steps_train,
-            chunk_size=64,
-        )
+        mcfg = model_config(method, cfg, vocab_size=corpus.vocab_size)
         model = MesaNetLM(mcfg).to(device)
-        train(model, batch_fn, loss_fn, cfg.train, desc=f"lm/{method}")
+        train(model, batch_fn, lm_loss, cfg.train, desc=f"lm/{method}")
 
         def evaluate(steps: int | None, model=model) -> float:
             with torch.no_grad():

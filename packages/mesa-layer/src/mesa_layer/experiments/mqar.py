@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from mesa_layer.data import multiquery_ar
-from mesa_layer.experiments.common import METHODS, model_config
+from mesa_layer.experiments.common import METHODS, lm_loss, model_config
 from mesa_layer.torch.model import MesaNetLM
 from mesa_layer.train import TrainConfig, train
 
@@ -58,23 +58,12 @@ def run(cfg: MQARConfig, seed: int = 0, device: str | torch.device = "cpu") -> d
             ).to(x_tr.device)
             return x_tr[idx], y_tr[idx]
 
-        def loss_fn(model, batch):
-            return model(batch[0], batch[1])[1]
-
         for method in cfg.methods:
             torch.manual_seed(seed)
             mcfg = model_config(
-                method,
-                vocab_size=cfg.vocab_size,
-                hidden_size=cfg.hidden_size,
-                num_layers=cfg.num_layers,
-                num_heads=cfg.num_heads,
-                intermediate_size=cfg.intermediate_size,
-                max_cg_steps_train=cfg.cg_steps_train,
-                forget_bias_init=cfg.forget_bias_init,
-                chunk_size=64,
+                method, cfg, vocab_size=cfg.vocab_size, forget_bias_init=cfg.forget_bias_init
             )
             model = MesaNetLM(mcfg).to(device)
-            train(model, batch_fn, loss_fn, cfg.train, desc=f"mqar/{n_kv}kv/{method}")
+            train(model, batch_fn, lm_loss, cfg.train, desc=f"mqar/{n_kv}kv/{method}")
             results["accuracy"][method].append(accuracy(model, x_te, y_te))
     return results

@@ -108,16 +108,7 @@ def run(cfg: RegressionConfig, seed: int = 0, device: str | torch.device = "cpu"
 
     for method in cfg.methods:
         torch.manual_seed(seed)
-        mcfg = model_config(
-            method,
-            hidden_size=cfg.hidden_size,
-            num_layers=cfg.num_layers,
-            num_heads=cfg.num_heads,
-            intermediate_size=cfg.intermediate_size,
-            max_cg_steps_train=cfg.cg_steps_train,
-            forget_bias_init=cfg.forget_bias_init,
-            chunk_size=64,
-        )
+        mcfg = model_config(method, cfg, forget_bias_init=cfg.forget_bias_init)
         model = RegressionModel(cfg.d, mcfg).to(device)
         losses = train(model, batch_fn, loss_fn, cfg.train, desc=f"regression/{method}")
         with torch.no_grad():
