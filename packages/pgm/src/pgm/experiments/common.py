@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from masked_diffusion import TrainConfig, train
+from masked_diffusion import Schedule, TrainConfig, mdlm_loss, train
 
+from pgm.loss import pgm_loss
 from shared_core.distributed import DistInfo
 
 
@@ -114,6 +115,31 @@ def fit(
     t0 = time.perf_counter()
     result = train(model, loss_fn, data, tc, info=info)
     return result.losses, (time.perf_counter() - t0) / steps
+
+
+def fit_pair(
+    mdlm: torch.nn.Module,
+    pgm: torch.nn.Module,
+    data: torch.Tensor,
+    schedule: Schedule,
+    vocab_size: int,
+    cfg: ReproduceConfig,
+    steps: int,
+    seed: int,
+    info: DistInfo,
+) -> tuple[tuple[list[float], float], tuple[list[float], float]]:
+    """`fit` the MDLM (its NELBO) and the PGM (its partition loss) on the same data and budget."""
+
+    def mdlm_fn(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        return mdlm_loss(lambda x, t: m(x, t), b, schedule, vocab_size, generator=g).loss
+
+    def pgm_fn(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        return pgm_loss(m, b, schedule, vocab_size, generator=g).loss
+
+    return (
+        fit(mdlm, mdlm_fn, data, cfg, steps, seed, info),
+        fit(pgm, pgm_fn, data, cfg, steps, seed, info),
+    )
 
 
 def timed(fn: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, float]:

@@ -17,14 +17,13 @@ from masked_diffusion import (
     confidence_sample,
     digits_grid,
     halton_order,
-    mdlm_loss,
     nelbo,
     ordered_sample,
 )
 
 from pgm.evaluation import frechet_distance, train_classifier
-from pgm.experiments.common import ReproduceConfig, fit, n_params, timed
-from pgm.loss import pgm_loss, pgm_nelbo
+from pgm.experiments.common import ReproduceConfig, fit_pair, n_params, timed
+from pgm.loss import pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
 from shared_core.data import load, split_indices
@@ -58,23 +57,8 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
     pgm = PartitionTransformer(
         PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
     )
-    _, mdlm_step_s = fit(
-        mdlm,
-        lambda m, b, g: mdlm_loss(lambda x, t: m(x, t), b, schedule, v, generator=g).loss,
-        data.train,
-        cfg,
-        cfg.digit_steps,
-        seed,
-        info,
-    )
-    _, pgm_step_s = fit(
-        pgm,
-        lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
-        data.train,
-        cfg,
-        cfg.digit_steps,
-        seed,
-        info,
+    (_, mdlm_step_s), (_, pgm_step_s) = fit_pair(
+        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info
     )
     clf = train_classifier(data.train, y_train, v, seed=seed)
     test_acc = accuracy(y_test.numpy(), clf(data.test).argmax(-1).numpy())

@@ -15,15 +15,14 @@ from masked_diffusion import (
     LogLinearSchedule,
     MaskedDiffusionTransformer,
     ancestral_sample,
-    mdlm_loss,
     nelbo,
     random_order,
     shakespeare_chars,
 )
 
 from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
-from pgm.experiments.common import ReproduceConfig, fit, n_params, timed
-from pgm.loss import pgm_loss, pgm_nelbo
+from pgm.experiments.common import ReproduceConfig, fit, fit_pair, n_params, timed
+from pgm.loss import pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_ordered_sample
 from shared_core.distributed import DistInfo
@@ -48,25 +47,10 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
     torch.manual_seed(seed)
     scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
 
-    mdlm_losses, mdlm_step_s = fit(
-        mdlm,
-        lambda m, b, g: mdlm_loss(lambda x, t: m(x, t), b, schedule, v, generator=g).loss,
-        data.train,
-        cfg,
-        cfg.steps,
-        seed,
-        info,
+    (mdlm_losses, mdlm_step_s), (pgm_losses, pgm_step_s) = fit_pair(
+        mdlm, pgm, data.train, schedule, v, cfg, cfg.steps, seed, info
     )
-    pgm_losses, pgm_step_s = fit(
-        pgm,
-        lambda m, b, g: pgm_loss(m, b, schedule, v, generator=g).loss,
-        data.train,
-        cfg,
-        cfg.steps,
-        seed,
-        info,
-    )
-    _, _ = fit(scorer, lambda m, b, g: ar_loss(m, b), data.train, cfg, cfg.scorer_steps, seed, info)
+    fit(scorer, lambda m, b, g: ar_loss(m, b), data.train, cfg, cfg.scorer_steps, seed, info)
 
     val = data.val[: cfg.eval_rows].to(dev)
     kw = dict(n_samples=cfg.eval_samples, seed=seed)
