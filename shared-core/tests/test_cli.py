@@ -1,40 +1,132 @@
+import json
+
 import pytest
 
-from shared_core.cli import Command, ReproduceArgs, make_main, reproduce_command
+from shared_core.cli import Command, ReproduceArgs, UsageError, make_main, reproduce_command
+from shared_core.report import Run
+
+SCALES = {"micro": "m-config", "tiny": "t-config", "small": "s-config"}
 
 
 def test_reproduce_defaults_and_options(tmp_path):
     seen = []
-    main = make_main("demo", "1.2.3", [reproduce_command(seen.append)])
+    main = make_main("demo", [reproduce_command(seen.append, SCALES, "demo run")], version="1.2.3")
     assert main(["reproduce"]) == 0
-    assert seen[-1] == ReproduceArgs()
-    assert main(["reproduce", "--scale", "small", "--seed", "7", "--out", str(tmp_path)]) == 0
-    assert seen[-1].scale == "small" and seen[-1].seed == 7 and seen[-1].out == tmp_path
+    assert seen[-1] == ReproduceArgs(config="t-config")
+    argv = [
+        "reproduce",
+        "--scale",
+        "small",
+        "--seed",
+        "7",
+        "--threads",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    got = seen[-1]
+    assert (got.scale, got.seed, got.threads, got.out, got.config) == (
+        "small",
+        7,
+        2,
+        tmp_path,
+        "s-config",
+    )
+
+
+def test_threads_are_pinned_inside_the_run():
+    import torch
+
+    seen = []
+    cmd = reproduce_command(lambda a: seen.append(torch.get_num_threads()), SCALES, "demo")
+    before = torch.get_num_threads()
+    assert make_main("demo", [cmd], version="0")(["reproduce", "--threads", "1"]) == 0
+    assert seen == [1]
+    assert torch.get_num_threads() == before
 
 
 def test_version(capsys):
-    main = make_main("demo", "1.2.3", [reproduce_command(lambda a: None)])
+    main = make_main("demo", [reproduce_command(lambda a: None, SCALES, "demo")], version="1.2.3")
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
     assert capsys.readouterr().out.strip() == "demo 1.2.3"
 
 
-def test_user_error_is_one_line_and_exit_2(capsys):
+def test_version_comes_from_the_installed_distribution(capsys):
+    from importlib.metadata import version
+
+    main = make_main("shared-core", [reproduce_command(lambda a: None, SCALES, "demo")])
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"shared-core {version('shared-core')}"
+
+
+def test_usage_error_is_one_line_and_exit_2(capsys):
     def boom(args):
-        raise ValueError("scale: expected tiny, got huge")
+        raise UsageError("scale: expected tiny, got huge")
 
-    main = make_main("demo", "0", [reproduce_command(boom)])
+    main = make_main("demo", [reproduce_command(boom, SCALES, "demo")], version="0")
     assert main(["reproduce"]) == 2
-    err = capsys.readouterr().err
-    assert err == "demo: error: scale: expected tiny, got huge\n"
+    assert capsys.readouterr().err == "demo: error: scale: expected tiny, got huge\n"
 
 
-def test_bad_scale_rejected_by_parser():
-    main = make_main("demo", "0", [reproduce_command(lambda a: None)])
+def test_internal_error_keeps_its_traceback_and_marks_the_run_failed(tmp_path):
+    def bug(args):
+        Run("demo", {"a": 1}, out=args.out)
+        raise ValueError("an internal bug")
+
+    main = make_main("demo", [reproduce_command(bug, SCALES, "demo")], version="0")
+    with pytest.raises(ValueError, match="internal bug"):
+        main(["reproduce", "--out", str(tmp_path), "--seed", "3"])
+    (folder,) = list((tmp_path / "demo").iterdir())
+    assert folder.name.endswith("-failed")
+    config = json.loads((folder / "config.json").read_text())
+    assert config["status"] == "failed" and "internal bug" in config["run"]["failure"]
+    assert config["run"]["seed"] == 3 and config["run"]["threads"] == 1
+
+
+def test_missing_cuda_is_a_usage_error(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    main = make_main("demo", [reproduce_command(lambda a: None, SCALES, "demo")], version="0")
+    assert main(["reproduce", "--device", "cuda"]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reproduce", "--scale", "huge"],
+        ["reproduce", "--scale", "paper"],  # not offered by this package
+        ["reproduce", "--device", "tpu"],
+        ["reproduce", "--threads", "0"],
+        ["reproduce", "--seed", "-1"],
+    ],
+)
+def test_bad_options_rejected_by_parser(argv):
+    main = make_main("demo", [reproduce_command(lambda a: None, SCALES, "demo")], version="0")
     with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
+        main(argv)
     assert e.value.code == 2
+
+
+def test_help_shows_defaults(capsys):
+    main = make_main("demo", [reproduce_command(lambda a: None, SCALES, "demo run")], version="0")
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    assert "(default: tiny)" in out and "(default: 1)" in out
+
+
+def test_bad_scales_mapping():
+    with pytest.raises(ValueError, match="scales"):
+        reproduce_command(lambda a: None, {"huge": 1}, "demo")
+    with pytest.raises(ValueError, match="default"):
+        reproduce_command(lambda a: None, {"micro": 1}, "demo")
 
 
 def test_extra_command():
@@ -45,6 +137,6 @@ def test_extra_command():
         lambda ns: got.append(ns.path) or 3,
         lambda p: p.add_argument("path"),
     )
-    main = make_main("demo", "0", [cmd])
+    main = make_main("demo", [cmd], version="0")
     assert main(["audit", "x.xyz"]) == 3
     assert got == ["x.xyz"]

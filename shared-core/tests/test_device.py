@@ -88,3 +88,31 @@ def test_environment_has_versions():
     env = environment()
     assert env["versions"]["numpy"] == np.__version__
     assert "python" in env
+
+
+def test_limit_threads_pins_and_restores():
+    import os
+
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from shared_core.device import limit_threads
+
+    before = torch.get_num_threads()
+    env_before = os.environ.get("OMP_NUM_THREADS")
+    with limit_threads(1) as n:
+        assert n == 1 and torch.get_num_threads() == 1
+        assert os.environ["OMP_NUM_THREADS"] == "1"
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    assert torch.get_num_threads() == before
+    assert os.environ.get("OMP_NUM_THREADS") == env_before
+
+
+def test_limit_threads_bad_input():
+    import pytest
+
+    from shared_core.device import limit_threads
+
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="threads"), limit_threads(bad):  # type: ignore[arg-type]
+            pass

@@ -49,3 +49,43 @@ def test_markdown_table():
     assert table.splitlines() == ["| a | b |", "| --- | --- |", "| 1 | 0.5 |", "| 2 |  |"]
     with pytest.raises(ValueError, match="rows"):
         markdown_table([])
+
+
+def test_run_records_context_and_status(tmp_path):
+    from shared_core.report import set_run_context
+
+    set_run_context(scale="micro", device="cpu", seed=5, threads=1)
+    try:
+        run = Run("demo", {"a": 1}, out=tmp_path)
+        assert json.loads((run.dir / "config.json").read_text())["status"] == "running"
+        out = run.finish(print_tables=False)
+    finally:
+        set_run_context()
+    config = json.loads((out / "config.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert config["status"] == "complete"
+    assert (
+        config["run"]
+        == metrics["run"]
+        == {"scale": "micro", "device": "cpu", "seed": 5, "threads": 1}
+    )
+    assert metrics["cpu_s"] >= 0 and metrics["elapsed_s"] >= 0
+
+
+def test_run_failed_inside_with_is_marked_and_renamed(tmp_path):
+    with pytest.raises(RuntimeError), Run("demo", {}, out=tmp_path) as run:
+        raise RuntimeError("diverged")
+    assert run.dir.name.endswith("-failed") and run.dir.is_dir()
+    config = json.loads((run.dir / "config.json").read_text())
+    assert config["status"] == "failed" and "diverged" in config["run"]["failure"]
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

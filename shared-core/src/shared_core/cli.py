@@ -1,35 +1,56 @@
 """The common shape of every package's console script.
 
-``<package> reproduce [--scale tiny|small|paper] [--device auto] [--seed 0] [--out runs]``,
-``<package> --version``, and any extra sub-commands. Bad input prints one ``error:`` line
-and exits with status 2; no traceback.
+``<package> reproduce [--scale micro|tiny|small|paper] [--device auto] [--seed 0] [--threads 1]
+[--out runs]``, ``<package> --version``, and any extra sub-commands.
+
+- Scales: a package passes ``SCALES: dict[str, Config]`` (one config per scale) to
+  `reproduce_command`; ``micro`` runs end to end in seconds (CI runs it), ``tiny`` shows the
+  headline finding in minutes on 2 cores, ``small`` is the honest CPU run, ``paper`` the
+  GPU-sized one.
+- The run executes inside `shared_core.device.limit_threads(--threads)` and every `Run`
+  records threads, device, seed and scale.
+- Errors: a `UsageError` (bad arguments, found by the package's own checks) or a missing
+  file/optional dependency (`FileNotFoundError`) prints one ``error:`` line and exits 2;
+  anything else keeps its traceback (it is a bug, or needs one to diagnose). An error or
+  Ctrl-C marks the unfinished run folders failed.
+
+Nothing here imports torch: ``--help`` stays fast when a package's ``cli.py`` imports its
+experiments lazily, inside the ``run`` functions.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
-SCALES = ("tiny", "small", "paper")
+SCALES = ("micro", "tiny", "small", "paper")
+DEFAULT_SCALE = "tiny"
 
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, FileNotFoundError, KeyError)
-"""Exceptions that mean bad input: reported as one line, exit status 2."""
+
+class UsageError(ValueError):
+    """Bad input to a command: reported as one ``error:`` line with exit status 2."""
+
+
+USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, FileNotFoundError)
+"""Exceptions reported as one line (exit status 2); others keep their traceback."""
 
 
 @dataclass(frozen=True)
 class ReproduceArgs:
-    """The options every ``reproduce`` command takes."""
+    """The options every ``reproduce`` command takes, and the chosen scale's config."""
 
-    scale: str = "tiny"
+    scale: str = DEFAULT_SCALE
     device: str = "auto"
     seed: int = 0
+    threads: int = 1
     out: Path = Path("runs")
+    config: Any = None
 
 
 @dataclass(frozen=True)
@@ -42,36 +63,116 @@ class Command:
     configure: Callable[[argparse.ArgumentParser], None] | None = None
 
 
+def device_arg(spec: str) -> str:
+    """argparse type of ``--device``: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (form only)."""
+    s = spec.strip().lower()
+    if s in ("auto", "cpu", "cuda") or (s.startswith("cuda:") and s[5:].isdigit()):
+        return s
+    raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {spec!r}")
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count (``--threads``, ``--steps``): an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
 def reproduce_command(
     run: Callable[[ReproduceArgs], Any],
-    help: str = "run the paper's headline experiment at a small scale",
-    scales: Sequence[str] = SCALES,
+    scales: Mapping[str, Any],
+    help: str,
+    default: str = DEFAULT_SCALE,
 ) -> Command:
-    """The standard ``reproduce`` sub-command around ``run(ReproduceArgs)``."""
+    """The standard ``reproduce`` sub-command around ``run(ReproduceArgs)``.
+
+    `scales` maps each scale name (a subset of `SCALES`, in that order) to its config, which
+    ``run`` receives as ``args.config``. `help` is one sentence: what it runs and how long it
+    takes at each scale.
+    """
+    unknown = [s for s in scales if s not in SCALES]
+    if unknown or not scales:
+        raise ValueError(f"scales: expected names among {SCALES}, got {list(scales)}")
+    if default not in scales:
+        raise ValueError(f"default: {default!r} is not one of the scales {list(scales)}")
+    names = [s for s in SCALES if s in scales]
 
     def configure(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--scale", choices=list(scales), default=scales[0], help="experiment size")
-        p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-        p.add_argument("--seed", type=int, default=0, help="random seed")
+        p.add_argument("--scale", choices=names, default=default, help="experiment size")
+        p.add_argument(
+            "--device", type=device_arg, default="auto", help="auto, cpu, cuda or cuda:N"
+        )
+        p.add_argument("--seed", type=seed_arg, default=0, help="random seed")
+        p.add_argument(
+            "--threads", type=positive_int, default=1,
+            help="CPU threads for torch/BLAS/OpenMP (1 is fastest on a busy machine)",
+        )  # fmt: skip
         p.add_argument("--out", type=Path, default=Path("runs"), help="root folder for run reports")
 
     def call(ns: argparse.Namespace) -> Any:
-        return run(ReproduceArgs(scale=ns.scale, device=ns.device, seed=ns.seed, out=ns.out))
+        from shared_core.device import limit_threads
+        from shared_core.report import set_run_context
+
+        if ns.device != "auto" and ns.device != "cpu":
+            from shared_core.device import resolve_device
+
+            try:
+                resolve_device(ns.device)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        args = ReproduceArgs(
+            scale=ns.scale, device=ns.device, seed=ns.seed, threads=ns.threads, out=ns.out,
+            config=scales[ns.scale],
+        )  # fmt: skip
+        set_run_context(scale=args.scale, device=args.device, seed=args.seed, threads=args.threads)
+        with limit_threads(args.threads):
+            return run(args)
 
     return Command("reproduce", help, call, configure)
 
 
+class Main(Protocol):
+    """A console-script entry point: ``main(argv=None) -> exit status``."""
+
+    def __call__(self, argv: Sequence[str] | None = None) -> int: ...
+
+
 def make_main(
-    prog: str, version: str, commands: Sequence[Command], description: str = ""
-) -> Callable[[Sequence[str] | None], int]:
-    """Build the ``main(argv) -> exit status`` function a console-script entry point names."""
+    prog: str, commands: Sequence[Command], description: str = "", version: str | None = None
+) -> Main:
+    """Build the ``main(argv) -> exit status`` function a console-script entry point names.
+
+    The version is read from the installed distribution `prog` (pyproject is its only home)
+    unless `version` is given.
+    """
 
     def main(argv: Sequence[str] | None = None) -> int:
+        from shared_core.report import fail_open_runs
+
         parser = argparse.ArgumentParser(prog=prog, description=description)
-        parser.add_argument("--version", action="version", version=f"{prog} {version}")
+        parser.add_argument(
+            "--version", action="version", version=f"{prog} {_version(prog, version)}"
+        )
         sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
         for c in commands:
-            p = sub.add_parser(c.name, help=c.help, description=c.help)
+            p = sub.add_parser(
+                c.name, help=c.help, description=c.help,
+                formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            )  # fmt: skip
             if c.configure is not None:
                 c.configure(p)
             p.set_defaults(_run=c.run)
@@ -79,21 +180,36 @@ def make_main(
         try:
             result = ns._run(ns)
         except USER_ERRORS as e:
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-            print(f"{prog}: error: {msg}", file=sys.stderr)
+            fail_open_runs(f"{type(e).__name__}: {e}")
+            print(f"{prog}: error: {e}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
+            fail_open_runs("interrupted")
             print(f"{prog}: interrupted", file=sys.stderr)
             return 130
+        except BaseException as e:
+            fail_open_runs(f"{type(e).__name__}: {e}")
+            raise
         return result if isinstance(result, int) else 0
 
     return main
 
 
+def _version(prog: str, given: str | None) -> str:
+    if given is not None:
+        return given
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(prog)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def progress(
     iterable: Iterable[T], desc: str = "", total: int | None = None, enabled: bool = True
 ) -> Iterable[T]:
-    """A tqdm progress bar on stderr (pass ``enabled=is_main()`` under torchrun)."""
+    """A tqdm progress bar on stderr labelled with its phase (pass ``enabled=is_main()``)."""
     from tqdm.auto import tqdm
 
     return tqdm(

@@ -10,6 +10,7 @@ import platform
 import random
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import torch
 
 DEVICE_ENV = "SHARED_CORE_DEVICE"
@@ -215,3 +218,45 @@ def environment(packages: tuple[str, ...] = ()) -> dict[str, Any]:
         if cuda:
             env["gpu"] = torch_mod.cuda.get_device_name(0)
     return env
+
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@contextmanager
+def limit_threads(n: int) -> Iterator[int]:
+    """Run the block with at most `n` threads in torch, BLAS and OpenMP; restore them after.
+
+    Why: on a shared 2-core machine, torch with 2 intra-op threads ran 3-15x SLOWER than
+    with 1 when another process kept the cores busy (threads spin-wait on each other), and
+    results such as a training loss differ with the thread count. Every test, reproduce
+    run and benchmark therefore pins its threads through this one helper and records `n`.
+
+    Sets ``torch.set_num_threads`` (when torch is installed), the native BLAS/OpenMP pools
+    through threadpoolctl, and ``OMP_NUM_THREADS`` & co. for child processes.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"threads: expected a positive int, got {n!r}")
+    from threadpoolctl import threadpool_limits
+
+    old_env = {k: os.environ.get(k) for k in THREAD_ENV_VARS}
+    old_torch: int | None = None
+    if _installed("torch"):
+        import torch
+
+        old_torch = torch.get_num_threads()
+        torch.set_num_threads(n)
+    os.environ.update({k: str(n) for k in THREAD_ENV_VARS})
+    try:
+        with threadpool_limits(limits=n):
+            yield n
+    finally:
+        if old_torch is not None:
+            import torch
+
+            torch.set_num_threads(old_torch)
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

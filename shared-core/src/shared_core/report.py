@@ -59,13 +59,31 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return dict(config)
 
 
+_CONTEXT: dict[str, Any] = {}
+_OPEN: list[Run] = []
+
+
+def set_run_context(**context: Any) -> None:
+    """Settings every `Run` records beside its config (the CLI sets threads, device, seed, scale)."""
+    _CONTEXT.clear()
+    _CONTEXT.update(context)
+
+
+def fail_open_runs(reason: str) -> list[Path]:
+    """Mark every run not yet finished as failed (the CLI calls this on an error or Ctrl-C)."""
+    return [run.fail(reason) for run in list(_OPEN)]
+
+
 class Run:
     """One reproducible run: a folder, its config, environment, metrics, tables and plots.
 
     ``Run(package, config)`` creates ``<out>/<package>/<UTC timestamp>/`` and writes
-    ``config.json`` at once; `log` and `add_row` accumulate results; `plot` writes PNGs;
-    `finish` writes ``metrics.json`` and ``report.md``. Set ``enabled=False`` on
-    non-main ranks: nothing is written, calls are no-ops.
+    ``config.json`` at once (``"status": "running"``, with the run context: threads, device,
+    seed, scale); `log` and `add_row` accumulate results; `plot` writes PNGs; `finish` writes
+    ``metrics.json`` and ``report.md`` and marks the run ``"complete"``. A run that ends in
+    an exception (``with Run(...) as run:``, or the CLI's handler) is marked ``"failed"``
+    and its folder renamed ``<timestamp>-failed``. Set ``enabled=False`` on non-main ranks:
+    nothing is written, calls are no-ops.
     """
 
     def __init__(
@@ -80,6 +98,7 @@ class Run:
         self.config = _config_dict(config)
         self.enabled = enabled
         self.started = time.time()
+        self.cpu_started = time.process_time()
         stamp = timestamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         self.dir = Path(out) / package / stamp
         self.metrics: dict[str, Any] = {}
@@ -87,9 +106,46 @@ class Run:
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.plots: list[tuple[str, Path]] = []
         self.environment = environment()
+        self.context = dict(_CONTEXT)
+        self.status = "running"
         if enabled:
             self.dir.mkdir(parents=True, exist_ok=False)
-            atomic_write_json(self.dir / "config.json", {"package": package, "config": self.config})
+            self._write_config()
+            _OPEN.append(self)
+
+    def _write_config(self) -> None:
+        atomic_write_json(
+            self.dir / "config.json",
+            {
+                "package": self.package,
+                "status": self.status,
+                "run": self.context,
+                "config": self.config,
+            },
+        )
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if kind is not None and self in _OPEN:
+            self.fail(f"{kind.__name__}: {exc}")
+
+    def fail(self, reason: str) -> Path:
+        """Mark the run failed: status and reason in config.json, folder renamed ``*-failed``."""
+        if self in _OPEN:
+            _OPEN.remove(self)
+        if not self.enabled or not self.dir.exists():
+            return self.dir
+        self.status = "failed"
+        self.context["failure"] = reason
+        self._write_config()
+        failed = self.dir.with_name(self.dir.name + "-failed")
+        self.dir.rename(failed)
+        self.dir = failed
+        return failed
 
     def log(self, **metrics: Any) -> None:
         """Record named scalar (or JSON-able) results."""
@@ -119,7 +175,7 @@ class Run:
 
         if kind not in ("line", "scatter"):
             raise ValueError(f"kind: expected 'line' or 'scatter', got {kind!r}")
-        fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+        fig, ax = plt.subplots(figsize=(7.5 if len(series) > 1 else 6, 4), dpi=120)
         for label, (x, y) in series.items():
             if kind == "line":
                 ax.plot(x, y, marker="o", markersize=3, label=label)
@@ -132,8 +188,8 @@ class Run:
             ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
-        if len(series) > 1:
-            ax.legend()
+        if len(series) > 1:  # outside the axes, so it never hides data
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         return self.save_figure(name, fig)
@@ -154,19 +210,26 @@ class Run:
     def finish(self, title: str | None = None, notes: str = "", print_tables: bool = True) -> Path:
         """Write ``metrics.json`` and ``report.md``; print the tables; return the run folder."""
         elapsed = time.time() - self.started
+        cpu = time.process_time() - self.cpu_started
         if print_tables:
             for name, rows in self.tables.items():
                 print(f"\n{name}\n{markdown_table(rows)}")
+        if self in _OPEN:
+            _OPEN.remove(self)
         if not self.enabled:
             return self.dir
+        self.status = "complete"
+        self._write_config()
         atomic_write_json(
             self.dir / "metrics.json",
             {
                 "package": self.package,
+                "run": self.context,
                 "config": self.config,
                 "metrics": self.metrics,
                 "tables": self.tables,
                 "elapsed_s": elapsed,
+                "cpu_s": cpu,
                 "environment": self.environment,
             },
         )
@@ -185,10 +248,10 @@ class Run:
             "## Configuration",
             "",
             "```json",
-            _json(self.config),
+            _json({"run": self.context, "config": self.config}),
             "```",
             "",
-            f"Elapsed: {elapsed:.1f} s. Environment: python {self.environment['python']}, "
+            f"Wall time {elapsed:.1f} s, CPU time {cpu:.1f} s. Environment: python {self.environment['python']}, "
             f"{', '.join(f'{k} {v}' for k, v in self.environment['versions'].items())}; "
             f"commit {self.environment.get('git_commit') or 'unknown'}.",
             "",

@@ -1,76 +1,84 @@
-"""pytest plugin shared by every package's tests (loaded through the ``pytest11`` entry point).
+"""The comparison every "fast path equals reference" test makes: relative RMS error.
 
-- markers ``cuda`` (skipped, with the reason, where no GPU is present) and ``slow``;
-- fixture ``device``: ``"cpu"``, or ``"cuda"`` in the nox ``cuda`` sessions (``$SHARED_CORE_DEVICE``);
-- fixture ``shared_data``: the ``../shared/data`` folder beside the checkout (skips if absent).
+``assert_close("o", ref, fast, ratio)`` passes when
 
-It imports torch only when a ``cuda`` test is collected.
+    rms(fast - ref) <= ratio * rms(ref) + atol
+
+and prints both numbers either way (run pytest with ``-s`` to see them), as
+flash-linear-attention's ``assert_close`` does. One relative tolerance then reads the same
+for every tensor, whatever its scale, and the same test runs in float64 (ratio ~1e-10),
+float32 (~1e-5) and bfloat16 (~1e-2) against a float64 reference. An exact zero reference
+needs `atol`. Non-finite values fail unless they sit where the reference has the same value.
+
+It accepts torch tensors (any device, any dtype), NumPy arrays, JAX arrays and nested
+lists; it imports no framework itself.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import math
+from typing import Any
 
-import pytest
-
-from shared_core.device import DEVICE_ENV
+import numpy as np
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (skipped without one)")
-    config.addinivalue_line("markers", "slow: long-running; deselected unless -m slow")
+def _as_float64(x: Any, name: str) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch.Tensor: leave the device, keep the values exactly
+        x = x.detach().cpu()
+        if x.is_complex():
+            raise TypeError(f"{name}: complex tensors are not supported")
+        x = x.double().numpy()
+    arr = np.asarray(x)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name}: expected a numeric array or tensor, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
-def _cuda_available() -> tuple[bool, str]:
-    try:
-        import torch
-    except ModuleNotFoundError:
-        return False, "torch is not installed"
-    if not torch.cuda.is_available():
-        return False, "no CUDA GPU: torch.cuda.is_available() is False"
-    return True, ""
+def relative_rms_error(ref: Any, fast: Any) -> tuple[float, float]:
+    """``(rms(fast - ref), rms(ref))`` over the finite entries of `ref`, in float64."""
+    r, f = _as_float64(ref, "ref"), _as_float64(fast, "fast")
+    if r.shape != f.shape:
+        raise ValueError(f"fast: shape {f.shape} differs from the reference's {r.shape}")
+    if r.size == 0:
+        return 0.0, 0.0
+    keep = np.isfinite(r)
+    diff = f[keep] - r[keep]
+    base = r[keep]
+    err = math.sqrt(float(np.mean(diff**2))) if diff.size else 0.0
+    scale = math.sqrt(float(np.mean(base**2))) if base.size else 0.0
+    return err, scale
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not any(item.get_closest_marker("cuda") for item in items):
-        return
-    ok, why = _cuda_available()
-    if ok:
-        return
-    skip = pytest.mark.skip(reason=why)
-    for item in items:
-        if item.get_closest_marker("cuda"):
-            item.add_marker(skip)
+def assert_close(name: str, ref: Any, fast: Any, ratio: float, atol: float = 0.0) -> float:
+    """Assert ``rms(fast - ref) <= ratio * rms(ref) + atol``; return the relative error.
 
-
-@pytest.fixture
-def device() -> str:
-    """The device the session tests on: ``$SHARED_CORE_DEVICE`` or ``"cpu"``."""
-    spec = os.environ.get(DEVICE_ENV, "cpu")
-    if spec.startswith("cuda"):
-        ok, why = _cuda_available()
-        if not ok:
-            pytest.skip(why)
-    return spec
-
-
-def find_shared_data() -> Path | None:
-    """``$SHARED_DATA_DIR``, else ``shared/data`` beside the checkout holding the current folder."""
-    env = os.environ.get("SHARED_DATA_DIR")
-    if env:
-        return Path(env) if Path(env).is_dir() else None
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "uv.lock").exists():
-            candidate = folder.parent / "shared" / "data"
-            return candidate if candidate.is_dir() else None
-    return None
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    path = find_shared_data()
-    if path is None:
-        pytest.skip("../shared/data (real data beside the checkout) is absent")
-    return path
+    Args:
+        name: what is compared (printed and put in the failure message).
+        ref: the reference values (compute them in float64).
+        fast: the values under test, same shape.
+        ratio: the largest allowed relative RMS error (> 0).
+        atol: an absolute floor for references that are (close to) zero.
+    """
+    if not ratio > 0:
+        raise ValueError(f"ratio: expected a relative tolerance > 0, got {ratio!r}")
+    if not atol >= 0:
+        raise ValueError(f"atol: expected >= 0, got {atol!r}")
+    r, f = _as_float64(ref, "ref"), _as_float64(fast, "fast")
+    if r.shape != f.shape:
+        raise AssertionError(f"{name}: shape {f.shape} differs from the reference's {r.shape}")
+    bad = ~np.isfinite(f) & ~(np.isnan(r) & np.isnan(f)) & ~(np.isinf(r) & (r == f))
+    if bad.any():
+        raise AssertionError(
+            f"{name}: {int(bad.sum())} of {f.size} values are not finite where the reference is "
+            f"(first at index {np.unravel_index(int(np.argmax(bad)), f.shape)})"
+        )
+    err, scale = relative_rms_error(r, f)
+    rel = err / scale if scale > 0 else (0.0 if err == 0 else math.inf)
+    limit = ratio * scale + atol
+    print(f"{name}: rms err {err:.3e}, rms ref {scale:.3e}, ratio {rel:.3e} (allowed {ratio:.1e})")
+    if err > limit:
+        raise AssertionError(
+            f"{name}: relative RMS error {rel:.3e} exceeds {ratio:.1e} "
+            f"(rms err {err:.3e}, rms ref {scale:.3e}, atol {atol:.1e})"
+        )
+    return rel

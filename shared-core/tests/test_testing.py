@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+import torch
+
+from shared_core.testing import assert_close, relative_rms_error
+
+
+def test_passes_within_ratio_and_returns_it():
+    ref = torch.randn(100, dtype=torch.float64)
+    fast = ref + 1e-6 * torch.randn(100, dtype=torch.float64)
+    rel = assert_close("x", ref, fast.float(), ratio=1e-5)
+    assert 0 < rel < 1e-5
+
+
+def test_fails_beyond_ratio_and_says_both_numbers():
+    ref = np.ones(10)
+    with pytest.raises(AssertionError, match=r"x: relative RMS error 1\.000e-01 exceeds 1\.0e-02"):
+        assert_close("x", ref, ref * 1.1, ratio=1e-2)
+
+
+def test_scale_invariant():
+    ref = np.random.default_rng(0).normal(size=50)
+    fast = ref * (1 + 1e-3)
+    a = assert_close("a", ref, fast, ratio=2e-3)
+    b = assert_close("b", ref * 1e6, fast * 1e6, ratio=2e-3)
+    assert a == pytest.approx(b, rel=1e-9)
+
+
+def test_bfloat16_needs_a_looser_ratio():
+    ref = torch.randn(1000, dtype=torch.float64)
+    low = ref.bfloat16()
+    assert_close("bf16", ref, low, ratio=1e-2)
+    with pytest.raises(AssertionError):
+        assert_close("bf16", ref, low, ratio=1e-4)
+
+
+def test_nan_in_fast_fails_but_matching_nan_passes():
+    ref = np.array([1.0, 2.0, np.nan])
+    assert_close("nan", ref, ref.copy(), ratio=1e-12)
+    with pytest.raises(AssertionError, match="not finite"):
+        assert_close("nan", np.array([1.0, 2.0]), np.array([1.0, np.nan]), ratio=1.0)
+
+
+def test_zero_reference_needs_atol():
+    with pytest.raises(AssertionError):
+        assert_close("zero", np.zeros(3), np.full(3, 1e-9), ratio=0.1)
+    assert_close("zero", np.zeros(3), np.full(3, 1e-9), ratio=0.1, atol=1e-8)
+
+
+def test_shape_mismatch_and_bad_ratio():
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close("s", np.zeros(3), np.zeros(4), ratio=0.1)
+    with pytest.raises(ValueError, match="ratio"):
+        assert_close("s", np.zeros(3), np.zeros(3), ratio=0)
+    with pytest.raises(ValueError, match="fast: shape"):
+        relative_rms_error(np.zeros(3), np.zeros(4))

@@ -1,0 +1,200 @@
+import json
+import math
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from shared_core.train import TrainConfig, decay_groups, fit, lr_factor, shard, step_generator
+
+
+def _problem():
+    """A planted linear regression: y = X w* + noise, batches a pure function of the step."""
+    w_star = torch.tensor([[2.0], [-1.0], [0.5]])
+
+    def batch_fn(step: int):
+        g = step_generator(0, step)
+        x = torch.randn(8, 3, generator=g)
+        return x, x @ w_star + 0.01 * torch.randn(8, 1, generator=g)
+
+    def loss_fn(model, batch):
+        x, y = batch
+        return torch.nn.functional.mse_loss(model(x), y)
+
+    return w_star, batch_fn, loss_fn
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Linear(3, 1)
+
+
+def test_lr_factor_warmup_cosine_and_constant():
+    cfg = TrainConfig(steps=10, warmup=2, min_lr_ratio=0.1)
+    assert [lr_factor(s, cfg) for s in (0, 1)] == [0.5, 1.0]
+    assert lr_factor(2, cfg) == 1.0
+    assert lr_factor(10, cfg) == pytest.approx(0.1)
+    assert lr_factor(6, cfg) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
+    const = TrainConfig(steps=10, warmup=0, schedule="constant")
+    assert {lr_factor(s, const) for s in range(10)} == {1.0}
+
+
+def test_recovers_planted_weights_and_logs_parts():
+    w_star, batch_fn, loss_fn = _problem()
+    seen = []
+
+    def with_parts(model, batch):
+        loss = loss_fn(model, batch)
+        return loss, {"half": loss.item() / 2}
+
+    model = _model()
+    cfg = TrainConfig(steps=300, lr=0.05, warmup=10, weight_decay=0.0)
+    res = fit(
+        model, with_parts, batch_fn, cfg, show_progress=False, callback=lambda s, r: seen.append(s)
+    )
+    torch.testing.assert_close(model.weight.detach().T, w_star, atol=0.02, rtol=0)
+    assert res.step == 300 and len(res.losses) == 300 and seen == list(range(1, 301))
+    assert res.history[0]["half"] == pytest.approx(res.history[0]["loss"] / 2)
+    assert res.losses[-1] < 0.01 * res.losses[0]
+    assert not model.training
+
+
+def test_resume_is_exact(tmp_path):
+    _, batch_fn, loss_fn = _problem()
+    cfg = TrainConfig(steps=12, lr=0.05, warmup=3)
+    full = _model()
+    whole = fit(full, loss_fn, batch_fn, cfg, show_progress=False)
+    part = _model()
+    ckpt = tmp_path / "ck.safetensors"
+    fit(part, loss_fn, batch_fn, cfg, checkpoint=ckpt, stop_at=5, show_progress=False)
+    fresh = torch.nn.Linear(3, 1)  # different init: everything must come from the checkpoint
+    rest = fit(fresh, loss_fn, batch_fn, cfg, checkpoint=ckpt, show_progress=False)
+    assert rest.step == 12 and rest.losses == whole.losses
+    torch.testing.assert_close(fresh.weight, full.weight, atol=0, rtol=0)
+
+
+def test_grad_clip_bounds_the_step():
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.zeros_(model.weight)
+    big = lambda step: (torch.ones(1, 1), torch.full((1, 1), 1e6))  # noqa: E731
+    loss = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+    cfg = TrainConfig(steps=1, lr=0.1, weight_decay=0.0, grad_clip=1.0, betas=(0.0, 0.0))
+    fit(model, loss, big, cfg, show_progress=False)
+    assert abs(model.weight.item()) <= 0.1 + 1e-6
+
+
+def test_bfloat16_autocast_trains():
+    _, batch_fn, loss_fn = _problem()
+    model = _model()
+    res = fit(
+        model,
+        loss_fn,
+        batch_fn,
+        TrainConfig(steps=60, lr=0.05, amp_dtype="bfloat16"),
+        show_progress=False,
+    )
+    assert res.losses[-1] < 0.1 * res.losses[0]
+    assert model.weight.dtype == torch.float32
+
+
+def test_decay_groups_exempt_vectors():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    decay, plain = decay_groups(model, 0.1)
+    assert decay["weight_decay"] == 0.1 and [p.ndim for p in decay["params"]] == [2]
+    assert plain["weight_decay"] == 0.0 and len(plain["params"]) == 3
+
+
+def test_shard_splits_every_leaf():
+    batch = {
+        "x": torch.arange(6),
+        "ids": [0, 1, 2, 3, 4, 5],
+        "name": "b",
+        "pair": (torch.arange(6), None),
+    }
+    s = shard(batch, 1, 2)
+    assert s["x"].tolist() == [1, 3, 5] and s["ids"] == [1, 3, 5] and s["name"] == "b"
+    assert s["pair"][0].tolist() == [1, 3, 5] and s["pair"][1] is None
+    assert shard(batch, 0, 1) is batch
+
+
+def test_nan_loss_stops_with_the_step():
+    model = _model()
+    nan = lambda m, b: m(b).sum() * float("nan")  # noqa: E731
+    with pytest.raises(FloatingPointError, match="step 0"):
+        fit(model, nan, lambda s: torch.ones(2, 3), TrainConfig(steps=3), show_progress=False)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("steps", 0), ("lr", -1.0), ("lr", float("nan")), ("warmup", -1), ("schedule", "linear"),
+     ("min_lr_ratio", 2.0), ("grad_clip", -1.0), ("amp_dtype", "int8"), ("betas", (0.9, 1.0))],
+)  # fmt: skip
+def test_bad_config(field, value):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**{field: value})
+
+
+def test_bad_arguments():
+    _, batch_fn, loss_fn = _problem()
+    with pytest.raises(TypeError, match="model"):
+        fit("not a model", loss_fn, batch_fn, TrainConfig())  # type: ignore[arg-type]
+    frozen = _model().requires_grad_(False)
+    with pytest.raises(ValueError, match="no trainable parameter"):
+        fit(frozen, loss_fn, batch_fn, TrainConfig(), show_progress=False)
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    from shared_core.distributed import init_distributed, shutdown
+    from shared_core.train import TrainConfig, fit, step_generator
+
+    info = init_distributed("cpu")
+    w_star = torch.tensor([[2.0], [-1.0], [0.5]])
+
+    def batch_fn(step):
+        g = step_generator(0, step)
+        x = torch.randn(8, 3, generator=g)
+        return x, x @ w_star
+
+    def loss_fn(model, batch):
+        return torch.nn.functional.mse_loss(model(batch[0]), batch[1])
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    res = fit(model, loss_fn, batch_fn, TrainConfig(steps=5, lr=0.05), info=info, show_progress=False)
+    out = {"weight": model.weight.detach().flatten().tolist(), "losses": res.losses}
+    with open(f"{sys.argv[1]}/rank{info.rank}.json", "w") as f:
+        json.dump(out, f)
+    shutdown()
+    """
+)
+
+
+def test_two_processes_take_the_single_process_steps(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           str(script), str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert r0["weight"] == r1["weight"]
+    (tmp_path / "single").mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "single")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    alone = json.loads((tmp_path / "single" / "rank0.json").read_text())
+    torch.testing.assert_close(
+        torch.tensor(r0["weight"]), torch.tensor(alone["weight"]), rtol=1e-5, atol=1e-6
+    )
+    torch.testing.assert_close(
+        torch.tensor(r0["losses"]), torch.tensor(alone["losses"]), rtol=1e-5, atol=1e-6
+    )
