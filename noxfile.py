@@ -38,6 +38,7 @@ nox.options.sessions = [
     "lint",
     "typecheck",
     *(f"tests(package='{name}', device='cpu')" for name in MEMBERS),
+    "micro",
     "docs",
 ]
 
@@ -111,6 +112,7 @@ def lint(session: nox.Session) -> None:
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     session.run("python", ".ci/check_layout.py")
+    session.run("python", ".ci/check_shared_core.py")
 
 
 @nox.session
@@ -123,9 +125,34 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def micro(session: nox.Session) -> None:
+    """Every package's ``reproduce --scale micro``, end to end, in README's environment.
+
+    The environment is the root project's (what ``uv sync --all-packages`` and ``uv run``
+    give a newcomer: every member with the extras its reproduce needs), not an all-extras one.
+    """
+    _sync(session, "--all-packages")
+    out = os.path.join(session.create_tmp(), "runs")
+    for name in PACKAGES:
+        session.run(
+            name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"}
+        )
+
+
+_DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
+
+
+@nox.session
 def docs(session: nox.Session) -> None:
-    """mkdocs build --strict."""
+    """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX)."""
     _sync(session, "--only-group", "docs")
-    session.run(
-        "mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(), "site")
-    )
+    site = os.path.join(session.create_tmp(), "site")
+    session.run("mkdocs", "build", "--strict", "--site-dir", site, env=_DOCS_ENV)
+    session.log(f"docs: the site is in {site} (open index.html, or run `uvx nox -s docs-serve`)")
+
+
+@nox.session(name="docs-serve", default=False)
+def docs_serve(session: nox.Session) -> None:
+    """Serve the docs with live reload on http://127.0.0.1:8000."""
+    _sync(session, "--only-group", "docs")
+    session.run("mkdocs", "serve", "--dev-addr", "127.0.0.1:8000", *session.posargs, env=_DOCS_ENV)

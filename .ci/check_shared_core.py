@@ -1,0 +1,105 @@
+"""shared-core's own rule, checked (run by `nox -s lint`): it holds what two or more packages need.
+
+A public name of ``shared_core`` passes when two or more packages import it, or when another
+shared-core module uses it (it is part of the machinery those imports rely on), or when it
+is in KEPT below with the reason. Anything else is printed: make it private, move it into
+the one package that uses it, or delete it.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "shared-core" / "src" / "shared_core"
+
+KEPT = {
+    # the contract every package's tests, benchmarks and CLI follow (all packages adopt them)
+    "shared_core.testing.relative_rms_error": "assert_close's number, for tests that report it",
+    "shared_core.bench.Ratio": "the return type of paired_ratio",
+    "shared_core.train.FitResult": "the return type of fit",
+    "shared_core.train.BatchFn": "type of fit's batch_fn, for package signatures",
+    "shared_core.train.LossFn": "type of fit's loss_fn, for package signatures",
+    "shared_core.train.Callback": "type of fit's callback",
+    "shared_core.train.SCHEDULES": "the allowed TrainConfig.schedule values",
+    "shared_core.train.AMP_DTYPES": "the allowed TrainConfig.amp_dtype values",
+    "shared_core.cli.Main": "the return type of make_main",
+    "shared_core.cli.SCALES": "the scale names a package's SCALES may use",
+    "shared_core.cli.DEFAULT_SCALE": "the scale reproduce runs without --scale",
+    "shared_core.cli.USER_ERRORS": "which exceptions the CLI reports in one line",
+    "shared_core.device.THREAD_ENV_VARS": "what limit_threads sets, for child processes",
+    "shared_core.device.DEVICE_ENV": "the variable the nox cuda sessions set",
+    # data and metrics the next packages (issues 16-28) are written against
+    "shared_core.data.registry.DatasetInfo": "a package registers its own offline data set",
+    "shared_core.data.registry.register": "a package registers its own offline data set",
+    "shared_core.data.registry.datasets": "lists what loads offline (docs, CLI)",
+    "shared_core.data.registry.dataset_info": "a data set's source and licence for reports",
+    "shared_core.metrics.perplexity": "generative perplexity: context-denoising, nextquill",
+    "shared_core.metrics.nll": "log-likelihood summaries: dist2loss, context-denoising",
+    "shared_core.metrics.rmse": "regression error: paretovae, explainable-mixtures",
+    "shared_core.metrics.ArrayLike": "the input type of every metric",
+}
+
+
+def _public_definitions() -> dict[str, Path]:
+    found = {}
+    for f in SRC.rglob("*.py"):
+        if f.name in ("__init__.py", "pytest_plugin.py"):
+            continue
+        mod = ".".join(("shared_core", *f.relative_to(SRC).with_suffix("").parts))
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                names = []
+            found.update({f"{mod}.{n}": f for n in names if not n.startswith("_") and n != "T"})
+    return found
+
+
+def _imports(files: list[Path]) -> set[tuple[str, str]]:
+    """(module, name) pairs imported from shared_core in `files`."""
+    out = set()
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shared_core"):
+                out |= {(node.module or "", a.name) for a in node.names}
+    return out
+
+
+def _resolves(qualified: str, module: str, name: str) -> bool:
+    mod, _, defined = qualified.rpartition(".")
+    return defined == name and (mod == module or mod.startswith(module + "."))
+
+
+def main() -> int:
+    defs = _public_definitions()
+    users: dict[str, set[str]] = defaultdict(set)
+    for pkg in sorted((ROOT / "packages").glob("*/")):
+        for module, name in _imports(sorted(pkg.rglob("*.py"))):
+            for q in defs:
+                if _resolves(q, module, name):
+                    users[q].add(pkg.name)
+    internal = set()
+    for f in SRC.rglob("*.py"):
+        for module, name in _imports([f]):
+            internal |= {q for q, src in defs.items() if src != f and _resolves(q, module, name)}
+    stale = sorted(k for k in KEPT if k not in defs)
+    lonely = sorted(q for q in defs if len(users[q]) < 2 and q not in internal and q not in KEPT)
+    for q in lonely:
+        print(
+            f"shared-core: {q} is imported by {sorted(users[q]) or 'no package'}", file=sys.stderr
+        )
+    for q in stale:
+        print(f"shared-core: KEPT names {q}, which no longer exists", file=sys.stderr)
+    return 1 if lonely or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
