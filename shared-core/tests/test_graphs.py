@@ -18,10 +18,12 @@ from shared_core.data import (
 Chem = pytest.importorskip("rdkit.Chem", reason="RDKit not installed (extra 'chem')")
 
 needs_qm9 = pytest.mark.skipif(
-    importlib.util.find_spec("qm9pack") is None, reason="qm9pack wheel not installed (extra 'moldata')"
+    importlib.util.find_spec("qm9pack") is None,
+    reason="qm9pack wheel not installed (extra 'moldata')",
 )
 needs_molsets = pytest.mark.skipif(
-    importlib.util.find_spec("moses") is None, reason="molsets wheel not installed (extra 'moldata')"
+    importlib.util.find_spec("moses") is None,
+    reason="molsets wheel not installed (extra 'moldata')",
 )
 
 
@@ -36,9 +38,10 @@ def canonical(smiles: str) -> str:
 
 
 def assert_round_trips(smiles: list[str]) -> None:
-    for kekulize in (False, True):
-        failed = [s for s in smiles if round_trip(s, kekulize) != canonical(s)]
-        assert not failed, f"kekulize={kekulize}: {len(failed)} failed, e.g. {failed[:5]}"
+    failed = [s for s in smiles if round_trip(s) != canonical(s)]
+    assert not failed, f"{len(failed)} of {len(smiles)} failed, e.g. {failed[:5]}"
+    kekule = [s for s in smiles[:200] if round_trip(s, kekulize=True) != canonical(s)]
+    assert not kekule, f"kekulize=True: {len(kekule)} of 200 failed, e.g. {kekule[:5]}"
 
 
 @needs_qm9

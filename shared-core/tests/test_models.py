@@ -73,7 +73,11 @@ def test_minilm_sentence_embeddings():
     assert not model.training and model.config.hidden_size == 384
     with pytest.raises(ValueError, match="dtype: expected a torch floating dtype"):
         load_model("all-minilm-l6-v2", dtype="int64")
-    texts = ["A man is playing a guitar.", "Someone plays the guitar.", "Stock markets fell sharply."]
+    texts = [
+        "A man is playing a guitar.",
+        "Someone plays the guitar.",
+        "Stock markets fell sharply.",
+    ]
     batch = tok(texts, padding=True, return_tensors="pt")
     with torch.no_grad():
         hidden = model(**batch).last_hidden_state  # (3, L, 384)

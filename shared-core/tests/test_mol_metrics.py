@@ -43,8 +43,14 @@ def test_validity_uniqueness_novelty_match_direct_rdkit_loops():
     train = {Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in training}
     assert mm.validity(generated) == pytest.approx(len(valid) / len(generated))
     assert mm.uniqueness(generated) == pytest.approx(len(set(valid)) / len(valid))
-    assert mm.novelty(generated, training) == pytest.approx(len(set(valid) - train) / len(set(valid)))
-    assert 0 < mm.validity(generated) < 1 and mm.uniqueness(generated) < 1 and mm.novelty(generated, training) < 1
+    assert mm.novelty(generated, training) == pytest.approx(
+        len(set(valid) - train) / len(set(valid))
+    )
+    assert (
+        0 < mm.validity(generated) < 1
+        and mm.uniqueness(generated) < 1
+        and mm.novelty(generated, training) < 1
+    )
 
 
 def test_uniqueness_and_novelty_known_cases():
@@ -75,7 +81,9 @@ def test_identical_sets_cover_everything_at_zero_distance():
     np.testing.assert_allclose(np.diag(rmsd), 0.0, atol=1e-6)
     scores = mm.coverage_matching(rmsd, threshold=0.5)
     assert scores["COV-R"] == scores["COV-P"] == 1.0
-    assert scores["MAT-R"] == pytest.approx(0.0, abs=1e-6) and scores["MAT-P"] == pytest.approx(0.0, abs=1e-6)
+    assert scores["MAT-R"] == pytest.approx(0.0, abs=1e-6) and scores["MAT-P"] == pytest.approx(
+        0.0, abs=1e-6
+    )
 
 
 def test_rmsd_matches_direct_rdkit_loop_and_ignores_rigid_motion():
@@ -115,9 +123,13 @@ def test_bad_input():
         mm.uniqueness(["xx"])
     with pytest.raises(ValueError, match=r"training: entries \[1\]"):
         mm.novelty(["C"], ["C", "xx"])
-    with pytest.raises(ValueError, match="reference: entry 0 is not a valid molecule with a conformer"):
+    with pytest.raises(
+        ValueError, match="reference: entry 0 is not a valid molecule with a conformer"
+    ):
         mm.conformer_rmsd(["CCO"], conformers("CCO", 1))
-    with pytest.raises(ValueError, match="generated: entry 0 is not the molecule of reference entry 0"):
+    with pytest.raises(
+        ValueError, match="generated: entry 0 is not the molecule of reference entry 0"
+    ):
         mm.conformer_rmsd(conformers("CCO", 1), conformers("CCCl", 1))
     with pytest.raises(ValueError, match="rmsd: expected"):
         mm.coverage_matching(np.array([0.1, 0.2]))

@@ -44,8 +44,14 @@ def test_optional_label_files(tmp_path):
 def test_edges_out_of_file_order_are_grouped_by_graph(tmp_path):
     a = "4, 5\n1, 2\n5, 4\n2, 1\n"
     graphs, _ = read_tu(write_tu(tmp_path, A=a, edge_labels="7\n1\n8\n2\n"))
-    assert graphs[0].edge_index.tolist() == [[0, 1], [1, 0]] and graphs[0].edge_labels.tolist() == [1, 2]
-    assert graphs[1].edge_index.tolist() == [[0, 1], [1, 0]] and graphs[1].edge_labels.tolist() == [7, 8]
+    assert graphs[0].edge_index.tolist() == [[0, 1], [1, 0]] and graphs[0].edge_labels.tolist() == [
+        1,
+        2,
+    ]
+    assert graphs[1].edge_index.tolist() == [[0, 1], [1, 0]] and graphs[1].edge_labels.tolist() == [
+        7,
+        8,
+    ]
 
 
 @pytest.mark.parametrize("missing", ["A", "graph_indicator", "graph_labels"])
@@ -75,7 +81,9 @@ def test_inconsistent_files(tmp_path, override, message):
         read_tu(write_tu(tmp_path, **override))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("grakel") is None, reason="grakel not installed (extra 'graphs')")
+@pytest.mark.skipif(
+    importlib.util.find_spec("grakel") is None, reason="grakel not installed (extra 'graphs')"
+)
 def test_mutag_matches_grakel():
     from grakel.datasets.base import read_data
 
@@ -91,6 +99,9 @@ def test_mutag_matches_grakel():
         ours = {(int(u) + offset, int(v) + offset) for u, v in g.edge_index.T}
         assert ours == set(edges)
         assert {i + offset: int(lab) for i, lab in enumerate(g.node_labels)} == node_labels
-        ours_el = {(int(u) + offset, int(v) + offset): int(lab) for (u, v), lab in zip(g.edge_index.T, g.edge_labels, strict=True)}
+        ours_el = {
+            (int(u) + offset, int(v) + offset): int(lab)
+            for (u, v), lab in zip(g.edge_index.T, g.edge_labels, strict=True)
+        }
         assert ours_el == edge_labels
         offset += g.num_nodes

@@ -64,7 +64,9 @@ def _torch_dtype(dtype: str) -> Any:
 
     value = getattr(torch, dtype, None)
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
-        raise ValueError(f"dtype: expected a torch floating dtype name like 'float32', got {dtype!r}")
+        raise ValueError(
+            f"dtype: expected a torch floating dtype name like 'float32', got {dtype!r}"
+        )
     return value
 
 
@@ -150,7 +152,9 @@ def model_info(name: str | ModelInfo) -> ModelInfo:
     if isinstance(name, ModelInfo):
         return name
     if name not in _REGISTRY:
-        raise ValueError(f"name: unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}")
+        raise ValueError(
+            f"name: unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}"
+        )
     return _REGISTRY[name]
 
 
@@ -170,7 +174,9 @@ def model_path(name: str | ModelInfo) -> Path:
         ) from None
     path = root / info.path
     if not path.exists():
-        raise FileNotFoundError(f"model {info.name!r}: {info.distribution} has no {info.path} in {root}")
+        raise FileNotFoundError(
+            f"model {info.name!r}: {info.distribution} has no {info.path} in {root}"
+        )
     return path
 
 

@@ -94,9 +94,13 @@ class MolGraph:
                 f"directed edges, got {bt.shape}"
             )
         if ei.size and (ei.min() < 0 or ei.max() >= n):
-            raise ValueError(f"edge_index: atom indices must lie in [0, {n}), got {ei.min()}..{ei.max()}")
+            raise ValueError(
+                f"edge_index: atom indices must lie in [0, {n}), got {ei.min()}..{ei.max()}"
+            )
         if not np.array_equal(ei[:, 0::2], ei[::-1, 1::2]):
-            raise ValueError("edge_index: column 2k + 1 must be column 2k reversed (both directions)")
+            raise ValueError(
+                "edge_index: column 2k + 1 must be column 2k reversed (both directions)"
+            )
         if bt.size and (bt.min() < 1 or bt.max() >= len(BOND_TYPES)):
             raise ValueError(f"bond_types: codes must lie in 1..{len(BOND_TYPES) - 1}, got {bt}")
         if not np.array_equal(bt[0::2], bt[1::2]):
@@ -196,7 +200,9 @@ def mol_graph(source: str | Any | Molecule, *, kekulize: bool = False, charge: i
     if isinstance(source, str):
         mol = Chem.MolFromSmiles(source)
         if mol is None:
-            raise ValueError(f"source: invalid SMILES {source!r} (RDKit could not parse or sanitise it)")
+            raise ValueError(
+                f"source: invalid SMILES {source!r} (RDKit could not parse or sanitise it)"
+            )
         return _from_rdkit(mol, kekulize, None)
     if isinstance(source, Molecule):
         return _from_molecule(source, kekulize, charge)
@@ -251,7 +257,9 @@ def graph_to_mol(graph: MolGraph) -> Any:
         atom.SetNumExplicitHs(hs)
         atom.SetNoImplicit(True)
         rw.AddAtom(atom)
-    for (i, j), t in zip(graph.edge_index[:, 0::2].T.tolist(), graph.bond_types[0::2].tolist(), strict=True):
+    for (i, j), t in zip(
+        graph.edge_index[:, 0::2].T.tolist(), graph.bond_types[0::2].tolist(), strict=True
+    ):
         rw.AddBond(i, j, rdkit_types[t])
         if t == 4:
             rw.GetBondBetweenAtoms(i, j).SetIsAromatic(True)

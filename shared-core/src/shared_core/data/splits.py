@@ -100,7 +100,8 @@ def murcko_scaffolds(smiles: Sequence[str]) -> list[str]:
         mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
         if mol is None:
             raise ValueError(f"smiles: entry {i} is not a valid SMILES string: {s!r}")
-        out.append(MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False))
+        scaffold = MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False)  # type: ignore[no-untyped-call]
+        out.append(scaffold)
     return out
 
 

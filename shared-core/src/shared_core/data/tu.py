@@ -38,13 +38,17 @@ def _ints(path: Path, columns: int) -> np.ndarray:
     try:
         a = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
     except ValueError as e:
-        raise ValueError(f"path: {path} must hold {columns} integer column(s) per line: {e}") from None
+        raise ValueError(
+            f"path: {path} must hold {columns} integer column(s) per line: {e}"
+        ) from None
     if a.shape[1] != columns:
         raise ValueError(f"path: {path} has {a.shape[1]} columns per line, expected {columns}")
     return a if columns > 1 else a[:, 0]
 
 
-def read_tu(folder: str | os.PathLike[str], name: str | None = None) -> tuple[list[TUGraph], np.ndarray]:
+def read_tu(
+    folder: str | os.PathLike[str], name: str | None = None
+) -> tuple[list[TUGraph], np.ndarray]:
     """Read the TU dataset `name` (default: the folder's name) from `folder`.
 
     Returns ``(graphs, labels)``: a list of N `TUGraph` and the graph labels ``(N,)`` int64 as
@@ -56,7 +60,9 @@ def read_tu(folder: str | os.PathLike[str], name: str | None = None) -> tuple[li
         raise FileNotFoundError(f"folder: no TU dataset folder at {root}")
     name = name or root.name
 
-    a_path, ind_path, lab_path = (root / f"{name}_{s}.txt" for s in ("A", "graph_indicator", "graph_labels"))
+    a_path, ind_path, lab_path = (
+        root / f"{name}_{s}.txt" for s in ("A", "graph_indicator", "graph_labels")
+    )
     for p in (a_path, ind_path, lab_path):
         if not p.is_file():
             raise FileNotFoundError(f"folder: {root} has no {p.name} (required by the TU layout)")
@@ -70,7 +76,9 @@ def read_tu(folder: str | os.PathLike[str], name: str | None = None) -> tuple[li
             f"{lab_path.name}) in non-decreasing order"
         )
     if edges.size and (edges.min() < 0 or edges.max() >= n):
-        raise ValueError(f"path: {a_path} names nodes outside 1..{n} ({ind_path.name} has {n} lines)")
+        raise ValueError(
+            f"path: {a_path} names nodes outside 1..{n} ({ind_path.name} has {n} lines)"
+        )
     graph_of_edge = indicator[edges[:, 0]]
     if np.any(graph_of_edge != indicator[edges[:, 1]]):
         raise ValueError(f"path: {a_path} has an edge between two different graphs")
