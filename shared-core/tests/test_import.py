@@ -11,3 +11,14 @@ def test_import_pulls_in_no_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_chem_and_model_modules_import_no_rdkit_torch_or_transformers():
+    code = (
+        "import sys, shared_core, shared_core.data, shared_core.metrics, shared_core.mol_metrics, "
+        "shared_core.models\n"
+        "bad = [m for m in ('torch', 'rdkit', 'transformers', 'torch_geometric') if m in sys.modules]\n"
+        "assert not bad, bad"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -90,3 +90,20 @@ def test_unigram_entropy_and_cross_entropy():
         m.unigram_entropy([0, 9], 8)
     with pytest.raises(ValueError, match="integer"):
         m.unigram_entropy([0.5], 8)
+
+
+def test_frechet_distance_limits():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4000, 3))
+    assert m.frechet_distance(a, a) == pytest.approx(0.0, abs=1e-8)
+    shift = np.array([1.0, -2.0, 0.5])
+    # same covariance, shifted mean: the distance is |shift|^2
+    assert m.frechet_distance(a, a + shift) == pytest.approx(float(shift @ shift), rel=1e-6)
+    # N(0, I) vs N(0, 4 I) in d = 3: tr(I + 4I - 2 * 2I) = 3
+    b = rng.normal(size=(200_000, 3))
+    assert m.frechet_distance(b, 2 * rng.normal(size=(200_000, 3))) == pytest.approx(3.0, rel=0.02)
+    # one feature: (mu_a - mu_b)^2 + (s_a - s_b)^2
+    x, y = rng.normal(size=(100_000, 1)), 1.0 + 3.0 * rng.normal(size=(100_000, 1))
+    assert m.frechet_distance(x, y) == pytest.approx(1.0 + 4.0, rel=0.02)
+    with pytest.raises(ValueError, match=r"a, b: .* got shapes \(4000, 3\) and \(4000, 2\)"):
+        m.frechet_distance(a, a[:, :2])

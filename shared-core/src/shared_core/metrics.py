@@ -191,3 +191,26 @@ def bootstrap_ci(
         raise ValueError("metric: undefined on every bootstrap resample")
     lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
     return float(estimate), float(lo), float(hi)
+
+
+def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """Frechet distance between Gaussians fit to feature sets a (n, d) and b (m, d) (FID formula).
+
+    ``|mu_a - mu_b|^2 + tr(S_a + S_b - 2 (S_a^1/2 S_b S_a^1/2)^1/2)``, with the matrix square
+    roots taken by symmetric eigendecompositions (no scipy needed).
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or min(len(a), len(b)) < 2:
+        raise ValueError(
+            f"a, b: expected (n, d) and (m, d) feature arrays with n, m >= 2, "
+            f"got shapes {a.shape} and {b.shape}"
+        )
+    mu = a.mean(0) - b.mean(0)
+    # atleast_2d: np.cov of one feature column is a 0-d array
+    sa, sb = np.atleast_2d(np.cov(a, rowvar=False)), np.atleast_2d(np.cov(b, rowvar=False))
+    w, q = np.linalg.eigh(sa)
+    root_a = (q * np.sqrt(np.clip(w, 0, None))) @ q.T
+    cross = np.linalg.eigvalsh(root_a @ sb @ root_a)
+    return float(
+        mu @ mu + np.trace(sa) + np.trace(sb) - 2.0 * np.sqrt(np.clip(cross, 0, None)).sum()
+    )

