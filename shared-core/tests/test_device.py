@@ -6,11 +6,9 @@ import pytest
 import torch
 
 from shared_core.device import (
-    DTypePolicy,
     environment,
     resolve_device,
     seed_everything,
-    torch_dtype,
 )
 
 
@@ -74,14 +72,6 @@ def test_seed_returns_jax_key_only_with_jax():
 def test_bad_seed(bad):
     with pytest.raises(ValueError, match="seed"):
         seed_everything(bad)
-
-
-def test_dtype_policy():
-    p = DTypePolicy.mixed("bf16")
-    assert (p.param, p.compute, p.state) == ("float32", "bfloat16", "float32")
-    assert torch_dtype("fp16") is torch.float16
-    with pytest.raises(ValueError, match="dtype"):
-        DTypePolicy(compute="int8")
 
 
 def test_environment_has_versions():

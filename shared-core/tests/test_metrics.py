@@ -57,15 +57,6 @@ def test_nll_units_and_perplexity():
         m.nll([0.3])
 
 
-def test_ece_hand_computed_and_perfect():
-    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
-    labels = np.array([0, 1, 1])
-    # bins (15 equal-width): 0.9 -> bin 13, 0.8 -> bin 12, 0.7 -> bin 10; each holds one point
-    expected = (abs(1 - 0.9) + abs(0 - 0.8) + abs(1 - 0.7)) / 3
-    assert m.expected_calibration_error(probs, labels) == pytest.approx(expected)
-    assert m.expected_calibration_error(np.eye(3), np.arange(3)) == 0.0
-
-
 def test_bootstrap_ci_covers_estimate_and_matches_scipy():
     rng = np.random.default_rng(0)
     x = rng.normal(1.0, 1.0, 400)

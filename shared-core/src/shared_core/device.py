@@ -1,4 +1,4 @@
-"""Device, seed and dtype handling for torch and JAX, and the environment record for reports.
+"""Device, seed and thread handling for torch (seeds for JAX too), and the environment record for reports.
 
 torch and JAX are imported inside the functions that need them, never at module import.
 """
@@ -11,7 +11,6 @@ import random
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -24,20 +23,6 @@ if TYPE_CHECKING:
 
 DEVICE_ENV = "SHARED_CORE_DEVICE"
 """Environment variable that overrides ``"auto"`` (the nox ``cuda`` sessions set it)."""
-
-_DTYPE_ALIASES = {
-    "float64": "float64",
-    "fp64": "float64",
-    "double": "float64",
-    "float32": "float32",
-    "fp32": "float32",
-    "float": "float32",
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-    "float16": "float16",
-    "fp16": "float16",
-    "half": "float16",
-}
 
 
 def _auto_spec() -> str:
@@ -79,37 +64,6 @@ def resolve_device(spec: str = "auto") -> torch.device:
     raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
 
 
-def resolve_jax_device(spec: str = "auto") -> Any:
-    """The JAX counterpart of `resolve_device`: returns a `jax.Device`."""
-    import jax
-
-    if not isinstance(spec, str):
-        raise TypeError(
-            f"device: expected a string such as 'auto', 'cpu' or 'cuda:0', got {spec!r}"
-        )
-    spec = spec.strip().lower()
-    if spec == "auto":
-        spec = _auto_spec().strip().lower()
-        if spec == "auto":
-            return jax.devices()[0]
-    if spec == "cpu":
-        return jax.devices("cpu")[0]
-    if spec == "cuda" or spec.startswith("cuda:"):
-        try:
-            gpus = jax.devices("gpu")
-        except RuntimeError:
-            gpus = []
-        if not gpus:
-            raise ValueError(
-                f"device: {spec!r} was requested but JAX sees no GPU; use 'cpu' or 'auto'"
-            )
-        index = 0 if spec == "cuda" else spec.split(":", 1)[1]
-        if not str(index).isdigit() or int(index) >= len(gpus):
-            raise ValueError(f"device: {spec!r} is not one of the {len(gpus)} JAX GPU(s)")
-        return gpus[int(index)]
-    raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
-
-
 def seed_everything(seed: int) -> Any:
     """Seed Python, NumPy and (if installed) torch; return a JAX PRNG key if JAX is installed.
 
@@ -128,48 +82,6 @@ def seed_everything(seed: int) -> Any:
 
         return jax.random.key(seed)
     return None
-
-
-def canonical_dtype_name(name: str) -> str:
-    """Map an alias (``"bf16"``, ``"fp32"``, ...) to its canonical name (``"bfloat16"``)."""
-    try:
-        return _DTYPE_ALIASES[name.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"dtype: expected one of {sorted(_DTYPE_ALIASES)}, got {name!r}") from None
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    import torch
-
-    return getattr(torch, canonical_dtype_name(name))  # type: ignore[no-any-return]
-
-
-def jax_dtype(name: str) -> Any:
-    import jax.numpy as jnp
-
-    return getattr(jnp, canonical_dtype_name(name))
-
-
-@dataclass(frozen=True)
-class DTypePolicy:
-    """Which precision each kind of tensor uses.
-
-    `param` holds the weights, `compute` the activations, `state` recurrent states and
-    accumulators (kept float32 by default: low-precision states overflow or drift).
-    """
-
-    param: str = "float32"
-    compute: str = "float32"
-    state: str = "float32"
-
-    def __post_init__(self) -> None:
-        for field in ("param", "compute", "state"):
-            object.__setattr__(self, field, canonical_dtype_name(getattr(self, field)))
-
-    @classmethod
-    def mixed(cls, compute: str = "bfloat16") -> DTypePolicy:
-        """float32 weights and states, low-precision activations."""
-        return cls(param="float32", compute=compute, state="float32")
 
 
 def _installed(dist: str) -> bool:

@@ -1,4 +1,4 @@
-"""Distributed start-up from torchrun's environment (gloo on CPU, nccl on CUDA), and JAX meshes.
+"""Distributed start-up from torchrun's environment (gloo on CPU, nccl on CUDA).
 
 Without torchrun's variables everything degrades to one process: `init_distributed`
 returns rank 0 of 1 and the collectives are identities, so one training loop serves both.
@@ -100,32 +100,9 @@ def shard_indices(n: int, info: DistInfo) -> range:
     return range(info.rank, n, info.world_size)
 
 
-def barrier() -> None:
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
 def shutdown() -> None:
     """Leave the process group (no-op in a single process)."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
-
-
-def jax_data_mesh(axis: str = "data") -> Any:
-    """A 1-D `jax.sharding.Mesh` over all local devices, for data-parallel batches."""
-    import jax
-    import numpy as np
-    from jax.sharding import Mesh
-
-    return Mesh(np.array(jax.devices()), (axis,))
-
-
-def jax_batch_sharding(mesh: Any, axis: str = "data") -> Any:
-    """`NamedSharding` that splits the leading (batch) axis over `axis` of `mesh`."""
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    return NamedSharding(mesh, PartitionSpec(axis))  # type: ignore[no-untyped-call]

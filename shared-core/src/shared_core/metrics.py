@@ -133,34 +133,6 @@ def unigram_cross_entropy(
     return float(-logp[np.asarray(eval_tokens).reshape(-1)].mean() / math.log(base))
 
 
-def expected_calibration_error(probs: ArrayLike, labels: ArrayLike, n_bins: int = 15) -> float:
-    """ECE with equal-width confidence bins (Guo et al. 2017).
-
-    `probs` is ``(n, classes)`` class probabilities, or ``(n,)`` P(label = 1) for binary labels.
-    """
-    p = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(labels)
-    if p.ndim == 1:
-        p = np.stack([1 - p, p], axis=1)
-    if p.ndim != 2 or len(p) != len(y):
-        raise ValueError(
-            f"probs: expected (n, classes) with n = len(labels) = {len(y)}, got {p.shape}"
-        )
-    if np.any(p < 0) or np.any(p > 1) or not np.all(np.isfinite(p)):
-        raise ValueError("probs: expected finite probabilities in [0, 1]")
-    if not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins: expected a positive int, got {n_bins!r}")
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(np.float64)
-    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    ece = 0.0
-    for b in range(n_bins):
-        m = bins == b
-        if m.any():
-            ece += m.mean() * abs(correct[m].mean() - conf[m].mean())
-    return float(ece)
-
-
 def bootstrap_ci(
     metric: Callable[..., float],
     *arrays: ArrayLike,
