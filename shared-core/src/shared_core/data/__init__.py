@@ -3,6 +3,7 @@
 from shared_core.data import sources as _sources  # noqa: F401  (registers the built-in entries)
 from shared_core.data.cache import cache_dir, cached_arrays
 from shared_core.data.molecules import (
+    ATOMIC_MASSES,
     ATOMIC_NUMBERS,
     QM9_PROPERTIES,
     Molecule,
@@ -24,6 +25,7 @@ from shared_core.data.registry import (
 from shared_core.data.splits import batches, group_split, split_indices
 
 __all__ = [
+    "ATOMIC_MASSES",
     "ATOMIC_NUMBERS",
     "QM9_PROPERTIES",
     "DatasetInfo",
