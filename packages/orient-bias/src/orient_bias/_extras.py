@@ -41,7 +41,14 @@ def extra_hint(extras: str | list[str], what: str) -> str:
 
 def missing_extras(*extras: str) -> list[str]:
     """The extras among `extras` whose module is not importable."""
-    return [e for e in extras if importlib.util.find_spec(EXTRA_MODULES[e]) is None]
+    return [e for e in extras if not _importable(EXTRA_MODULES[e])]
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a blocked or half-installed module
+        return False
 
 
 def require_torch(what: str) -> None:

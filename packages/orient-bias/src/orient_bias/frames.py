@@ -86,8 +86,15 @@ class Poses:
     names: np.ndarray
 
     def __post_init__(self) -> None:
-        self.positions = np.asarray(self.positions, dtype=np.float64)
-        self.numbers = np.asarray(self.numbers, dtype=np.int64)
+        pos, num = np.asarray(self.positions), np.asarray(self.numbers)
+        if pos.dtype.kind not in "iuf":
+            raise TypeError(f"positions: expected a real-valued array in Å, got dtype {pos.dtype}")
+        if num.dtype.kind not in "iu" and not (
+            num.dtype.kind == "f" and np.all(np.isfinite(num)) and np.all(num == np.round(num))
+        ):
+            raise TypeError(f"numbers: expected integer atomic numbers, got dtype {num.dtype}")
+        self.positions = pos.astype(np.float64, copy=False)
+        self.numbers = num.astype(np.int64, copy=False)
         if self.positions.ndim != 3 or self.positions.shape[2] != 3:
             raise ValueError(f"positions: expected shape (B, N, 3), got {self.positions.shape}")
         if self.numbers.shape != self.positions.shape[:2]:
@@ -135,6 +142,14 @@ def pad(molecules: list[Molecule], n_max: int | None = None) -> Poses:
     """Stack `Molecule` records into a zero-padded `Poses` batch (one concatenation, no atom loop)."""
     if len(molecules) == 0:
         raise ValueError("molecules: expected at least one molecule")
+    bad = [i for i, m in enumerate(molecules) if not isinstance(m, Molecule)]
+    if bad:
+        raise TypeError(
+            f"molecules: expected shared_core.data.Molecule records, got "
+            f"{type(molecules[bad[0]]).__name__} at index {bad[0]}"
+        )
+    if n_max is not None and (isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1):
+        raise ValueError(f"n_max: expected a positive int or None, got {n_max!r}")
     counts = np.array([len(m) for m in molecules])
     width = int(counts.max()) if n_max is None else n_max
     if counts.max() > width:

@@ -6,7 +6,8 @@
    from Haar-uniform).
 
 Each finding draws its own seeded subset of QM9 (uniform over the three qm9pack parts) and
-writes its rows, plots and metrics into one `shared_core.report.Run`.
+writes its rows, plots and metrics into one `shared_core.report.Run`. The finding modules
+are imported inside their functions: this module (and `SCALES`) loads without torch.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from orient_bias.data import QM9Subset, load_qm9
-from orient_bias.experiments import classify, regress, similarity
 from orient_bias.plots import angle_histogram, mollweide_axes
 from shared_core.report import Run
 
@@ -54,6 +54,8 @@ def _load(n: int, cfg: ReproduceConfig, seed: int) -> QM9Subset:
 
 def finding1(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
     """Published vs randomly rotated poses: three classifiers, and the pre-rotated control."""
+    from orient_bias.experiments import classify
+
     data = _load(cfg.n_classify, cfg, seed)
     config = classify.ClassifyConfig(net_epochs=cfg.net_epochs, seed=seed, device=device)
     for row in classify.run(data.poses, config):
@@ -62,6 +64,8 @@ def finding1(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
 
 def finding2(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
     """Properties from the 6D orientation alone, and the randomly rotated control."""
+    from orient_bias.experiments import regress
+
     data = _load(cfg.n_regress, cfg, seed)
     config = regress.RegressConfig(epochs=cfg.regress_epochs, seed=seed, device=device)
     Y = np.stack([data.target(t) for t in config.targets], 1)
@@ -71,6 +75,8 @@ def finding2(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
 
 def finding3(run: Run, cfg: ReproduceConfig, seed: int) -> None:
     """Orientation agreement of Tanimoto nearest neighbours; uniformity; Mollweide maps."""
+    from orient_bias.experiments import similarity
+
     data = _load(cfg.n_similarity, cfg, seed)
     out = similarity.run(data.poses, data.smiles, similarity.SimilarityConfig(seed=seed))
     for row in out["rows"]:
