@@ -266,7 +266,7 @@ md.version = version
 
 def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
     """issue 12: torch is an extra; the audit and the feature classifiers never import it."""
-    mols = [asymmetric_molecule(s, n=6 + s % 5) for s in range(60)]
+    mols = [asymmetric_molecule(s, n=6 + s % 5) for s in range(30)]
     p = pad(mols)
     np.savez(
         tmp_path / "aligned.npz", positions=principal_frames(p).canonical(p), numbers=p.numbers
