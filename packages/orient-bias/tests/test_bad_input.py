@@ -189,6 +189,7 @@ CASES = [
     ("AuditConfig", lambda: AuditConfig(model="svm"), ValueError, "model"),
     ("AuditConfig", lambda: AuditConfig(weighting="charge"), ValueError, "weighting"),
     ("AuditConfig", lambda: AuditConfig(n_bootstrap=0), ValueError, "n_bootstrap"),
+    ("AuditConfig", lambda: AuditConfig(seed=-1), ValueError, "seed"),
     ("audit_poses", lambda: audit_poses(_poses(10)), ValueError, "at least 20 usable"),
     (
         "audit_poses",

@@ -51,6 +51,8 @@ class AuditConfig:
             raise ValueError(f"model: expected 'hgb' or 'logistic', got {self.model!r}")
         if self.weighting not in ("none", "mass"):
             raise ValueError(f"weighting: expected 'none' or 'mass', got {self.weighting!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected a non-negative int, got {self.seed!r}")
         for name in ("n_bootstrap", "n_permutations"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -127,8 +127,9 @@ main = make_main(
             reproduce,
             _LazyScales(),
             help="Run the paper's three findings on QM9 (published vs rotated classifiers, "
-            "properties from orientation alone, Tanimoto neighbours share poses): micro ~20 s, "
-            "tiny ~4 min on 2 busy CPU cores with --threads 1, small ~20 min, paper on a GPU.",
+            "properties from orientation alone, Tanimoto neighbours share poses); with "
+            "--threads 1, micro takes ~25 s and tiny ~80 s of CPU time (wall: 1.3 and 7.5 min "
+            "on 2 cores at load 12), small about 5x tiny, paper is sized for a GPU.",
         ),
         Command(
             "audit",
