@@ -74,3 +74,51 @@ def test_malformed_sdf(tmp_path, data_dir):
 def test_missing_file():
     with pytest.raises(FileNotFoundError):
         read_xyz("/nonexistent/file.xyz")
+
+
+def test_qm9pack_csv_fields_and_index(data_dir):
+    mols = list(iter_qm9pack_csv(data_dir / "qm9pack_sample.csv"))
+    methane = mols[0]
+    assert methane.name == "dsgdb9nsd_000001" and methane.symbols == ["C", "H", "H", "H", "H"]
+    np.testing.assert_array_equal(methane.positions[0], [-0.0126981359, 1.0858041578, 0.0080009958])
+    assert methane.properties["index"] == 1 and methane.properties["smiles"] == "C"
+    assert methane.properties["inchi"] == "InChI=1S/CH4/h1H4"
+    assert methane.properties["gap"] == pytest.approx(0.5048)
+
+
+def _bad_qm9pack(tmp_path, data_dir):
+    lines = (data_dir / "qm9pack_sample.csv").read_text().splitlines(keepends=True)
+    bad = [lines[0], lines[1].replace("'H'", "'Xx'", 1), lines[2].replace("[[", "[[nan,", 1)]
+    path = tmp_path / "bad.csv"
+    path.write_text("".join([*bad, *lines[3:]]))
+    return path
+
+
+def test_qm9pack_csv_malformed_rows_raise_or_are_collected(tmp_path, data_dir):
+    path = _bad_qm9pack(tmp_path, data_dir)
+    with pytest.raises(ValueError, match=r"bad\.csv:2: element: unknown element symbol 'Xx'"):
+        list(iter_qm9pack_csv(path))
+    skipped: list[tuple[str, str]] = []
+    kept = list(iter_qm9pack_csv(path, skipped=skipped))
+    assert [m.name for m in kept] == ["dsgdb9nsd_000003"]
+    assert [w.rsplit(":", 1)[1] for w, _ in skipped] == ["2", "3"]
+    assert "coordinate" in skipped[1][1] or "non-finite" in skipped[1][1]
+
+
+def test_qm9pack_csv_wrong_file(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a qm9pack CSV"):
+        list(iter_qm9pack_csv(path))
+
+
+def test_atomic_masses_beside_numbers():
+    from shared_core.data import ATOMIC_MASSES, ATOMIC_NUMBERS
+
+    assert ATOMIC_MASSES.shape == (len(ATOMIC_NUMBERS) + 1,)
+    assert ATOMIC_MASSES[0] == 0.0  # padding
+    assert ATOMIC_MASSES[ATOMIC_NUMBERS["C"]] == 12.01
+    assert ATOMIC_MASSES[ATOMIC_NUMBERS["H"]] == 1.008
+    assert np.all(np.diff(ATOMIC_MASSES[1:20]) > -1.0)  # roughly increasing in the light elements
+    with pytest.raises(ValueError):
+        ATOMIC_MASSES[1] = 2.0  # read-only

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from shared_core.data import Molecule
+from shared_core.device import limit_threads
 
 
 def asymmetric_molecule(seed: int = 0, n: int = 8) -> Molecule:
@@ -26,11 +27,7 @@ def qm9_csv():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _one_torch_thread():
+def _one_thread():
     """The test models are tiny; one thread avoids oversubscribing shared CPUs."""
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    with limit_threads(1):
+        yield

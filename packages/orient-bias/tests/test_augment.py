@@ -46,3 +46,30 @@ def test_dataset_wrapper_and_bad_input():
         RandomRotation()(torch.randn(4, 2))
     with pytest.raises(ValueError, match="sample: expected a 'positions' entry"):
         RandomRotation()({"pos": torch.randn(4, 3)})
+
+
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [("float64", 1e-12), ("float32", 1e-6), ("bfloat16", 2e-2)]
+)
+def test_rotation_on_device_matches_float64_reference(device, dtype, ratio):
+    from shared_core.testing import assert_close
+
+    x = torch.randn(8, 6, 3, dtype=torch.float64)
+    mask = torch.ones(8, 6, dtype=torch.bool)
+    mask[:, 4:] = False
+    x[~mask] = 0
+    t = RandomRotation(generator=torch.Generator().manual_seed(0))
+    out, R = t.rotate(x.to(device=device, dtype=getattr(torch, dtype)), mask.to(device))
+    # reference: centre over the real atoms, rotate by the same R, in float64 on the CPU
+    R64 = R.detach().cpu().double()
+    c = (x * mask[..., None]).sum(1, keepdim=True) / mask.sum(1)[:, None, None]
+    ref = torch.einsum("bij,bnj->bni", R64, (x - c) * mask[..., None])
+    assert_close(f"RandomRotation {dtype}", ref, out, ratio)
+
+
+def test_rotate_checks_mask_and_dtype():
+    t = RandomRotation()
+    with pytest.raises(ValueError, match="mask: expected shape"):
+        t.rotate(torch.randn(2, 5, 3), torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="positions: expected a floating-point"):
+        t.rotate(torch.ones(5, 3, dtype=torch.long))

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from conftest import asymmetric_molecule
 from orient_bias.cli import main
 from orient_bias.frames import pad, principal_frames
@@ -38,3 +39,40 @@ def test_audit_needs_exactly_one_source(tmp_path, capsys):
     assert "exactly one of PATH or --dataset" in capsys.readouterr().err
     _write_aligned_npz(tmp_path / "a.npz", n=30)
     assert main(["audit", str(tmp_path / "a.npz"), "--dataset", "qm9", "--out", str(tmp_path)]) == 2
+
+
+def test_lazy_scales_are_the_experiment_scales():
+    from orient_bias.cli import _LazyScales
+    from orient_bias.experiments.reproduce import SCALES
+
+    assert list(_LazyScales()) == list(SCALES)
+    assert all(_LazyScales()[k] == v for k, v in SCALES.items())
+
+
+def test_help_imports_neither_torch_nor_the_experiments():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orient_bias.cli; "
+        "print('torch' in sys.modules, 'orient_bias.experiments.reproduce' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.slow  # CI runs `orient-bias reproduce --scale micro` itself
+def test_reproduce_micro_end_to_end(tmp_path, capsys):
+    import importlib.util
+
+    for mod in ("qm9pack", "rdkit", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed (extras torch, qm9, chem)")
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    run_dir = next((tmp_path / "orient-bias").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["scale"] == "micro" and metrics["run"]["threads"] == 1
+    tables = metrics["tables"]
+    assert len(tables["finding 1: published vs randomly rotated (test set)"]) == 6
+    assert len(tables["finding 2: properties from orientation alone (test set)"]) == 12
+    assert (run_dir / "mollweide_axes.png").exists()

@@ -7,25 +7,54 @@ from orient_bias.data import QM9_TARGETS, parse_qm9pack_csv
 from shared_core.data import iter_qm9pack_csv
 
 
-def test_fast_parser_matches_shared_core_reader(qm9_csv, tmp_path):
+def _literal_eval_reference(path):
+    """The slow, obviously-correct reading of a qm9pack CSV (``ast.literal_eval`` per field)."""
+    import ast
+    import csv
+
+    from shared_core.data import atomic_number
+    from shared_core.data.molecules import QM9PACK_TARGETS
+
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            z = [atomic_number(e) for e in ast.literal_eval(row["Elements"])]
+            x = np.asarray(ast.literal_eval(row["XYZ_Ang"]), dtype=np.float64)
+            t = [float(row[c]) for c in QM9PACK_TARGETS.values()]
+            yield z, x, row, t
+
+
+def test_parser_matches_literal_eval_reference(qm9_csv, tmp_path):
     head = tmp_path / "head.csv"
     with open(qm9_csv) as f:
         head.write_text("".join(next(f) for _ in range(301)))
     arrays, skipped = parse_qm9pack_csv(head)
     assert not skipped and len(arrays["names"]) == 300
-    for b, m in enumerate(iter_qm9pack_csv(head)):
-        n = len(m)
-        np.testing.assert_array_equal(arrays["numbers"][b, :n], m.numbers)
+    for b, (z, x, row, t) in enumerate(_literal_eval_reference(head)):
+        n = len(z)
+        np.testing.assert_array_equal(arrays["numbers"][b, :n], z)
         np.testing.assert_array_equal(arrays["numbers"][b, n:], 0)
-        np.testing.assert_array_equal(arrays["positions"][b, :n], m.positions)
-        assert arrays["names"][b] == m.name and arrays["smiles"][b] == m.properties["smiles"]
-        for j, t in enumerate(QM9_TARGETS):
-            assert arrays["targets"][b, j] == m.properties[t]
+        np.testing.assert_array_equal(arrays["positions"][b, :n], x)  # bit-identical floats
+        assert arrays["names"][b] == row["XYZ_file"].removesuffix(".xyz")
+        assert arrays["smiles"][b] == row["SMILES"] and arrays["index"][b] == int(row["Index"])
+        np.testing.assert_array_equal(arrays["targets"][b], t)
+    assert len(QM9_TARGETS) == arrays["targets"].shape[1] == 15
     # methane, as published (not centred)
     np.testing.assert_allclose(
         arrays["positions"][0, 0], [-0.0126981359, 1.0858041578, 0.0080009958]
     )
     assert parse_qm9pack_csv(qm9_csv, limit=5)[0]["index"].tolist() == [1, 2, 3, 4, 5]
+    # the shared reader yields the same molecules
+    for b, m in enumerate(iter_qm9pack_csv(head)):
+        np.testing.assert_array_equal(arrays["positions"][b, : len(m)], m.positions)
+
+
+def test_micro_loader_reads_heads_of_all_parts(qm9_csv):
+    from orient_bias.data import load_qm9
+
+    sub = load_qm9(50, seed=0, rows_per_part=40)
+    assert len(sub) == 50 and sub.poses.positions.shape == (50, 29, 3)
+    idx = sub.index
+    assert idx.min() >= 1 and (idx > 43000).any()  # rows from later parts, not only part 1
 
 
 def test_malformed_rows_are_reported_not_dropped(qm9_csv, tmp_path):

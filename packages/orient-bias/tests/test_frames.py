@@ -20,6 +20,7 @@ from orient_bias.reference import principal_frame_reference
 from orient_bias.rotations import random_rotations
 
 from shared_core.data import Molecule
+from shared_core.testing import assert_close
 
 
 def _pose(x: np.ndarray, z: np.ndarray | None = None) -> Poses:
@@ -46,11 +47,13 @@ def test_pose_is_rotation_applied_to_canonical_pose():
 def test_matches_reference(weighting):
     mols = [asymmetric_molecule(s, n=4 + s % 9) for s in range(30)]
     fr = principal_frames(pad(mols), weighting)
-    for b, m in enumerate(mols):
-        axes, lam, kind = principal_frame_reference(m.positions, m.numbers, weighting)
+    ref = [principal_frame_reference(m.positions, m.numbers, weighting) for m in mols]
+    for b, (axes, lam, kind) in enumerate(ref):
         np.testing.assert_allclose(fr.axes[b], axes, atol=1e-10)
         np.testing.assert_allclose(fr.eigenvalues[b], lam, atol=1e-12)
         assert fr.kind[b] == kind == ASYMMETRIC
+    assert_close(f"axes ({weighting})", np.stack([r[0] for r in ref]), fr.axes, 1e-10)
+    assert_close(f"eigenvalues ({weighting})", np.stack([r[1] for r in ref]), fr.eigenvalues, 1e-12)
 
 
 @settings(max_examples=30, deadline=None)

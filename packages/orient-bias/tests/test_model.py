@@ -52,6 +52,47 @@ def test_training_recovers_planted_signal_and_is_deterministic():
     np.testing.assert_array_equal(predict(a, (X,)), predict(b, (X,)))
 
 
+def test_training_resumes_from_checkpoint_to_the_same_weights(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 6)).astype(np.float32)
+    y = X[:, :1].astype(np.float32)
+    cfg = TrainConfig(epochs=4, batch_size=64, lr=3e-3, warmup_epochs=1)
+    torch.manual_seed(0)
+    full, _ = train(OrientationMLP(hidden=16, depth=2), (X,), y, torch.nn.functional.mse_loss, cfg)
+    # interrupted after 2 of 4 epochs, then resumed from the checkpoint
+    ckpt = str(tmp_path / "mlp.safetensors")
+    from orient_bias.train import epoch_batches
+
+    from shared_core.train import fit
+
+    torch.manual_seed(0)
+    m = OrientationMLP(hidden=16, depth=2)
+    arrays = (torch.as_tensor(X), torch.as_tensor(y))
+    fc = cfg.fit_config(len(X))
+    fit(m, lambda net, b: torch.nn.functional.mse_loss(net(b[0]), b[1]),
+        epoch_batches(arrays, 64, cfg.seed), fc, checkpoint=ckpt, stop_at=2 * 4,
+        show_progress=False)  # fmt: skip
+    m2 = OrientationMLP(hidden=16, depth=2)
+    fit(m2, lambda net, b: torch.nn.functional.mse_loss(net(b[0]), b[1]),
+        epoch_batches(arrays, 64, cfg.seed), fc, checkpoint=ckpt, show_progress=False)  # fmt: skip
+    for a, b in zip(full.parameters(), m2.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert fc.steps == 16 and fc.warmup == 4  # 4 epochs of 4 batches, 1 warm-up epoch
+
+
+def test_model_input_checks():
+    net = PointCloudNet(hidden=8)
+    x, z = torch.randn(2, 3, 3), torch.ones(2, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match="positions: expected dtype torch.float32"):
+        net(x.double(), z)
+    with pytest.raises(TypeError, match="numbers: expected integer"):
+        net(x, z.float())
+    with pytest.raises(ValueError, match="numbers: expected atomic numbers in 0..118"):
+        net(x, z * 200)
+    with pytest.raises(TypeError, match="x: expected dtype"):
+        OrientationMLP()(torch.randn(3, 6, dtype=torch.float64))
+
+
 def test_train_config_validation():
     with pytest.raises(ValueError, match="epochs"):
         TrainConfig(epochs=0)
@@ -64,3 +105,13 @@ def test_train_config_validation():
             np.zeros((4, 1), np.float32),
             torch.nn.functional.mse_loss,
         )
+    with pytest.raises(ValueError, match="target: expected at least one row"):
+        train(OrientationMLP(), (np.zeros((0, 6), np.float32),), np.zeros((0, 1), np.float32),
+              torch.nn.functional.mse_loss)  # fmt: skip
+    with pytest.raises(ValueError, match=r"inputs\[0\]: contains NaN"):
+        train(OrientationMLP(), (np.full((3, 6), np.nan, np.float32),), np.zeros((3, 1), np.float32),
+              torch.nn.functional.mse_loss)  # fmt: skip
+    with pytest.raises(ValueError, match="batch_size"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="grad_clip"):
+        TrainConfig(grad_clip=-1.0)

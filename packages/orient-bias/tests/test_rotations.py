@@ -100,3 +100,30 @@ def test_bad_input():
         rotation_6d(np.ones((2, 3)))
     with pytest.raises(TypeError, match="numpy array or torch tensor"):
         quaternion_to_matrix([1, 0, 0, 0])
+
+
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [("float64", 1e-12), ("float32", 1e-6), ("bfloat16", 1e-2)]
+)
+def test_torch_quaternion_to_matrix_matches_numpy_reference(device, dtype, ratio):
+    from shared_core.testing import assert_close
+
+    q = np.random.default_rng(0).normal(size=(512, 4))
+    ref = quaternion_to_matrix(q)  # float64 NumPy on the CPU
+    fast = quaternion_to_matrix(torch.as_tensor(q, device=device).to(getattr(torch, dtype)))
+    assert fast.device.type == torch.device(device).type
+    assert_close(f"quaternion_to_matrix {dtype}", ref, fast, ratio)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [("float64", 1e-12), ("float32", 1e-6), ("bfloat16", 1e-2)]
+)
+def test_torch_sampler_on_device_matches_float64_cpu(device, dtype, ratio):
+    from shared_core.testing import assert_close
+
+    ref = random_rotations_torch(256, torch.Generator().manual_seed(3), dtype=torch.float64)
+    fast = random_rotations_torch(
+        256, torch.Generator().manual_seed(3), dtype=getattr(torch, dtype), device=device
+    )
+    assert_close(f"random_rotations_torch {dtype}", ref, fast, ratio)
+    assert_close(f"rotation_angle {dtype}", rotation_angle(ref), rotation_angle(fast), 20 * ratio)

@@ -47,6 +47,16 @@ class AuditConfig:
             raise ValueError(f"test_fraction: expected a value in (0, 1), got {self.test_fraction}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha: expected a value in (0, 1), got {self.alpha}")
+        if self.model not in ("hgb", "logistic"):
+            raise ValueError(f"model: expected 'hgb' or 'logistic', got {self.model!r}")
+        if self.weighting not in ("none", "mass"):
+            raise ValueError(f"weighting: expected 'none' or 'mass', got {self.weighting!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected a non-negative int, got {self.seed!r}")
+        for name in ("n_bootstrap", "n_permutations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
 
 
 @dataclass
@@ -103,6 +113,10 @@ def audit_poses(
 ) -> tuple[AuditResult, dict[str, Any]]:
     """Run the audit on a padded batch; returns the result and arrays for plots
     (``frames`` of the published and rotated poses, uniformity stats)."""
+    if not isinstance(poses, Poses):
+        raise TypeError(f"poses: expected a Poses batch (see `pad`), got {type(poses).__name__}")
+    if not isinstance(config, AuditConfig):
+        raise TypeError(f"config: expected an AuditConfig, got {type(config).__name__}")
     rng = np.random.default_rng(config.seed)
     n_total = len(poses)
     if n_total > config.max_molecules:

@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import torch
+from orient_bias._extras import extra_hint
+
+try:
+    import torch
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.augment")) from None
 
 from orient_bias.rotations import random_rotations_torch
 
@@ -48,6 +53,12 @@ class RandomRotation:
             )
         batched = x.ndim == 3
         xb = x if batched else x[None]
+        if mask is not None and tuple(mask.shape) not in (tuple(x.shape[:-1]), tuple(xb.shape[:2])):
+            raise ValueError(
+                f"mask: expected shape {tuple(x.shape[:-1])} like positions, got {tuple(mask.shape)}"
+            )
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"positions: expected a floating-point tensor, got {x.dtype}")
         m = (
             torch.ones(xb.shape[:2], dtype=torch.bool, device=x.device)
             if mask is None

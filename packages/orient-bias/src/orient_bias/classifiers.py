@@ -37,6 +37,9 @@ def fit_feature_classifier(X: np.ndarray, y: np.ndarray, kind: str = "hgb", seed
         model = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.1, random_state=seed)
     else:
         raise ValueError(f"kind: expected 'logistic' or 'hgb', got {kind!r}")
+    X, y = _xy(X, y)
+    if len(np.unique(y)) != 2:
+        raise ValueError(f"y: expected two classes, got {np.unique(y).tolist()[:5]}")
     return model.fit(X, y)
 
 
@@ -56,6 +59,9 @@ def fit_feature_regressor(X: np.ndarray, y: np.ndarray, kind: str = "hgb", seed:
         model = make_pipeline(StandardScaler(), Ridge())
     else:
         raise ValueError(f"kind: expected 'hgb', 'knn' or 'ridge', got {kind!r}")
+    X, y = _xy(X, y)
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y: contains NaN or infinite values")
     return model.fit(X, y)
 
 
@@ -65,7 +71,22 @@ def _pairs(s0: Any, s1: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"s1: expected a 1-D array of scores paired with s0 (length >= 2), got {a.shape}, {b.shape}"
         )
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("s0, s1: scores contain NaN or infinite values")
     return a, b
+
+
+def _xy(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    Xa, ya = np.asarray(X), np.asarray(y)
+    if Xa.ndim != 2 or Xa.dtype.kind not in "iuf":
+        raise ValueError(f"X: expected a real (n, d) feature matrix, got {Xa.dtype} {Xa.shape}")
+    if ya.shape != (len(Xa),):
+        raise ValueError(f"y: expected shape ({len(Xa)},) to match X, got {ya.shape}")
+    if len(Xa) < 2:
+        raise ValueError(f"X: expected at least 2 rows, got {len(Xa)}")
+    if not np.all(np.isfinite(Xa)):
+        raise ValueError("X: contains NaN or infinite values")
+    return Xa, ya
 
 
 def pair_auc(s0: Any, s1: Any) -> float:

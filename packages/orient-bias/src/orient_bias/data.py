@@ -9,14 +9,14 @@ Coordinates are exactly as published (not centred). Properties keep the original
 from __future__ import annotations
 
 import csv
-import re
-import sys
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 
+from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses
-from shared_core.data import atomic_number, cached_arrays, package_dir
+from shared_core.data import cached_arrays, iter_qm9pack_csv
 from shared_core.data.molecules import QM9PACK_TARGETS
 
 __all__ = ["QM9_TARGETS", "QM9Subset", "load_qm9", "parse_qm9pack_csv", "qm9_arrays"]
@@ -25,16 +25,6 @@ QM9_TARGETS = tuple(QM9PACK_TARGETS)
 """The 15 QM9 property names in the order of ``QM9Subset.targets`` columns."""
 
 QM9_MAX_ATOMS = 29
-_ELEMENT = re.compile(r"[A-Z][a-z]?")
-
-
-def _coords(field: str, where: str) -> np.ndarray:
-    try:
-        return np.array(
-            field.replace("[", " ").replace("]", " ").replace(",", " ").split(), dtype=np.float64
-        ).reshape(-1, 3)
-    except ValueError:
-        raise ValueError(f"{where}: unparsable XYZ_Ang field") from None
 
 
 def parse_qm9pack_csv(
@@ -44,68 +34,58 @@ def parse_qm9pack_csv(
 
     Returns ``(arrays, skipped)``: arrays ``positions (M, n_max, 3)``, ``numbers (M, n_max)``,
     ``index (M,)``, ``names (M,)``, ``smiles (M,)``, ``targets (M, 15)``; skipped is a list of
-    ``(where, reason)``. `limit` stops after that many data rows. Same values as `shared_core.data.iter_qm9pack_csv`, without
-    ``ast.literal_eval`` (about 20x faster).
+    ``(where, reason)``. `limit` stops after that many data rows. The rows are read by
+    `shared_core.data.iter_qm9pack_csv`.
     """
     p = Path(path)
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    pos: list[np.ndarray] = []
-    num: list[np.ndarray] = []
-    idx: list[int] = []
-    names: list[str] = []
-    smiles: list[str] = []
-    targets: list[list[float]] = []
-    skipped: list[tuple[str, str]] = []
+    if not p.is_file():
+        raise FileNotFoundError(f"path: {p} does not exist or is not a file")
+    if isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1:
+        raise ValueError(f"n_max: expected a positive int, got {n_max!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit: expected a positive int or None, got {limit!r}")
     with open(p, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None) or []
-        need = ["XYZ_file", "SMILES", "Elements", "XYZ_Ang", *QM9PACK_TARGETS.values()]
-        missing = [c for c in need if c not in header]
-        if missing:
-            raise ValueError(f"path: {p} is not a qm9pack CSV; missing columns {missing}")
-        col = {c: header.index(c) for c in need}
-        has_index = "Index" in header
-        for row_no, row in enumerate(reader, start=2):
-            if limit is not None and row_no - 1 > limit:
-                break
-            where = f"{p}:{row_no}"
-            try:
-                if len(row) != len(header):
-                    raise ValueError(f"{where}: expected {len(header)} fields, got {len(row)}")
-                z = [atomic_number(s) for s in _ELEMENT.findall(row[col["Elements"]])]
-                x = _coords(row[col["XYZ_Ang"]], where)
-                if len(z) != len(x) or not z:
-                    raise ValueError(f"{where}: {len(z)} elements but {len(x)} coordinates")
-                if len(z) > n_max:
-                    raise ValueError(f"{where}: {len(z)} atoms exceeds n_max={n_max}")
-                if not np.all(np.isfinite(x)):
-                    raise ValueError(f"{where}: non-finite coordinates")
-                t = [float(row[col[c]]) for c in QM9PACK_TARGETS.values()]
-            except ValueError as e:
-                skipped.append((where, str(e)))
-                continue
-            xp = np.zeros((n_max, 3))
-            zp = np.zeros(n_max, dtype=np.int8)
-            xp[: len(x)], zp[: len(z)] = x, z
-            pos.append(xp)
-            num.append(zp)
-            names.append(Path(row[col["XYZ_file"]]).stem)
-            idx.append(int(row[header.index("Index")]) if has_index else len(idx) + 1)
-            smiles.append(row[col["SMILES"]])
-            targets.append(t)
+        header = next(csv.reader(f), [])
+    missing = [c for c in QM9PACK_TARGETS.values() if c not in header]
+    if missing:
+        raise ValueError(f"path: {p} is not a qm9pack CSV; missing columns {missing}")
+    skipped: list[tuple[str, str]] = []  # malformed rows, as the reader reports them
+    too_big: list[tuple[str, str]] = []
+    mols = []
+    for i, m in enumerate(iter_qm9pack_csv(p, skipped=skipped)):
+        if len(m) > n_max:
+            too_big.append((f"{p}:{m.name}", f"{len(m)} atoms exceeds n_max={n_max}"))
+        else:
+            mols.append(m)
+        if limit is not None and i + 1 + len(skipped) >= limit:
+            break
+    skipped += too_big
+    m_count = len(mols)
+    pos = np.zeros((m_count, n_max, 3))
+    num = np.zeros((m_count, n_max), dtype=np.int8)
+    for b, m in enumerate(mols):
+        pos[b, : len(m)], num[b, : len(m)] = m.positions, m.numbers
     arrays: dict[str, np.ndarray] = {
-        "positions": np.array(pos).reshape(-1, n_max, 3),
-        "numbers": np.array(num, dtype=np.int8).reshape(-1, n_max),
-        "index": np.array(idx, dtype=np.int64),
-        "names": np.array(names, dtype=str),
-        "smiles": np.array(smiles, dtype=str),
-        "targets": np.array(targets, dtype=np.float64).reshape(-1, len(QM9PACK_TARGETS)),
+        "positions": pos,
+        "numbers": num,
+        "index": np.array(
+            [int(m.properties.get("index", b + 1)) for b, m in enumerate(mols)], dtype=np.int64
+        ),
+        "names": np.array([m.name for m in mols], dtype=str),
+        "smiles": np.array([m.properties["smiles"] for m in mols], dtype=str),
+        "targets": np.array(
+            [[m.properties[k] for k in QM9PACK_TARGETS] for m in mols], dtype=np.float64
+        ).reshape(-1, len(QM9PACK_TARGETS)),
     }
     return arrays, skipped
 
 
 def qm9_parts() -> list[Path]:
-    root = package_dir("qm9pack") / "data"
+    """The three qm9pack CSV parts; FileNotFoundError with the install command when absent."""
+    spec = importlib.util.find_spec("qm9pack")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(extra_hint("qm9", "QM9 (the qm9pack wheel)"))
+    root = Path(next(iter(spec.submodule_search_locations))) / "data"
     parts = sorted(root.glob("qm9_part*.csv"))
     if not parts:
         raise FileNotFoundError(f"no qm9_part*.csv under {root}")
@@ -161,7 +141,24 @@ def sample_rows(total: int, n: int | None, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
 
 
-def load_qm9(n: int | None = None, seed: int = 0) -> QM9Subset:
-    """`n` QM9 molecules drawn with `sample_rows` (deterministic in `seed`), or all of them."""
-    arrays = qm9_arrays()
+def load_qm9(n: int | None = None, seed: int = 0, *, rows_per_part: int | None = None) -> QM9Subset:
+    """`n` QM9 molecules drawn with `sample_rows` (deterministic in `seed`), or all of them.
+
+    By default all 130,831 molecules are parsed once and cached (`qm9_arrays`);
+    `rows_per_part` instead reads only the first rows of each of the three qm9pack parts
+    (no cache; seconds), e.g. for the ``micro`` scale.
+    """
+    if rows_per_part is None:
+        arrays = qm9_arrays()
+    else:
+        if (
+            isinstance(rows_per_part, bool)
+            or not isinstance(rows_per_part, int)
+            or rows_per_part < 1
+        ):
+            raise ValueError(
+                f"rows_per_part: expected a positive int or None, got {rows_per_part!r}"
+            )
+        chunks = [parse_qm9pack_csv(part, limit=rows_per_part)[0] for part in qm9_parts()]
+        arrays = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
     return QM9Subset(arrays, sample_rows(len(arrays["index"]), n, seed))

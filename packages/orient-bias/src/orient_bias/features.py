@@ -30,9 +30,11 @@ def orientation_features(
 ) -> np.ndarray:
     """``(B, 14)`` float64 features, columns as in `FEATURE_NAMES`."""
     fr = principal_frames(poses, weighting=weighting) if frames is None else frames
+    if len(fr.axes) != len(poses):
+        raise ValueError(f"frames: expected {len(poses)} frames like poses, got {len(fr.axes)}")
     lam = fr.eigenvalues
     # S = axesᵀ diag(λ) axes, rebuilt from the frame to avoid a second pass over atoms
-    S = np.einsum("bki,bk,bkj->bij", fr.axes, lam, fr.axes) / lam.sum(1)[:, None, None]
+    S = np.matmul(np.swapaxes(fr.axes, 1, 2) * lam[:, None, :], fr.axes) / lam.sum(1)[:, None, None]
     iu = ([0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2])
     return np.concatenate(
         [

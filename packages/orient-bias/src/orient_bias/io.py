@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from orient_bias._extras import extra_hint
 from orient_bias.data import parse_qm9pack_csv
 from shared_core.data import Molecule, iter_sdf, read_xyz
 
@@ -271,9 +272,7 @@ def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "sk
     try:
         import lmdb
     except ModuleNotFoundError:
-        raise FileNotFoundError(
-            "reading .aselmdb needs the lmdb package: pip install 'orient-bias[omol25]'"
-        ) from None
+        raise FileNotFoundError(extra_hint("omol25", "reading .aselmdb (lmdb)")) from None
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"path: {p} does not exist")
@@ -330,9 +329,7 @@ def _load_ase_db(p: Path, on_error: str) -> LoadResult:
     try:
         from ase.db import connect
     except ModuleNotFoundError:
-        raise FileNotFoundError(
-            "reading ASE .db files needs ase: pip install 'orient-bias[ase]'"
-        ) from None
+        raise FileNotFoundError(extra_hint("ase", "reading ASE .db files")) from None
     out = LoadResult(files=1)
     for row in connect(str(p)).select():
         name = f"{p.stem}:{row.id}"

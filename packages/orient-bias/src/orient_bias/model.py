@@ -3,8 +3,13 @@ they can exploit orientation bias (paper §4, Table/figure "original vs rotated"
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from orient_bias._extras import extra_hint
+
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.model")) from None
 
 __all__ = ["OrientationMLP", "PointCloudNet"]
 
@@ -33,6 +38,19 @@ class PointCloudNet(nn.Module):
             raise ValueError(
                 f"numbers: expected {tuple(positions.shape[:2])}, got {tuple(numbers.shape)}"
             )
+        weight = self.embed.weight
+        if positions.dtype != weight.dtype:
+            raise TypeError(
+                f"positions: expected dtype {weight.dtype} like the model's parameters, got "
+                f"{positions.dtype} (cast the input or the model)"
+            )
+        if numbers.dtype.is_floating_point or numbers.dtype == torch.bool:
+            raise TypeError(f"numbers: expected integer atomic numbers, got {numbers.dtype}")
+        if numbers.numel() and (int(numbers.min()) < 0 or int(numbers.max()) >= len(weight)):
+            raise ValueError(
+                f"numbers: expected atomic numbers in 0..{len(weight) - 1} (0 = padding), got "
+                f"{int(numbers.min())}..{int(numbers.max())}"
+            )
         mask = (numbers > 0).unsqueeze(-1)
         h = self.phi(torch.cat([positions, self.embed(numbers)], -1))
         total = (h * mask).sum(1)
@@ -58,4 +76,9 @@ class OrientationMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 2 or x.shape[1] != self.in_dim:
             raise ValueError(f"x: expected (B, {self.in_dim}), got {tuple(x.shape)}")
+        if x.dtype != self.net[0].weight.dtype:
+            raise TypeError(
+                f"x: expected dtype {self.net[0].weight.dtype} like the model's parameters, "
+                f"got {x.dtype}"
+            )
         return self.net(x)

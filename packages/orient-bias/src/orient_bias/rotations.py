@@ -155,6 +155,14 @@ def rotation_angle(R: Any) -> Any:
 def geodesic_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
     """Geodesic distance on SO(3), ω(R_a R_bᵀ), broadcasting over leading axes."""
     Ra, Rb = np.asarray(Ra, dtype=np.float64), np.asarray(Rb, dtype=np.float64)
+    if Ra.shape[-2:] != (3, 3) or Rb.shape[-2:] != (3, 3):
+        raise ValueError(
+            f"Rb: expected two arrays of shape (..., 3, 3), got {Ra.shape} and {Rb.shape}"
+        )
+    try:
+        np.broadcast_shapes(Ra.shape, Rb.shape)
+    except ValueError:
+        raise ValueError(f"Rb: shape {Rb.shape} does not broadcast with Ra's {Ra.shape}") from None
     # tr(Ra Rb^T) = sum_ij Ra_ij Rb_ij
     tr = (Ra * Rb).sum((-1, -2))
     return np.arccos(np.clip((tr - 1.0) / 2.0, -1.0, 1.0))

@@ -13,6 +13,7 @@ from shared_core.data.graphs import (
     mol_graph,
 )
 from shared_core.data.molecules import (
+    ATOMIC_MASSES,
     ATOMIC_NUMBERS,
     QM9_PROPERTIES,
     Molecule,
@@ -41,6 +42,7 @@ from shared_core.data.splits import (
 from shared_core.data.tu import TUGraph, read_tu
 
 __all__ = [
+    "ATOMIC_MASSES",
     "ATOMIC_NUMBERS",
     "ATOM_FEATURES",
     "BOND_TYPES",

@@ -6,10 +6,10 @@ of anything malformed (wrong atom count, unparsable number, unknown element, NaN
 
 from __future__ import annotations
 
-import ast
 import csv
 import math
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +24,22 @@ _SYMBOLS = (  # noqa: SIM905  (the periodic table reads best as one string)
     "Np Pu Am Cm Bk Cf Es Fm Md No Lr Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og "
 ).split()
 ATOMIC_NUMBERS: dict[str, int] = {s: i + 1 for i, s in enumerate(_SYMBOLS)}
+
+_MASSES = (  # noqa: SIM905  (standard atomic weights in u, Z = 1..118, as in RDKit's periodic table)
+    "1.008 4.003 6.941 9.012 10.81 12.01 14.01 16 19 20.18 22.99 24.3 26.98 28.09 30.97 32.07 "
+    "35.45 39.95 39.1 40.08 44.96 47.87 50.94 52 54.94 55.84 58.93 58.69 63.55 65.39 69.72 "
+    "72.61 74.92 78.96 79.9 83.8 85.47 87.62 88.91 91.22 92.91 95.94 98 101.1 102.9 106.4 "
+    "107.9 112.4 114.8 118.7 121.8 127.6 126.9 131.3 132.9 137.3 138.9 140.1 140.9 144.2 145 "
+    "150.4 152 157.2 158.9 162.5 164.9 167.3 168.9 173 175 178.5 180.9 183.8 186.2 190.2 "
+    "192.2 195.1 197 200.6 204.4 207.2 209 209 210 222 223 226 227 232 231 238 237 244 243 "
+    "247 247 251 252 257 258 259 262 267 268 269 270 269 278 281 281 285 284 289 288 293 292 "
+    "294"
+).split()
+ATOMIC_MASSES: np.ndarray = np.array([0.0, *map(float, _MASSES)])
+"""Standard atomic weights (u) indexed by atomic number: ``ATOMIC_MASSES[6] == 12.01``;
+index 0 (the padding of padded batches) is 0.0, so ``ATOMIC_MASSES[numbers]`` weights
+padded atoms by zero. Read-only."""
+ATOMIC_MASSES.flags.writeable = False
 
 QM9_PROPERTIES = (
     "A", "B", "C", "mu", "alpha", "homo", "lumo", "gap", "r2", "zpve", "U0", "U", "H", "G", "Cv",
@@ -240,29 +256,77 @@ QM9PACK_TARGETS = {
 """QM9 property names (as in `QM9_PROPERTIES`) -> column names of the qm9pack CSV files."""
 
 
-def iter_qm9pack_csv(path: str | os.PathLike[str]) -> Iterator[Molecule]:
-    """Yield molecules from one qm9pack CSV (columns ``Elements``, ``XYZ_Ang``, targets...)."""
+_ELEMENT = re.compile(r"[A-Z][a-z]?")
+_QM9PACK_COLUMNS = ("XYZ_file", "SMILES", "Elements", "XYZ_Ang")
+
+
+def _qm9pack_row(
+    row: list[str], col: dict[str, int], targets: dict[str, int], where: str
+) -> Molecule:
+    """One qm9pack CSV row -> `Molecule` (raises ValueError naming `where`).
+
+    ``Elements`` is written ``['C','H',...]`` and ``XYZ_Ang`` ``[[x,y,z],...]``; splitting
+    them as text gives the same values as ``ast.literal_eval`` at about 20x the speed.
+    """
+    try:
+        numbers = [atomic_number(s) for s in _ELEMENT.findall(row[col["Elements"]])]
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    text = row[col["XYZ_Ang"]].replace("[", " ").replace("]", " ").replace(",", " ")
+    try:
+        flat = np.array(text.split(), dtype=np.float64)
+    except ValueError:
+        raise ValueError(f"{where}: unparsable Elements/XYZ_Ang field") from None
+    if not numbers or len(flat) != 3 * len(numbers):
+        raise ValueError(
+            f"{where}: {len(numbers)} elements but {len(flat) / 3:g} coordinate triples"
+        )
+    if not np.all(np.isfinite(flat)):
+        raise ValueError(f"{where}: non-finite coordinates")
+    props: dict[str, float | str] = {"smiles": row[col["SMILES"]]}
+    props["inchi"] = row[col["InChi"]] if "InChi" in col else ""
+    if "Index" in col:
+        props["index"] = int(row[col["Index"]])
+    for key, j in targets.items():
+        props[key] = _float(row[j], f"{where} ({QM9PACK_TARGETS[key]})")
+    return Molecule(
+        np.asarray(numbers),
+        flat.reshape(-1, 3),
+        name=Path(row[col["XYZ_file"]]).stem,
+        properties=props,
+    )
+
+
+def iter_qm9pack_csv(
+    path: str | os.PathLike[str], skipped: list[tuple[str, str]] | None = None
+) -> Iterator[Molecule]:
+    """Yield molecules from one qm9pack CSV (columns ``Elements``, ``XYZ_Ang``, targets...).
+
+    Each molecule is named after its ``XYZ_file`` (``dsgdb9nsd_000001``) and carries the
+    properties ``smiles``, ``inchi``, ``index`` (the GDB index, when the column exists) and
+    the QM9 targets present (keys of `QM9PACK_TARGETS`, original units). A malformed row
+    raises ValueError naming ``file:line``; pass a list as `skipped` to collect
+    ``(where, reason)`` pairs instead and go on with the next row.
+    """
     p = Path(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     with open(p, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"XYZ_file", "SMILES", "Elements", "XYZ_Ang"} - set(reader.fieldnames or ())
+        reader = csv.reader(f)
+        header = next(reader, None) or []
+        missing = [c for c in _QM9PACK_COLUMNS if c not in header]
         if missing:
-            raise ValueError(f"path: {p} is not a qm9pack CSV; missing columns {sorted(missing)}")
+            raise ValueError(f"path: {p} is not a qm9pack CSV; missing columns {missing}")
+        col = {c: i for i, c in enumerate(header)}
+        targets = {k: col[c] for k, c in QM9PACK_TARGETS.items() if c in col}
         for row_no, row in enumerate(reader, start=2):
             where = f"{p}:{row_no}"
             try:
-                symbols = ast.literal_eval(row["Elements"])
-                xyz = np.asarray(ast.literal_eval(row["XYZ_Ang"]), dtype=np.float64)
-            except (ValueError, SyntaxError):
-                raise ValueError(f"{where}: unparsable Elements/XYZ_Ang field") from None
-            props: dict[str, float | str] = {"smiles": row["SMILES"], "inchi": row.get("InChi", "")}
-            for key, col in QM9PACK_TARGETS.items():
-                if col in row:
-                    props[key] = _float(row[col], f"{where} ({col})")
-            yield Molecule(
-                np.array([atomic_number(s) for s in symbols]),
-                xyz,
-                name=Path(row["XYZ_file"]).stem,
-                properties=props,
-            )
+                if len(row) != len(header):
+                    raise ValueError(f"{where}: expected {len(header)} fields, got {len(row)}")
+                mol = _qm9pack_row(row, col, targets, where)
+            except ValueError as e:
+                if skipped is None:
+                    raise
+                skipped.append((where, str(e)))
+                continue
+            yield mol

@@ -82,7 +82,7 @@ def classify(poses: Poses, dataset: str, cfg: ClassifyConfig) -> list[dict]:
     )
     trained, _ = train(
         net, (pos, num), y.astype(np.float32)[:, None],
-        torch.nn.functional.binary_cross_entropy_with_logits, tc, desc=f"point cloud ({dataset})",
+        torch.nn.functional.binary_cross_entropy_with_logits, tc, desc=f"point-cloud net train ({dataset})",
     )  # fmt: skip
 
     def score(p: Poses) -> np.ndarray:

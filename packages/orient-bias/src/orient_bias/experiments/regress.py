@@ -43,7 +43,7 @@ class RegressConfig:
 
 
 def _fit(
-    X: np.ndarray, Y: np.ndarray, tr: np.ndarray, te: np.ndarray, cfg: RegressConfig
+    X: np.ndarray, Y: np.ndarray, tr: np.ndarray, te: np.ndarray, cfg: RegressConfig, label: str
 ) -> dict[str, np.ndarray]:
     mu, sd = Y[tr].mean(0), Y[tr].std(0)
     Z = ((Y - mu) / sd).astype(np.float32)
@@ -58,7 +58,7 @@ def _fit(
         Z[tr],
         torch.nn.functional.mse_loss,
         tc,
-        desc="orientation MLP",
+        desc=f"orientation MLP train ({label})",
     )
     mlp = predict(trained, (X[te].astype(np.float32),)) * sd + mu
     hgb = np.stack(
@@ -80,7 +80,7 @@ def run(poses: Poses, Y: np.ndarray, cfg: RegressConfig) -> list[dict]:
     X_rot = rotation_6d(principal_frames(rotated).axes)
     rows = []
     for label, X in (("published", X_pub), ("randomly rotated (control)", X_rot)):
-        preds = _fit(X, Y, tr, te, cfg)
+        preds = _fit(X, Y, tr, te, cfg, label)
         for j, t in enumerate(cfg.targets):
             unit, f = UNITS.get(t, ("", 1.0))
             base = mae(Y[te, j] * f, np.full(len(te), Y[tr, j].mean() * f))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses, principal_frames
 from orient_bias.rotations import geodesic_angle, random_rotations
 from orient_bias.uniformity import uniformity_stats
@@ -38,7 +39,7 @@ def fingerprints(
         from rdkit import Chem, RDLogger
         from rdkit.Chem import rdFingerprintGenerator, rdMolDescriptors
     except ModuleNotFoundError:
-        raise FileNotFoundError("finding 3 needs RDKit: pip install 'orient-bias[chem]'") from None
+        raise FileNotFoundError(extra_hint("chem", "finding 3 (RDKit fingerprints)")) from None
     RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     bits = np.zeros((len(smiles), n_bits), dtype=np.uint8)
