@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from shared_core.data import iter_qm9pack_csv, read_sdf, read_xyz
+from shared_core.data import iter_qm9pack_csv, iter_sdf, read_xyz
 
 
 def test_qm9_xyz_format(data_dir):
@@ -34,7 +34,7 @@ def test_multi_frame_plain_xyz(data_dir):
 
 
 def test_sdf(data_dir):
-    mols = read_sdf(data_dir / "methanol.sdf")
+    mols = list(iter_sdf(data_dir / "methanol.sdf"))
     assert [m.name for m in mols] == ["methanol", "water"]
     assert mols[0].symbols == ["C", "O", "H", "H", "H", "H"]
     assert mols[0].properties == {"energy": -115.7, "source": "fixture"}
@@ -65,10 +65,10 @@ def test_malformed_sdf(tmp_path, data_dir):
     path = tmp_path / "bad.sdf"
     path.write_text(good.replace("  6  5  0", "  9  5  0", 1))
     with pytest.raises(ValueError, match="bad.sdf"):
-        read_sdf(path)
+        list(iter_sdf(path))
     path.write_text("x\n\n\n  1  0  0  0  0  0  0  0  0  0999 V3000\n")
     with pytest.raises(ValueError, match="V3000"):
-        read_sdf(path)
+        list(iter_sdf(path))
 
 
 def test_missing_file():

@@ -153,9 +153,11 @@ def limit_threads(n: int) -> Iterator[int]:
 
     old_env = {k: os.environ.get(k) for k in THREAD_ENV_VARS}
     old_torch: int | None = None
-    if _installed("torch"):
+    try:
         import torch
-
+    except ImportError:  # torch is optional (or broken): pin the native pools only
+        torch = None  # type: ignore[assignment]
+    if torch is not None:
         old_torch = torch.get_num_threads()
         torch.set_num_threads(n)
     os.environ.update({k: str(n) for k in THREAD_ENV_VARS})

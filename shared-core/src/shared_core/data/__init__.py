@@ -21,7 +21,6 @@ from shared_core.data.molecules import (
     iter_qm9pack_csv,
     iter_sdf,
     iter_xyz,
-    read_sdf,
     read_xyz,
 )
 from shared_core.data.registry import (
@@ -68,7 +67,6 @@ __all__ = [
     "mol_graph",
     "murcko_scaffolds",
     "package_dir",
-    "read_sdf",
     "read_tu",
     "read_xyz",
     "register",

@@ -239,13 +239,6 @@ def _sdf_record(p: Path, record: list[tuple[int, str]]) -> Molecule:
     return Molecule(np.asarray(numbers), np.asarray(positions), name=name, properties=props)
 
 
-def read_sdf(path: str | os.PathLike[str]) -> list[Molecule]:
-    mols = list(iter_sdf(path))
-    if not mols:
-        raise ValueError(f"path: {path} holds no molecule")
-    return mols
-
-
 QM9PACK_TARGETS = {
     "A": "RotA_GHz", "B": "RotB_GHz", "C": "RotC_GHz", "mu": "Dipole_debye",
     "alpha": "Polarizability_bohr3", "homo": "HOMO_au", "lumo": "LUMO_au",
