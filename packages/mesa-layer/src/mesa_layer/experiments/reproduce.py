@@ -7,105 +7,125 @@ import time
 from dataclasses import dataclass, field
 
 from mesa_layer.experiments import lm, mqar, regression
-from mesa_layer.experiments.common import LABELS
-from mesa_layer.train import TrainConfig
+from mesa_layer.experiments.common import LABELS, train_config
 from shared_core.cli import ReproduceArgs
 
 
 @dataclass
 class ReproduceConfig:
-    """All three experiments; ``scale`` picks the sizes (tiny: a few minutes on 2 CPU cores)."""
+    """All three experiments at one scale (`SCALES`)."""
 
     regression: regression.RegressionConfig = field(default_factory=regression.RegressionConfig)
     mqar: mqar.MQARConfig = field(default_factory=mqar.MQARConfig)
     lm: lm.LMConfig = field(default_factory=lm.LMConfig)
-    threads: int = 1
 
 
-def config_for(scale: str) -> ReproduceConfig:
-    if scale == "tiny":
-        return ReproduceConfig()
-    if scale == "small":  # a GPU or a free multi-core CPU: ~10x the tiny budget
-        return ReproduceConfig(
-            regression=regression.RegressionConfig(
-                batch_size=64, num_layers=2, train=TrainConfig(steps=1500, warmup=50)
-            ),
-            mqar=mqar.MQARConfig(
-                vocab_size=256,
-                seq_len=128,
-                kv_pairs=(4, 8, 16, 32),
-                train_examples=65536,
-                batch_size=64,
-                train=TrainConfig(steps=3000, warmup=100),
-            ),
-            lm=lm.LMConfig(
-                seq_len=256,
-                batch_size=32,
-                hidden_size=128,
-                train=TrainConfig(steps=3000, lr=2e-3, warmup=100),
-            ),
-            threads=0,
-        )
-    if scale == "paper":  # the paper's regime needs GPUs and far larger models; sizes to start from
-        return ReproduceConfig(
-            regression=regression.RegressionConfig(
-                batch_size=256,
-                num_layers=2,
-                hidden_size=256,
-                cg_steps_train=30,
-                train=TrainConfig(steps=20000, lr=1e-3, warmup=1000),
-            ),
-            mqar=mqar.MQARConfig(
-                vocab_size=8192,
-                seq_len=512,
-                kv_pairs=(16, 32, 64, 128),
-                train_examples=100_000,
-                batch_size=256,
-                hidden_size=256,
-                num_heads=4,
-                intermediate_size=512,
-                cg_steps_train=30,
-                train=TrainConfig(steps=20000, lr=1e-3, warmup=1000),
-            ),
-            lm=lm.LMConfig(
-                max_chars=10**9,
-                seq_len=1024,
-                batch_size=64,
-                hidden_size=512,
-                num_layers=8,
-                num_heads=4,
-                intermediate_size=1408,
-                cg_steps_train=30,
-                eval_cg_steps=(1, 2, 4, 8, 16, 30, 64),
-                train=TrainConfig(steps=50000, lr=1e-3, warmup=2000),
-            ),
-            threads=0,
-        )
-    raise ValueError(f"scale: expected 'tiny', 'small' or 'paper', got {scale!r}")
+_MICRO_MODEL = {
+    "hidden_size": 16,
+    "num_layers": 1,
+    "num_heads": 2,
+    "intermediate_size": 32,
+    "cg_steps_train": 2,
+}
+
+SCALES: dict[str, ReproduceConfig] = {
+    # every code path end to end in seconds (CI): 3 steps per model, toy sizes
+    "micro": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            d=4, T=16, batch_size=4, eval_batch=8, eval_cg_steps=(1, 2),
+            train=train_config(3, warmup=1), **_MICRO_MODEL,
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=32, seq_len=16, kv_pairs=(2,), train_examples=64, test_examples=16,
+            batch_size=4, train=train_config(3, warmup=1), **_MICRO_MODEL,
+        ),
+        lm=lm.LMConfig(
+            max_chars=20_000, seq_len=16, batch_size=4, eval_batches=1, eval_batch_size=4,
+            eval_cg_steps=(0, 2), train=train_config(3, warmup=1), **_MICRO_MODEL,
+        ),
+    ),  # fmt: skip
+    # the headline comparison in a few minutes on 2 CPU cores (one thread)
+    "tiny": ReproduceConfig(),
+    # a GPU or a free multi-core CPU: ~10x the tiny budget
+    "small": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            batch_size=64, num_layers=2, train=train_config(1500, warmup=50)
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=256,
+            seq_len=128,
+            kv_pairs=(4, 8, 16, 32),
+            train_examples=65536,
+            batch_size=64,
+            train=train_config(3000, warmup=100),
+        ),
+        lm=lm.LMConfig(
+            seq_len=256,
+            batch_size=32,
+            hidden_size=128,
+            train=train_config(3000, lr=2e-3, warmup=100),
+        ),
+    ),
+    # the paper's regime needs GPUs and far larger models; sizes to start from
+    "paper": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            batch_size=256,
+            num_layers=2,
+            hidden_size=256,
+            cg_steps_train=30,
+            train=train_config(20000, lr=1e-3, warmup=1000),
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=8192,
+            seq_len=512,
+            kv_pairs=(16, 32, 64, 128),
+            train_examples=100_000,
+            batch_size=256,
+            hidden_size=256,
+            num_heads=4,
+            intermediate_size=512,
+            cg_steps_train=30,
+            train=train_config(20000, lr=1e-3, warmup=1000),
+        ),
+        lm=lm.LMConfig(
+            max_chars=10**9,
+            seq_len=1024,
+            batch_size=64,
+            hidden_size=512,
+            num_layers=8,
+            num_heads=4,
+            intermediate_size=1408,
+            cg_steps_train=30,
+            eval_cg_steps=(1, 2, 4, 8, 16, 30, 64),
+            train=train_config(50000, lr=1e-3, warmup=2000),
+        ),
+    ),
+}
 
 
 def reproduce(args: ReproduceArgs) -> int:
-    import torch
-
+    """Run the three experiments of ``args.config`` and write one report (rank 0)."""
     from shared_core.device import seed_everything
-    from shared_core.distributed import init_distributed, is_main
+    from shared_core.distributed import init_distributed
     from shared_core.report import Run
 
-    cfg = config_for(args.scale)
+    from mesa_layer.data import require_shakespeare
+
+    cfg: ReproduceConfig = args.config
+    require_shakespeare()  # fail before the first experiment, not after it
     info = init_distributed(args.device)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    device = str(info.device)
     seed_everything(args.seed)
     run = Run(
         "mesa-layer",
         {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)},
         out=args.out,
-        enabled=is_main(),
+        enabled=info.is_main,
     )
     timings = {}
 
     t0 = time.time()
-    reg = regression.run(cfg.regression, seed=args.seed, device=info.device)
+    reg = regression.run(cfg.regression, seed=args.seed, device=device)
     timings["regression_s"] = time.time() - t0
     d = cfg.regression.d
     for method, err in reg["mse"].items():
@@ -157,7 +177,7 @@ def reproduce(args: ReproduceArgs) -> int:
     )
 
     t0 = time.time()
-    rec = mqar.run(cfg.mqar, seed=args.seed, device=info.device)
+    rec = mqar.run(cfg.mqar, seed=args.seed, device=device)
     timings["mqar_s"] = time.time() - t0
     for method, accs in rec["accuracy"].items():
         run.add_row(
@@ -173,7 +193,7 @@ def reproduce(args: ReproduceArgs) -> int:
     )
 
     t0 = time.time()
-    lmr = lm.run(cfg.lm, seed=args.seed, device=info.device)
+    lmr = lm.run(cfg.lm, seed=args.seed, device=device)
     timings["lm_s"] = time.time() - t0
     for method, loss in lmr["val_loss"].items():
         run.add_row(
