@@ -42,7 +42,7 @@ def gated_linear_attention(
     b = g_c.cumsum(-1)
     M = gate_mask(b, beta_c)
     G_start, _ = chunk_states(k_c, v_c, b, beta_c, q_c.new_zeros(B, NH, v.shape[-1], K))
-    return from_chunks(gla_pass(q_c, k_c, v_c, G_start, b, M))[:, :T].to(v.dtype)
+    return from_chunks(gla_pass(q_c, k_c, v_c, G_start, b.exp(), M))[:, :T].to(v.dtype)
 
 
 def delta_rule(
