@@ -68,6 +68,8 @@ def run(cfg: MQARConfig, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
                 method, cfg, vocab_size=cfg.vocab_size, forget_bias_init=cfg.forget_bias_init
             )
             model = MesaNetLM(mcfg)
-            fit(model, lm_loss, batch_fn, cfg.train, desc=f"{method} mqar {n_kv}kv train", info=info)
+            fit(
+                model, lm_loss, batch_fn, cfg.train, desc=f"{method} mqar {n_kv}kv train", info=info
+            )
             accs[method].append(accuracy(model, x_te, y_te))
     return {"accuracy": accs, "kv_pairs": list(cfg.kv_pairs)}

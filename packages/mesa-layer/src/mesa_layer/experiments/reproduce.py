@@ -32,18 +32,35 @@ SCALES: dict[str, ReproduceConfig] = {
     # every code path end to end in seconds (CI): 3 steps per model, toy sizes
     "micro": ReproduceConfig(
         regression=regression.RegressionConfig(
-            d=4, T=16, batch_size=4, eval_batch=8, eval_cg_steps=(1, 2),
-            train=train_config(3, warmup=1), **_MICRO_MODEL,
+            d=4,
+            T=16,
+            batch_size=4,
+            eval_batch=8,
+            eval_cg_steps=(1, 2),
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
         ),
         mqar=mqar.MQARConfig(
-            vocab_size=32, seq_len=16, kv_pairs=(2,), train_examples=64, test_examples=16,
-            batch_size=4, train=train_config(3, warmup=1), **_MICRO_MODEL,
+            vocab_size=32,
+            seq_len=16,
+            kv_pairs=(2,),
+            train_examples=64,
+            test_examples=16,
+            batch_size=4,
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
         ),
         lm=lm.LMConfig(
-            max_chars=20_000, seq_len=16, batch_size=4, eval_batches=1, eval_batch_size=4,
-            eval_cg_steps=(0, 2), train=train_config(3, warmup=1), **_MICRO_MODEL,
+            max_chars=20_000,
+            seq_len=16,
+            batch_size=4,
+            eval_batches=1,
+            eval_batch_size=4,
+            eval_cg_steps=(0, 2),
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
         ),
-    ),  # fmt: skip
+    ),
     # the headline comparison in a few minutes on 2 CPU cores (one thread)
     "tiny": ReproduceConfig(),
     # a GPU or a free multi-core CPU: ~10x the tiny budget
@@ -105,11 +122,10 @@ SCALES: dict[str, ReproduceConfig] = {
 
 def reproduce(args: ReproduceArgs) -> int:
     """Run the three experiments of ``args.config`` and write one report (rank 0)."""
+    from mesa_layer.data import require_shakespeare
     from shared_core.device import seed_everything
     from shared_core.distributed import init_distributed
     from shared_core.report import Run
-
-    from mesa_layer.data import require_shakespeare
 
     cfg: ReproduceConfig = args.config
     require_shakespeare()  # fail before the first experiment, not after it

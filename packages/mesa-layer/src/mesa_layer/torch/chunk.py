@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from mesa_layer.torch._checks import check_inputs, check_state, compute_dtype
+from mesa_layer.torch._checks import check_cg, check_inputs, check_state, compute_dtype
 from mesa_layer.torch.cg import conjugate_gradient
 
 
@@ -273,8 +273,7 @@ def mesa_chunk(
     check_inputs(q, k, v, g, beta, Lambda)
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive int, got {chunk_size!r}")
-    if not isinstance(max_cg_steps, int) or max_cg_steps < 0:
-        raise ValueError(f"max_cg_steps: expected a non-negative int, got {max_cg_steps!r}")
+    check_cg(max_cg_steps, cg_tol)
     B, T, NH, K = q.shape
     V = v.shape[-1]
     if cu_seqlens is None:
@@ -291,6 +290,14 @@ def mesa_chunk(
             max_cg_steps,
             cg_tol,
             custom_backward,
+        )
+    if (
+        not isinstance(cu_seqlens, torch.Tensor)
+        or cu_seqlens.ndim != 1
+        or cu_seqlens.is_floating_point()
+    ):
+        raise TypeError(
+            f"cu_seqlens: expected a 1-D integer tensor of offsets, got {cu_seqlens!r:.80}"
         )
     offsets = [int(x) for x in cu_seqlens.tolist()]
     if B != 1:
