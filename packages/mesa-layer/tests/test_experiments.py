@@ -68,8 +68,8 @@ def test_micro_reproduce_end_to_end(tmp_path):
 
     assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
     (run,) = (tmp_path / "mesa-layer").iterdir()
-    metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["status"] == "complete"
+    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    assert "MQAR accuracy" in (run / "report.md").read_text()
     assert {p.name for p in run.glob("*.png")} >= {
         "regression_error_vs_position.png", "mqar_accuracy_vs_kv_pairs.png", "loss_vs_cg_steps.png",
     }  # fmt: skip

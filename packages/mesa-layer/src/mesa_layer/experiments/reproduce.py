@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from mesa_layer.experiments import lm, mqar, regression
 from mesa_layer.experiments.common import LABELS, train_config
@@ -20,7 +21,7 @@ class ReproduceConfig:
     lm: lm.LMConfig = field(default_factory=lm.LMConfig)
 
 
-_MICRO_MODEL = {
+_MICRO_MODEL: dict[str, Any] = {
     "hidden_size": 16,
     "num_layers": 1,
     "num_heads": 2,
@@ -229,8 +230,8 @@ def reproduce(args: ReproduceArgs) -> int:
     run.plot(
         "loss_vs_cg_steps",
         {
-            "char-LM val loss": tuple(zip(*lmr["cg_sweep"], strict=False)),
-            "regression MSE (t>d)": tuple(zip(*reg["cg_sweep"], strict=False)),
+            "char-LM val loss": _xy(lmr["cg_sweep"]),
+            "regression MSE (t>d)": _xy(reg["cg_sweep"]),
         },
         xlabel="CG steps at inference",
         ylabel="loss",
@@ -239,3 +240,7 @@ def reproduce(args: ReproduceArgs) -> int:
     run.log(**timings, regression=reg, mqar=rec, lm=lmr)
     run.finish(title="mesa-layer reproduce: MesaNet vs GLA, DeltaNet and softmax attention")
     return 0
+
+
+def _xy(pairs: list[tuple[int, float]]) -> tuple[list[float], list[float]]:
+    return [float(s) for s, _ in pairs], [v for _, v in pairs]

@@ -314,7 +314,11 @@ def mesa_chunk(
         return torch.cat([_pad_time(x[:, a:b], longest) for a, b in itertools.pairwise(offsets)], 0)
 
     o, state = _chunk_forward(
-        *(unpack(x) for x in (q, k, v, g, beta)),
+        unpack(q),
+        unpack(k),
+        unpack(v),
+        unpack(g),
+        unpack(beta),
         Lambda,
         initial_state,
         chunk_size,
