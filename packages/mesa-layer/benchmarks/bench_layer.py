@@ -1,151 +1,182 @@
-"""Forward+backward throughput and peak memory: chunkwise Mesa vs naive sequential Mesa vs softmax attention.
+"""Chunkwise Mesa, GLA and DeltaNet ops against flash-linear-attention's pure-PyTorch references.
 
-Each (method, T) runs in its own subprocess; its peak memory is the resident-set high-water
-mark sampled while it runs, minus the RSS with the inputs allocated. Prints tokens/s, peak MiB, the
-ratios against the chunkwise layer and the growth from one T to the next (linear in T
-means time ~x4 when T grows x4).
+The peer a user would otherwise run on a CPU is flash-linear-attention (fla): its Triton
+kernels do not run on a CPU, so its pure-PyTorch references are what runs there:
+``naive_mesa_net_CG`` (fla/ops/mesa_net/naive.py), ``naive_chunk_simple_gla``
+(fla/ops/simple_gla/naive.py) and ``delta_rule_chunkwise`` (fla/ops/delta_rule/naive.py).
+They are loaded from their files (``spec_from_file_location``), so neither ``fla`` nor
+Triton is imported. Before timing, every pair is checked to give the same outputs (and, for
+forward+backward, the same input gradients) with `shared_core.testing.assert_close`.
+
+Times are CPU time per call, one thread, interleaved repeats (`shared_core.bench.measure`);
+speed-up = fla time / our time in the same repeat (> 1: ours is faster).
 
     python benchmarks/bench_layer.py            # T = 512, 2048, 8192
-    python benchmarks/bench_layer.py --quick    # T = 256, 1024, 8 CG steps (< 1 min on CPU)
+    python benchmarks/bench_layer.py --quick    # T = 512, 3 repeats
 """
 
 from __future__ import annotations
 
-import argparse
-import gc
-import itertools
-import json
-import resource
-import subprocess
-import sys
-import threading
-import time
+import importlib.util
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from mesa_layer.torch import delta_rule, gated_linear_attention, mesa_chunk
+
+from shared_core.bench import BenchTable, bench_parser, finish, measure
+from shared_core.device import limit_threads
+from shared_core.testing import assert_close
+
+B, HEADS, DIM, CHUNK, CG_STEPS = 1, 4, 32, 64, 30
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+def fla_naive(op: str) -> ModuleType:
+    """``fla/ops/<op>/naive.py`` as a module, without importing the ``fla`` package."""
+    spec = importlib.util.find_spec("fla")
+    if spec is None or spec.origin is None:
+        raise SystemExit(
+            "needs flash-linear-attention's references: in the workspace they come with the "
+            "test group (`uv sync --package mesa-layer --group test`); with pip `pip install fla-core`"
+        )
+    path = os.path.join(os.path.dirname(spec.origin), "ops", op, "naive.py")
+    file_spec = importlib.util.spec_from_file_location(f"fla_naive_{op}", path)
+    assert file_spec is not None and file_spec.loader is not None
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    return module
 
 
-def one(method: str, T: int, heads: int, dim: int, cg_steps: int, threads: int) -> dict:
-    import torch
-    import torch.nn.functional as F
-    from mesa_layer.torch import mesa_chunk, mesa_recurrent
+def inputs(T: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The layer's conventions, ``(B, T, H, D)``: L2-normalised q, k; log gate g; beta; Lambda."""
+    gen = torch.Generator().manual_seed(seed)
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    B = 1
-    q = F.normalize(torch.randn(B, T, heads, dim), dim=-1).requires_grad_(True)
-    k = F.normalize(torch.randn(B, T, heads, dim), dim=-1).requires_grad_(True)
-    v = torch.randn(B, T, heads, dim, requires_grad=True)
-    g = F.logsigmoid(torch.randn(B, T, heads) + 3).requires_grad_(True)
-    beta = torch.sigmoid(torch.randn(B, T, heads)).requires_grad_(True)
-    lam = torch.ones(heads, dim, requires_grad=True)
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen)
 
-    def step() -> None:
-        if method == "chunk":
-            o = mesa_chunk(q, k, v, g, beta, lam, chunk_size=64, max_cg_steps=cg_steps)[0]
-        elif method == "sequential":
-            o = mesa_recurrent(q, k, v, g, beta, lam, max_cg_steps=cg_steps)[0]
-        else:
-            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-            o = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-        o.square().sum().backward()
-
-    def clear() -> None:
-        for x in (q, k, v, g, beta, lam):
-            x.grad = None
-
-    gc.collect()
-    base = _rss_mib()
-    high = [base]
-    done = threading.Event()
-
-    def sample() -> None:  # resident-memory high-water mark while the steps run
-        while not done.is_set():
-            high[0] = max(high[0], _rss_mib())
-            time.sleep(0.0005)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    times = []
-    # the first call is a warm-up for the fast forms; the naive form runs once (compute-bound)
-    for _ in range(1 if method == "sequential" else 3):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-        clear()
-    done.set()
-    sampler.join()
-    elapsed = min(times[1:]) if len(times) > 1 else times[0]
-    peak = high[0] - base
     return {
-        "method": method,
-        "T": T,
-        "seconds": elapsed,
-        "tokens_per_s": T / elapsed,
-        "peak_mib": max(peak, 0.0),
+        "q": F.normalize(rnd(B, T, HEADS, DIM), dim=-1),
+        "k": F.normalize(rnd(B, T, HEADS, DIM), dim=-1),
+        "v": rnd(B, T, HEADS, DIM),
+        "g": F.logsigmoid(rnd(B, T, HEADS) + 3.0),  # gamma ~ 0.95
+        "beta": torch.sigmoid(rnd(B, T, HEADS)),
+        "Lambda": torch.rand(HEADS, DIM, generator=gen) + 0.25,
     }
 
 
+Op = Callable[[dict[str, torch.Tensor]], torch.Tensor]
+
+
+def pairs() -> dict[str, tuple[Op, Op, list[str]]]:
+    """``name: (ours, fla, differentiable inputs)``; both map the same inputs to ``(B, T, H, D)``."""
+    mesa = fla_naive("mesa_net")
+    gla = fla_naive("simple_gla")
+    delta = fla_naive("delta_rule")
+
+    def mesa_ours(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        args = (x["q"], x["k"], x["v"], x["g"], x["beta"], x["Lambda"])
+        return mesa_chunk(*args, chunk_size=CHUNK, max_cg_steps=CG_STEPS)[0]
+
+    def mesa_fla(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        # fla: (q, k, v, g, lamb, beta); same log gate, input gate and Lambda (H, D)
+        args = (x["q"], x["k"], x["v"], x["g"], x["Lambda"], x["beta"])
+        return mesa.naive_mesa_net_CG(*args, chunk_size=CHUNK, max_CG_iteration=CG_STEPS)[0]
+
+    def gla_ours(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        ones = torch.ones_like(x["g"])  # simple GLA has no input gate: beta = 1
+        return gated_linear_attention(x["q"], x["k"], x["v"], x["g"], ones, CHUNK)
+
+    def gla_fla(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        # scale=1: our GLA does not rescale q (the layer L2-normalises it)
+        args = (x["q"], x["k"], x["v"], x["g"])
+        return gla.naive_chunk_simple_gla(*args, chunk_size=CHUNK, scale=1.0)[0]
+
+    def delta_ours(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return delta_rule(x["q"], x["k"], x["v"], x["beta"], CHUNK)
+
+    def delta_fla(x: dict[str, torch.Tensor]) -> torch.Tensor:
+        # fla: (B, H, T, D) layout and q scaled by D^-1/2 inside; undo both
+        q, k, v = (t.transpose(1, 2) for t in (x["q"] * DIM**0.5, x["k"], x["v"]))
+        o, _ = delta.delta_rule_chunkwise(q, k, v, x["beta"].transpose(1, 2), chunk_size=CHUNK)
+        return o.transpose(1, 2)
+
+    return {
+        "Mesa": (mesa_ours, mesa_fla, ["q", "k", "v", "g", "beta", "Lambda"]),
+        "GLA": (gla_ours, gla_fla, ["q", "k", "v", "g"]),
+        "DeltaNet": (delta_ours, delta_fla, ["q", "k", "v", "beta"]),
+    }
+
+
+def forward(op: Op, x: dict[str, torch.Tensor]) -> Callable[[], Any]:
+    def run() -> Any:
+        with torch.no_grad():
+            return op(x)
+
+    return run
+
+
+def forward_backward(op: Op, x: dict[str, torch.Tensor], diff: list[str]) -> Callable[[], Any]:
+    leaves = {n: t.clone().requires_grad_(n in diff) for n, t in x.items()}
+    w = torch.randn(B, x["q"].shape[1], HEADS, DIM, generator=torch.Generator().manual_seed(1))
+
+    def run() -> list[torch.Tensor]:
+        out = op(leaves)
+        return list(torch.autograd.grad((out * w).sum(), [leaves[n] for n in diff]))
+
+    return run
+
+
+def check_agreement(name: str, ours: Op, peer: Op, diff: list[str], T: int) -> None:
+    """Outputs (and input gradients) of ours and fla agree before anything is timed."""
+    x = inputs(T, seed=123)
+    # fla's CG adds 1e-5 to every denominator; 30 steps converge either way
+    assert_close(f"{name} output T={T}", forward(peer, x)(), forward(ours, x)(), ratio=1e-3)
+    g_peer = forward_backward(peer, x, diff)()
+    g_ours = forward_backward(ours, x, diff)()
+    # ours is the gradient of the exact solve, fla's that of 30 truncated CG steps (each with
+    # the 1e-5 bias): they differ most in dLambda, which sums over every token (~1e-2)
+    for n, a, b in zip(diff, g_peer, g_ours, strict=True):
+        assert_close(f"{name} d{n} T={T}", a, b, ratio=3e-2)
+
+
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="T = 256, 1024 and 8 CG steps")
-    p.add_argument("--lengths", type=int, nargs="*", default=None)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--dim", type=int, default=32)
-    p.add_argument("--cg-steps", type=int, default=None, help="CG steps (default 30, quick 8)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument(
-        "--sequential-max-T",
-        type=int,
-        default=None,
-        help="skip the naive form above this T (512; quick 256)",
-    )
-    p.add_argument("--one", nargs=2, metavar=("METHOD", "T"), help=argparse.SUPPRESS)
+    p = bench_parser(__doc__.splitlines()[0] if __doc__ else "bench")
     a = p.parse_args()
-    cg = a.cg_steps or (8 if a.quick else 30)
-    if a.one:
-        print(json.dumps(one(a.one[0], int(a.one[1]), a.heads, a.dim, cg, a.threads)))
-        return
-    lengths = a.lengths or ([256, 1024] if a.quick else [512, 2048, 8192])
-    seq_max = a.sequential_max_T or (256 if a.quick else 512)
-    rows = []
-    for T in lengths:
-        for method in ("chunk", "sequential", "attention"):
-            if method == "sequential" and seq_max < T:
-                continue
-            cmd = [sys.executable, __file__, "--one", method, str(T), "--heads", str(a.heads), "--dim", str(a.dim),
-                   "--cg-steps", str(cg), "--threads", str(a.threads)]  # fmt: skip
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            r = rows[-1]
-            print(
-                f"  {r['method']:>10} T={T:>5}: {r['tokens_per_s']:9.0f} tok/s  {r['peak_mib']:8.1f} MiB",
-                flush=True,
-            )
+    lengths = [512] if a.quick else [512, 2048, 8192]
+    repeats = 3 if a.quick else a.repeats
     print(
-        f"\nforward+backward, B=1, {a.heads} heads x d={a.dim}, {cg} CG steps, {a.threads} thread(s)"
+        "fla's Triton kernels do not run on a CPU; the peers are its pure-PyTorch references "
+        f"(fla/ops/*/naive.py). B={B}, {HEADS} heads x {DIM}, chunk {CHUNK}, "
+        f"{CG_STEPS} CG steps, {a.threads} thread(s), {repeats} interleaved repeats.\n",
+        flush=True,
     )
-    print("| T | method | tokens/s | peak MiB | time vs chunk | memory vs chunk |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    by = {(r["method"], r["T"]): r for r in rows}
+    ops = pairs()
+    tables = {
+        (name, mode): BenchTable(f"{name} {mode} vs fla naive", candidate="ours")
+        for name in ops
+        for mode in ("forward", "forward+backward")
+    }
+    with limit_threads(a.threads):
+        for name, (ours, peer, diff) in ops.items():
+            check_agreement(name, ours, peer, diff, T=256)
     for T in lengths:
-        c = by[("chunk", T)]
-        for m in ("chunk", "sequential", "attention"):
-            if (m, T) in by:
-                r = by[(m, T)]
-                print(f"| {T} | {m} | {r['tokens_per_s']:.0f} | {r['peak_mib']:.1f} | "
-                      f"{r['seconds'] / c['seconds']:.2f}x | {r['peak_mib'] / max(c['peak_mib'], 1e-9):.2f}x |")  # fmt: skip
-    print("\ngrowth with T (time ratio between consecutive lengths; linear = the length ratio)")
-    for m in ("chunk", "sequential", "attention"):
-        ts = [(T, by[(m, T)]["seconds"]) for T in lengths if (m, T) in by]
-        parts = [
-            f"T {t0}->{t1}: x{s1 / s0:.2f} (length x{t1 / t0:.0f})"
-            for (t0, s0), (t1, s1) in itertools.pairwise(ts)
-        ]
-        if parts:
-            print(f"  {m}: " + "; ".join(parts))
+        x = inputs(T)
+        for name, (ours, peer, diff) in ops.items():
+            fns = {"ours": forward(ours, x), "fla naive": forward(peer, x)}
+            tables[(name, "forward")].add(
+                f"T={T}", measure(fns, repeats=repeats, threads=a.threads)
+            )
+            fns = {
+                "ours": forward_backward(ours, x, diff),
+                "fla naive": forward_backward(peer, x, diff),
+            }
+            res = measure(fns, repeats=repeats, threads=a.threads)
+            tables[(name, "forward+backward")].add(f"T={T}", res)
+            print(f"done {name} T={T}", flush=True)
+    finish(list(tables.values()), a.json)
 
 
 if __name__ == "__main__":

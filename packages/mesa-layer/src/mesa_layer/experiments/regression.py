@@ -8,15 +8,17 @@ has seen more than d examples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from mesa_layer.data import regression_batch, ridge_oracle_mse
-from mesa_layer.experiments.common import METHODS, cg_sweep, model_config
+from mesa_layer.experiments.common import METHODS, cg_sweep, model_config, train_config
 from mesa_layer.torch.model import MesaNetBackbone, MesaNetConfig
-from mesa_layer.train import TrainConfig, train
+from shared_core.distributed import init_distributed
+from shared_core.train import TrainConfig, fit
 
 
 @dataclass
@@ -30,11 +32,11 @@ class RegressionConfig:
     num_heads: int = 4
     intermediate_size: int = 128
     cg_steps_train: int = 8
-    forget_bias_init: float = 3.0
+    forget_bias_init: float = 3.0  # gamma ~ 0.95 at init
     eval_batch: int = 128
     eval_cg_steps: tuple[int, ...] = (1, 2, 4, 8, 16)
     methods: tuple[str, ...] = METHODS
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=150, lr=1e-2, warmup=10))
+    train: TrainConfig = field(default_factory=lambda: train_config(150, lr=1e-2, warmup=10))
 
 
 class RegressionModel(nn.Module):
@@ -86,31 +88,34 @@ def constructed_mse(
     }
 
 
-def run(cfg: RegressionConfig, seed: int = 0, device: str | torch.device = "cpu") -> dict:
+def run(cfg: RegressionConfig, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
     """Train each method; return per-position MSE, the ridge oracle and Mesa's CG sweep."""
+    info = init_distributed(device)
     eval_rng = np.random.default_rng(seed + 10_000)
     ev_tokens, ev_y = regression_batch(cfg.eval_batch, cfg.T, cfg.d, cfg.noise, eval_rng)
     oracle = ridge_oracle_mse(ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6))
-    ev_x, ev_t = torch.from_numpy(ev_tokens).to(device), torch.from_numpy(ev_y).to(device)
-    results: dict = {"oracle": oracle.tolist(), "mse": {}, "final_loss": {}}
+    ev_x, ev_t = (torch.from_numpy(a).to(info.device) for a in (ev_tokens, ev_y))
+    results: dict[str, Any] = {"oracle": oracle.tolist(), "mse": {}, "final_loss": {}}
     results["constructed"] = constructed_mse(
         ev_tokens, ev_y, cfg.d, lam=max(cfg.noise**2 * cfg.d, 1e-6)
     )
 
-    def batch_fn(step: int):
+    def batch_fn(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         rng = np.random.default_rng([seed, step])
         tokens, y = regression_batch(cfg.batch_size, cfg.T, cfg.d, cfg.noise, rng)
-        return torch.from_numpy(tokens).to(device), torch.from_numpy(y).to(device)
+        return torch.from_numpy(tokens), torch.from_numpy(y)
 
-    def loss_fn(model, batch):
+    def loss_fn(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         tokens, y = batch
         return ((model(tokens) - y) ** 2).mean()
 
     for method in cfg.methods:
         torch.manual_seed(seed)
         mcfg = model_config(method, cfg, forget_bias_init=cfg.forget_bias_init)
-        model = RegressionModel(cfg.d, mcfg).to(device)
-        losses = train(model, batch_fn, loss_fn, cfg.train, desc=f"regression/{method}")
+        model = RegressionModel(cfg.d, mcfg)
+        losses = fit(
+            model, loss_fn, batch_fn, cfg.train, desc=f"{method} regression train", info=info
+        ).losses
         with torch.no_grad():
             err = ((model(ev_x) - ev_t) ** 2).mean(0).cpu().numpy()
         results["mse"][method] = err.tolist()

@@ -16,7 +16,6 @@ from mesa_layer.torch.model import (
     MesaNetConfig,
     MesaNetLM,
     SwiGLU,
-    param_groups,
 )
 from mesa_layer.torch.recurrent import mesa_recurrent, mesa_step
 
@@ -40,5 +39,4 @@ __all__ = [
     "mesa_chunk",
     "mesa_recurrent",
     "mesa_step",
-    "param_groups",
 ]

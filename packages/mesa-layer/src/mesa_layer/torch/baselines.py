@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mesa_layer.torch._checks import upcast
+from mesa_layer.torch._checks import check_features, check_heads, upcast
 from mesa_layer.torch.chunk import chunk_states, from_chunks, gate_mask, gla_pass, to_chunks
 from mesa_layer.torch.layer import ShortConvolution
 
@@ -42,7 +42,7 @@ def gated_linear_attention(
     b = g_c.cumsum(-1)
     M = gate_mask(b, beta_c)
     G_start, _ = chunk_states(k_c, v_c, b, beta_c, q_c.new_zeros(B, NH, v.shape[-1], K))
-    return from_chunks(gla_pass(q_c, k_c, v_c, G_start, b, M))[:, :T].to(v.dtype)
+    return from_chunks(gla_pass(q_c, k_c, v_c, G_start, b.exp(), M))[:, :T].to(v.dtype)
 
 
 def delta_rule(
@@ -87,6 +87,7 @@ class _LinearRNNBase(nn.Module):
         self, hidden_size: int, num_heads: int, conv_size: int = 4, norm_eps: float = 1e-6
     ) -> None:
         super().__init__()
+        check_heads(hidden_size, num_heads)
         self.hidden_size, self.num_heads = hidden_size, num_heads
         self.head_dim = hidden_size // num_heads
         self.key_dim = self.head_dim * num_heads
@@ -126,6 +127,7 @@ class GatedLinearAttentionLayer(_LinearRNNBase):
         nn.init.constant_(self.a_proj.bias, forget_bias_init)
 
     def forward(self, x: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
+        check_features(x, self.hidden_size, self.q_proj.weight.dtype)
         q, k, v, beta = self._qkv(x)
         g = F.logsigmoid(upcast(self.a_proj(x)))
         return self._out(gated_linear_attention(q, k, v, g, beta), x)
@@ -135,6 +137,7 @@ class DeltaNetLayer(_LinearRNNBase):
     """DeltaNet (one online-GD step on ``||v_t - Phi k_t||^2`` per token), same front end."""
 
     def forward(self, x: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
+        check_features(x, self.hidden_size, self.q_proj.weight.dtype)
         q, k, v, beta = self._qkv(x)
         return self._out(delta_rule(q, k, v, beta), x)
 
@@ -154,11 +157,14 @@ class SoftmaxAttention(nn.Module):
 
     def __init__(self, hidden_size: int, num_heads: int = 4) -> None:
         super().__init__()
+        check_heads(hidden_size, num_heads)
+        self.hidden_size = hidden_size
         self.num_heads, self.head_dim = num_heads, hidden_size // num_heads
         self.qkv = nn.Linear(hidden_size, 3 * num_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(num_heads * self.head_dim, hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
+        check_features(x, self.hidden_size, self.qkv.weight.dtype)
         B, T, _ = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         o = F.scaled_dot_product_attention(rotary(q), rotary(k), v, is_causal=True)

@@ -23,11 +23,9 @@ class CGResult:
     residual_norms: list[torch.Tensor]
 
 
-def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    # A converged row has r = p = 0, so both terms vanish; return 0 instead of 0/0.
-    # (fla adds 1e-5 to every denominator instead, which biases the step of every row.)
-    ok = den > 0
-    return torch.where(ok, num / torch.where(ok, den, torch.ones_like(den)), torch.zeros_like(num))
+def _dot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Row-wise inner product ``sum_i x_i y_i`` with a kept last axis of size 1."""
+    return torch.linalg.vecdot(x, y)[..., None]
 
 
 def conjugate_gradient(
@@ -45,13 +43,21 @@ def conjugate_gradient(
     ``||r|| <= tol * ||b||`` (the paper's dynamic test-time compute). Rows that have
     converged are frozen, so a looser tolerance never changes a converged row.
 
+    A row whose residual is exactly zero gets a zero step (its denominators ``p^T A p`` and
+    ``r^T r`` are clamped to the smallest normal number instead of dividing 0 by 0; fla adds
+    1e-5 to every denominator instead, which biases the step of every row). With gradients
+    disabled the updates run in place (no allocation per iteration); with gradients enabled
+    the same arithmetic runs out of place so that autograd can differentiate through it.
+
     In exact arithmetic CG terminates in at most ``d`` steps; the A-norm of the error
     ``||x_i - x*||_A`` decreases monotonically (the 2-norm of the residual need not).
     """
-    if max_iter < 0:
-        raise ValueError(f"max_iter: expected a non-negative int, got {max_iter}")
+    if not isinstance(max_iter, int) or isinstance(max_iter, bool) or max_iter < 0:
+        raise ValueError(f"max_iter: expected a non-negative int, got {max_iter!r}")
     if tol is not None and not tol >= 0:
         raise ValueError(f"tol: expected a non-negative float or None, got {tol}")
+    inplace = not torch.is_grad_enabled()
+    tiny = torch.finfo(b.dtype).tiny
     if x0 is None:
         x = torch.zeros_like(b)
         r = b.clone()
@@ -59,25 +65,35 @@ def conjugate_gradient(
         x = x0.clone()
         r = b - matvec(x)
     p = r.clone()
-    delta = (r * r).sum(-1, keepdim=True)
-    bound = None if tol is None else (tol**2) * (b * b).sum(-1, keepdim=True)
+    delta = _dot(r, r)
+    bound = None if tol is None else (tol**2) * _dot(b, b)
     history: list[torch.Tensor] = [delta.sqrt()[..., 0]] if track_residuals else []
     it = 0
     for it in range(1, max_iter + 1):
+        active = None
         if bound is not None:
             active = delta > bound
             if not bool(active.any()):
                 it -= 1
                 break
         Ap = matvec(p)
-        alpha = _safe_div(delta, (p * Ap).sum(-1, keepdim=True))
-        if bound is not None:
-            alpha = torch.where(active, alpha, torch.zeros_like(alpha))
-        x = x + alpha * p
-        r = r - alpha * Ap
-        delta_new = (r * r).sum(-1, keepdim=True)
-        p_new = r + _safe_div(delta_new, delta) * p
-        p = p_new if bound is None else torch.where(active, p_new, p)
+        alpha = delta / _dot(p, Ap).clamp_min(tiny)
+        if active is not None:
+            alpha = alpha * active
+        if inplace:
+            x.addcmul_(alpha, p)
+            r.addcmul_(alpha, Ap, value=-1.0)
+        else:
+            x = x + alpha * p
+            r = r - alpha * Ap
+        delta_new = _dot(r, r)
+        step = delta_new / delta.clamp_min(tiny)
+        if active is not None:
+            p = torch.where(active, r + step * p, p)
+        elif inplace:
+            p.mul_(step).add_(r)
+        else:
+            p = r + step * p
         delta = delta_new
         if track_residuals:
             history.append(delta.sqrt()[..., 0])

@@ -14,33 +14,28 @@ read-out ``o_t = G_t q*_t`` is the same pass with values ``V`` and state ``G_[n]
 
 States pass between chunks as ``S_[n+1] = exp(b_C) S_[n] + sum_j exp(b_C - b_j) beta_j val_j k_j^T``.
 All of it runs in float32 (float64 for float64 inputs), whatever the activation dtype.
+
+Per forward, ``M``, ``exp(b)`` and the chunk-start states of ``H`` and ``G`` (one pass over
+the chunks with values ``[K, V]``) are computed once and shared by the CG solve and the
+read-out; the CG matvec then costs three small matmuls and two fused multiply-adds.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from mesa_layer.torch._checks import check_inputs, check_state, compute_dtype
+from mesa_layer.torch._checks import check_cg, check_inputs, check_state, compute_dtype
 from mesa_layer.torch.cg import conjugate_gradient
 
 
-@dataclass
-class Chunked:
-    """Per-chunk tensors, layout ``(B, H, N, C, ...)``."""
-
-    k: torch.Tensor  # (B, H, N, C, K)
-    b: torch.Tensor  # (B, H, N, C) local cumulative log decay
-    beta: torch.Tensor  # (B, H, N, C)
-
-
 def to_chunks(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """``(B, T, H, ...)`` with ``T = N * C`` -> ``(B, H, N, C, ...)``."""
+    """``(B, T, H, ...)`` with ``T = N * C`` -> ``(B, H, N, C, ...)`` (contiguous)."""
     B, T, H = x.shape[:3]
     x = x.reshape(B, T // chunk_size, chunk_size, H, *x.shape[3:])
-    return x.movedim(3, 1)
+    return x.movedim(3, 1).contiguous()
 
 
 def from_chunks(x: torch.Tensor) -> torch.Tensor:
@@ -52,10 +47,9 @@ def from_chunks(x: torch.Tensor) -> torch.Tensor:
 def gate_mask(b: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     """``M_ij = exp(b_i - b_j) beta_j 1[i >= j]``, shape ``(B, H, N, C, C)``."""
     C = b.shape[-1]
-    causal = torch.ones(C, C, dtype=torch.bool, device=b.device).tril()
-    diff = b[..., :, None] - b[..., None, :]
+    above = torch.ones(C, C, dtype=torch.bool, device=b.device).triu(1)
     # mask before exp: above the diagonal b_i - b_j > 0 could overflow
-    diff = torch.where(causal, diff, torch.full_like(diff, -torch.inf))
+    diff = (b[..., :, None] - b[..., None, :]).masked_fill(above, -torch.inf)
     return diff.exp() * beta[..., None, :]
 
 
@@ -64,16 +58,18 @@ def chunk_states(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """States before every chunk, ``(B, H, N, Dv, K)``, and the final state ``(B, H, Dv, K)``.
 
-    ``S`` is ``H`` for ``val = k`` and ``G`` for ``val = v`` (both stored as ``val x key``).
+    ``S`` is ``H`` for ``val = k`` and ``G`` for ``val = v`` (both stored as ``val x key``);
+    ``val = [k, v]`` (concatenated on the last axis) gives both in one pass.
     """
     decay_last = b[..., -1]  # (B, H, N)
     w = (decay_last[..., None] - b).exp() * beta  # exp(b_C - b_j) beta_j
     increments = (val * w[..., None]).transpose(-1, -2) @ k  # (B, H, N, Dv, K)
+    gamma = decay_last.exp()[..., None, None]
     starts = []
     S = S0
     for n in range(k.shape[2]):
         starts.append(S)
-        S = decay_last[:, :, n, None, None].exp() * S + increments[:, :, n]
+        S = torch.addcmul(increments[:, :, n], gamma[:, :, n], S)
     return torch.stack(starts, dim=2), S
 
 
@@ -82,79 +78,109 @@ def gla_pass(
     k: torch.Tensor,
     val: torch.Tensor,
     S_start: torch.Tensor,
-    b: torch.Tensor,
+    eb: torch.Tensor,
     M: torch.Tensor,
 ) -> torch.Tensor:
-    """``exp(b) * (X S_[n]^T) + ((X K^T) * M) val``: one gated linear-attention pass per chunk."""
-    inter = b.exp()[..., None] * (X @ S_start.transpose(-1, -2))
+    """``exp(b) * (X S_[n]^T) + ((X K^T) * M) val``: one gated linear-attention pass per chunk.
+
+    `eb` is ``exp(b)`` ``(B, H, N, C)``.
+    """
     intra = ((X @ k.transpose(-1, -2)) * M) @ val
-    return inter + intra
+    return torch.addcmul(intra, eb[..., None], X @ S_start.transpose(-1, -2))
 
 
 def mesa_matvec(
     X: torch.Tensor,
     k: torch.Tensor,
-    b: torch.Tensor,
+    eb: torch.Tensor,
     M: torch.Tensor,
     H_start: torch.Tensor,
     Lambda: torch.Tensor,
 ) -> torch.Tensor:
-    """``(H_t + Lambda) x_t`` for every token of every chunk at once."""
-    return gla_pass(X, k, k, H_start, b, M) + X * Lambda[None, :, None, None, :]
+    """``(H_t + Lambda) x_t`` for every token of every chunk at once (autograd-friendly)."""
+    return gla_pass(X, k, k, H_start, eb, M) + X * Lambda[None, :, None, None, :]
+
+
+def _fused_matvec(
+    k: torch.Tensor, eb: torch.Tensor, M: torch.Tensor, H_start: torch.Tensor, Lambda: torch.Tensor
+) -> Any:
+    """`mesa_matvec` for the no-grad CG loop: transposes and broadcasts hoisted out of the
+    loop, the two additions fused into in-place multiply-adds."""
+    kT = k.transpose(-1, -2)
+    HT = H_start.transpose(-1, -2)
+    eb_col = eb[..., None]
+    lam = Lambda[None, :, None, None, :]
+
+    def matvec(X: torch.Tensor) -> torch.Tensor:
+        scores = torch.matmul(X, kT).mul_(M)
+        out = torch.matmul(scores, k)
+        out.addcmul_(torch.matmul(X, HT), eb_col)
+        return out.addcmul_(X, lam)
+
+    return matvec
 
 
 class MesaSolve(torch.autograd.Function):
     """``q*_t = (H_t + Lambda)^{-1} q_t`` by chunkwise CG; backward is a second CG solve.
 
-    With ``A_t = H_t + Lambda`` symmetric, ``dL/dq_t = A_t^{-1} dL/dq*_t`` (the same
-    SPD solve) and ``dL/dA_t = -dq_t q*_t^T``. The latter is pushed into ``k``, the gates,
-    ``Lambda`` and ``H_0`` as the gradient of ``-sum_t dq_t^T A_t q*_t`` (one matvec pass,
-    differentiated by autograd), so no CG iteration is ever stored or backpropagated.
+    With ``A_t = H_t + Lambda`` symmetric, ``dL/dq_t = A_t^{-1} dL/dq*_t`` (the same SPD
+    solve, ``u``) and ``dL/dA_t = -u_t q*_t^T``. The latter is pushed into the inputs of
+    the matvec ``A X = exp(b) * (X H_[n]^T) + ((X K^T) * M) K + X * Lambda`` in closed form
+    (``S = Q* K^T``, ``U = u K^T``):
+
+        dH_[n] = -(exp(b) u)^T Q*,    d exp(b)_t = -u_t . (H_[n] q*_t),
+        dM = -S * U,                  dK = -((M * U)^T Q* + (M * S)^T u),
+        dLambda = -sum_t u_t * q*_t,
+
+    and autograd carries them on through ``M``, ``exp(b)`` and ``H_[n]`` to the gates, keys
+    and ``H_0``. No CG iteration is ever stored or backpropagated.
     """
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx: torch.autograd.function.FunctionCtx,
+        ctx: Any,
         q: torch.Tensor,
         k: torch.Tensor,
-        b: torch.Tensor,
-        beta: torch.Tensor,
+        eb: torch.Tensor,
+        M: torch.Tensor,
+        H_start: torch.Tensor,
         Lambda: torch.Tensor,
-        H0: torch.Tensor,
         max_iter: int,
         tol: float | None,
     ) -> torch.Tensor:
-        M = gate_mask(b, beta)
-        H_start, _ = chunk_states(k, k, b, beta, H0)
-        q_star = conjugate_gradient(
-            lambda X: mesa_matvec(X, k, b, M, H_start, Lambda), q, max_iter=max_iter, tol=tol
-        ).x
-        ctx.save_for_backward(q_star, k, b, beta, Lambda, H0)
+        matvec = _fused_matvec(k, eb, M, H_start, Lambda)
+        q_star = conjugate_gradient(matvec, q, max_iter=max_iter, tol=tol).x
+        ctx.save_for_backward(q_star, k, eb, M, H_start, Lambda)
         ctx.cg = (max_iter, tol)
         return q_star
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx: torch.autograd.function.FunctionCtx, dq_star: torch.Tensor):  # type: ignore[override]
-        q_star, k, b, beta, Lambda, H0 = ctx.saved_tensors
+    def backward(ctx: Any, dq_star: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        y, k, eb, M, H_start, Lambda = ctx.saved_tensors
         max_iter, tol = ctx.cg
-        with torch.enable_grad():
-            leaves = [t.detach().requires_grad_(True) for t in (k, b, beta, Lambda, H0)]
-            kk, bb, be, lam, h0 = leaves
-            M = gate_mask(bb, be)
-            H_start, _ = chunk_states(kk, kk, bb, be, h0)
-            with torch.no_grad():
-                dq = conjugate_gradient(
-                    lambda X: mesa_matvec(X, kk, bb, M, H_start, lam),
-                    dq_star,
-                    max_iter=max_iter,
-                    tol=tol,
-                ).x
-            Aq = mesa_matvec(q_star, kk, bb, M, H_start, lam)
-            needed = [n for n, flag in zip(leaves, ctx.needs_input_grad[1:6], strict=True) if flag]
-            grads = iter(torch.autograd.grad(-(dq * Aq).sum(), needed)) if needed else iter(())
-            out = [next(grads) if flag else None for flag in ctx.needs_input_grad[1:6]]
-        return (dq, *out, None, None)
+        need_k, need_eb, need_M, need_H, need_lam = ctx.needs_input_grad[1:6]
+        u = conjugate_gradient(
+            _fused_matvec(k, eb, M, H_start, Lambda),
+            dq_star.contiguous(),
+            max_iter=max_iter,
+            tol=tol,
+        ).x
+        dk = deb = dM = dH = dlam = None
+        if need_k or need_M:
+            kT = k.transpose(-1, -2)
+            S, U = y @ kT, u @ kT
+            if need_M:
+                dM = -(S * U)
+            if need_k:
+                dk = -((M * U).transpose(-1, -2) @ y + (M * S).transpose(-1, -2) @ u)
+        if need_eb:
+            deb = -torch.linalg.vecdot(u, y @ H_start.transpose(-1, -2))
+        if need_H:
+            dH = -((u * eb[..., None]).transpose(-1, -2) @ y)
+        if need_lam:
+            dlam = -(u * y).sum(dim=(0, 2, 3))
+        return (u, dk, deb, dM, dH, dlam, None, None)
 
 
 def _pad_time(x: torch.Tensor, T_pad: int) -> torch.Tensor:
@@ -187,28 +213,27 @@ def _chunk_forward(
         to_chunks(_pad_time(x.to(dt), T_pad), C) for x in (q, k, v, g, beta)
     )
     b = g_c.cumsum(-1)
+    eb = b.exp()
     lam = Lambda.to(dt)
     if initial_state is None:
-        H0 = q.new_zeros(B, NH, K, K, dtype=dt)
-        G0 = q.new_zeros(B, NH, V, K, dtype=dt)
+        S0 = q.new_zeros(B, NH, K + V, K, dtype=dt)
     else:
-        H0, G0 = initial_state[0].to(dt), initial_state[1].to(dt)
+        S0 = torch.cat([initial_state[0].to(dt), initial_state[1].to(dt)], dim=-2)
+    M = gate_mask(b, beta_c)
+    # H (values k) and G (values v) in one pass over the chunks
+    starts, final = chunk_states(k_c, torch.cat([k_c, v_c], -1), b, beta_c, S0)
+    H_start, G_start = starts[..., :K, :], starts[..., K:, :]
     if custom_backward:
-        q_star = MesaSolve.apply(q_c, k_c, b, beta_c, lam, H0, max_cg_steps, cg_tol)
+        q_star = MesaSolve.apply(q_c, k_c, eb, M, H_start, lam, max_cg_steps, cg_tol)
     else:  # plain autograd through every CG iteration (for the tests and the benchmark)
-        M = gate_mask(b, beta_c)
-        H_start, _ = chunk_states(k_c, k_c, b, beta_c, H0)
         q_star = conjugate_gradient(
-            lambda X: mesa_matvec(X, k_c, b, M, H_start, lam),
+            lambda X: mesa_matvec(X, k_c, eb, M, H_start, lam),
             q_c,
             max_iter=max_cg_steps,
             tol=cg_tol,
         ).x
-    M = gate_mask(b, beta_c)
-    G_start, G_T = chunk_states(k_c, v_c, b, beta_c, G0)
-    o = gla_pass(q_star, k_c, v_c, G_start, b, M)
-    _, H_T = chunk_states(k_c, k_c, b, beta_c, H0)
-    return from_chunks(o)[:, :T].to(v.dtype), (H_T, G_T)
+    o = gla_pass(q_star, k_c, v_c, G_start, eb, M)
+    return from_chunks(o)[:, :T].to(v.dtype), (final[..., :K, :], final[..., K:, :])
 
 
 def mesa_chunk(
@@ -248,8 +273,7 @@ def mesa_chunk(
     check_inputs(q, k, v, g, beta, Lambda)
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive int, got {chunk_size!r}")
-    if not isinstance(max_cg_steps, int) or max_cg_steps < 0:
-        raise ValueError(f"max_cg_steps: expected a non-negative int, got {max_cg_steps!r}")
+    check_cg(max_cg_steps, cg_tol)
     B, T, NH, K = q.shape
     V = v.shape[-1]
     if cu_seqlens is None:
@@ -267,6 +291,14 @@ def mesa_chunk(
             cg_tol,
             custom_backward,
         )
+    if (
+        not isinstance(cu_seqlens, torch.Tensor)
+        or cu_seqlens.ndim != 1
+        or cu_seqlens.is_floating_point()
+    ):
+        raise TypeError(
+            f"cu_seqlens: expected a 1-D integer tensor of offsets, got {cu_seqlens!r:.80}"
+        )
     offsets = [int(x) for x in cu_seqlens.tolist()]
     if B != 1:
         raise ValueError(f"cu_seqlens: expected batch size 1 for packed sequences, got {B}")
@@ -282,7 +314,11 @@ def mesa_chunk(
         return torch.cat([_pad_time(x[:, a:b], longest) for a, b in itertools.pairwise(offsets)], 0)
 
     o, state = _chunk_forward(
-        *(unpack(x) for x in (q, k, v, g, beta)),
+        unpack(q),
+        unpack(k),
+        unpack(v),
+        unpack(g),
+        unpack(beta),
         Lambda,
         initial_state,
         chunk_size,

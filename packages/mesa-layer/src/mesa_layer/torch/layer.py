@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mesa_layer.torch._checks import upcast
+from mesa_layer.torch._checks import check_features, check_heads, check_state, upcast
 from mesa_layer.torch.chunk import mesa_chunk
 from mesa_layer.torch.recurrent import mesa_step
 
@@ -24,8 +24,8 @@ from mesa_layer.torch.recurrent import mesa_step
 class MesaCache:
     """Decoding state of one layer: ``(H, G)`` and the last ``conv_size - 1`` inputs of each conv."""
 
-    H: torch.Tensor  # (B, heads, K, K), float32
-    G: torch.Tensor  # (B, heads, V, K), float32
+    H: torch.Tensor  # (B, heads, K, K), float32 (float64 for a float64 layer)
+    G: torch.Tensor  # (B, heads, V, K): V the value head size, K the key head size
     conv_q: torch.Tensor  # (B, conv_size - 1, key_dim)
     conv_k: torch.Tensor
 
@@ -56,7 +56,8 @@ class MesaLayer(nn.Module):
 
     Args:
         hidden_size: model width.
-        num_heads: heads; ``head_dim`` is the key and value dim per head (fla: K = V).
+        num_heads: heads; must divide `hidden_size` unless `head_dim` is given.
+        head_dim: key and value size per head (fla: K = V); default ``hidden_size // num_heads``.
         conv_size: short-convolution kernel on q and k (4).
         use_output_gate: RMSNorm(o) * SiLU(W_g x) instead of plain RMSNorm(o).
         lambda_lower_bound: floor of Lambda (0.25); must be > 0 so ``H + Lambda`` is SPD.
@@ -84,6 +85,18 @@ class MesaLayer(nn.Module):
         forget_bias_init: float = 0.0,
     ) -> None:
         super().__init__()
+        for name, value in (("conv_size", conv_size), ("chunk_size", chunk_size)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: expected a positive int, got {value!r}")
+        if head_dim is None:
+            check_heads(hidden_size, num_heads)
+        else:
+            check_heads(hidden_size, 1)
+            check_heads(num_heads, 1)
+        for name, steps in (("max_cg_steps_train", max_cg_steps_train),
+                            ("max_cg_steps_decode", max_cg_steps_decode)):  # fmt: skip
+            if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+                raise ValueError(f"{name}: expected a non-negative int, got {steps!r}")
         if not lambda_lower_bound > 0:
             raise ValueError(
                 f"lambda_lower_bound: expected > 0 (H + Lambda must stay SPD), got {lambda_lower_bound}"
@@ -92,10 +105,11 @@ class MesaLayer(nn.Module):
             raise ValueError(
                 f"lambda_init: expected > lambda_lower_bound={lambda_lower_bound}, got {lambda_init}"
             )
-        head_dim = head_dim or hidden_size // num_heads
-        if head_dim < 1:
-            raise ValueError(f"head_dim: expected a positive int, got {head_dim}")
+        head_dim = hidden_size // num_heads if head_dim is None else head_dim
+        if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
+            raise ValueError(f"head_dim: expected a positive int, got {head_dim!r}")
         self.hidden_size, self.num_heads, self.head_dim = hidden_size, num_heads, head_dim
+        self.value_head_dim = head_dim  # v_proj has num_heads * head_dim outputs, as in fla
         self.key_dim = num_heads * head_dim
         self.lambda_lower_bound = lambda_lower_bound
         self.max_cg_steps_train, self.max_cg_steps_decode = max_cg_steps_train, max_cg_steps_decode
@@ -129,12 +143,14 @@ class MesaLayer(nn.Module):
         self, batch: int, device: torch.device | None = None, dtype: torch.dtype = torch.float32
     ) -> MesaCache:
         """An empty cache; states are float32 (or float64), never lower precision."""
-        K, NH = self.head_dim, self.num_heads
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValueError(f"batch: expected a positive int, got {batch!r}")
+        K, V, NH = self.head_dim, self.value_head_dim, self.num_heads
         pad = self.q_conv.kernel_size - 1
         sdt = torch.float64 if dtype == torch.float64 else torch.float32
         return MesaCache(
             H=torch.zeros(batch, NH, K, K, device=device, dtype=sdt),
-            G=torch.zeros(batch, NH, K, K, device=device, dtype=sdt),
+            G=torch.zeros(batch, NH, V, K, device=device, dtype=sdt),
             conv_q=torch.zeros(batch, pad, self.key_dim, device=device, dtype=dtype),
             conv_k=torch.zeros(batch, pad, self.key_dim, device=device, dtype=dtype),
         )
@@ -159,6 +175,31 @@ class MesaLayer(nn.Module):
             o = o * F.silu(upcast(self.g_proj(x)).view(o.shape))
         return self.o_proj(o.reshape(B, T, self.key_dim).to(x.dtype))
 
+    def _check_input(
+        self, x: torch.Tensor, cache: MesaCache | None, cg_steps: int | None, cg_tol: float | None
+    ) -> None:
+        check_features(x, self.hidden_size, self.q_proj.weight.dtype)
+        if cg_steps is not None and (
+            not isinstance(cg_steps, int) or isinstance(cg_steps, bool) or cg_steps < 0
+        ):
+            raise ValueError(f"cg_steps: expected a non-negative int or None, got {cg_steps!r}")
+        if cg_tol is not None and not (isinstance(cg_tol, int | float) and cg_tol >= 0):
+            raise ValueError(f"cg_tol: expected a non-negative float or None, got {cg_tol!r}")
+        if cache is None:
+            return
+        if not isinstance(cache, MesaCache):
+            raise TypeError(
+                f"cache: expected a MesaCache (layer.init_cache), got {type(cache).__name__}"
+            )
+        B = x.shape[0]
+        conv = (B, self.q_conv.kernel_size - 1, self.key_dim)
+        for name, t in (("conv_q", cache.conv_q), ("conv_k", cache.conv_k)):
+            if tuple(t.shape) != conv:
+                raise ValueError(f"cache: {name} expected shape {conv}, got {tuple(t.shape)}")
+        check_state(
+            (cache.H, cache.G), B, self.num_heads, self.head_dim, self.value_head_dim, "cache"
+        )
+
     def forward(
         self,
         x: torch.Tensor,
@@ -174,10 +215,7 @@ class MesaLayer(nn.Module):
         cache's state (CG from 0, ``max_cg_steps_train``). `cg_steps` / `cg_tol` override
         the layer's defaults (inference-time compute).
         """
-        if x.ndim != 3 or x.shape[-1] != self.hidden_size:
-            raise ValueError(
-                f"x: expected shape (batch, time, {self.hidden_size}), got {tuple(x.shape)}"
-            )
+        self._check_input(x, cache, cg_steps, cg_tol)
         tol = self.cg_tol if cg_tol is None else cg_tol
         q, k, v, g, beta, conv_q, conv_k = self._project(x, cache)
         if cache is not None and x.shape[1] == 1:

@@ -41,6 +41,21 @@ class MesaNetConfig:
     norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "intermediate_size",
+            "chunk_size",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: expected a positive int, got {value!r}")
+        for name in ("max_cg_steps_train", "max_cg_steps_decode"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
         if self.mixer not in MIXERS:
             raise ValueError(f"mixer: expected one of {MIXERS}, got {self.mixer!r}")
         if self.hidden_size % self.num_heads:
@@ -130,8 +145,45 @@ class MesaNetLM(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``idx`` ``(B, T)`` token ids -> logits ``(B, T, vocab)`` and, with aligned `targets`
         (``-100`` = ignored; no shift is applied here), the mean cross-entropy."""
+        V = self.config.vocab_size
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx: expected a torch.Tensor of token ids, got {type(idx).__name__}")
+        if idx.is_floating_point() or idx.is_complex() or idx.dtype == torch.bool:
+            raise TypeError(f"idx: expected integer token ids, got dtype {idx.dtype}")
         if idx.ndim != 2:
             raise ValueError(f"idx: expected shape (batch, time), got {tuple(idx.shape)}")
+        if idx.numel() == 0:
+            raise ValueError(
+                f"idx: expected at least one sequence and one token, got {tuple(idx.shape)}"
+            )
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= V:
+            raise ValueError(
+                f"idx: expected token ids in [0, {V}) (vocab_size), got min {lo}, max {hi}"
+            )
+        if targets is not None:
+            if not isinstance(targets, torch.Tensor) or targets.shape != idx.shape:
+                got = (
+                    tuple(targets.shape)
+                    if isinstance(targets, torch.Tensor)
+                    else type(targets).__name__
+                )
+                raise ValueError(
+                    f"targets: expected the shape of idx {tuple(idx.shape)}, got {got}"
+                )
+            valid = targets[targets != -100]
+            if targets.is_floating_point() or (
+                valid.numel() and (int(valid.min()) < 0 or int(valid.max()) >= V)
+            ):
+                raise ValueError(
+                    f"targets: expected integer ids in [0, {V}) or -100 (ignored), got dtype "
+                    f"{targets.dtype}"
+                    + (
+                        f", range [{int(valid.min())}, {int(valid.max())}]"
+                        if valid.numel() and not targets.is_floating_point()
+                        else ""
+                    )
+                )
         logits = self.lm_head(self.backbone(self.embed(idx), cg_steps=cg_steps))
         loss = None
         if targets is not None:
@@ -144,16 +196,3 @@ def _init_weights(m: nn.Module) -> None:
     # layers set them (the forget-gate bias carries forget_bias_init).
     if isinstance(m, (nn.Linear, nn.Embedding)):
         nn.init.normal_(m.weight, std=0.02)
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: no weight decay on Lambda, biases, norms and 1-D parameters."""
-    decay, no_decay = [], []
-    for p in model.parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or getattr(p, "_no_weight_decay", False) else decay).append(p)
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]

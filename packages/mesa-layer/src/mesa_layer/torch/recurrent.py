@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from mesa_layer.torch._checks import check_inputs, check_state, compute_dtype
+from mesa_layer.torch._checks import check_cg, check_inputs, check_state, compute_dtype
 from mesa_layer.torch.cg import conjugate_gradient
 
 
@@ -30,10 +30,35 @@ def mesa_step(
     Args:
         q, k: ``(B, H, K)``; v: ``(B, H, V)``; g, beta: ``(B, H)``; Lambda: ``(H, K)``.
         state: ``(H_{t-1}, G_{t-1})`` of shapes ``(B, H, K, K)``, ``(B, H, V, K)`` (float32/64).
+        max_cg_steps: CG iterations from the Jacobi start; cg_tol: optional relative tolerance.
 
     Returns:
         ``o_t`` ``(B, H, V)`` in ``v``'s dtype and the new state.
     """
+    check_inputs(q, k, v, g, beta, Lambda, step=True)
+    B, NH, K = q.shape
+    check_state(state, B, NH, K, v.shape[-1], name="state")
+    if state[0].dtype not in (torch.float32, torch.float64) or state[1].dtype != state[0].dtype:
+        raise TypeError(
+            f"state: expected H and G both float32 or both float64, got {state[0].dtype}, "
+            f"{state[1].dtype}"
+        )
+    check_cg(max_cg_steps, cg_tol)
+    return _step(q, k, v, g, beta, Lambda, state, max_cg_steps, cg_tol)
+
+
+def _step(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    Lambda: torch.Tensor,
+    state: tuple[torch.Tensor, torch.Tensor],
+    max_cg_steps: int = 30,
+    cg_tol: float | None = None,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """`mesa_step` without the input checks (for callers that checked the whole sequence)."""
     dt = state[0].dtype
     H_prev, G_prev = state
     qf, kf, vf = q.to(dt), k.to(dt), v.to(dt)
@@ -68,6 +93,7 @@ def mesa_recurrent(
     B, T, NH, K = q.shape
     V = v.shape[-1]
     check_state(initial_state, B, NH, K, V)
+    check_cg(max_cg_steps, cg_tol)
     dt = compute_dtype(q)
     if initial_state is None:
         state = (q.new_zeros(B, NH, K, K, dtype=dt), q.new_zeros(B, NH, V, K, dtype=dt))
@@ -75,7 +101,7 @@ def mesa_recurrent(
         state = (initial_state[0].to(dt), initial_state[1].to(dt))
     outs = []
     for t in range(T):
-        o, state = mesa_step(
+        o, state = _step(
             q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], Lambda, state, max_cg_steps, cg_tol
         )
         outs.append(o)

@@ -1,0 +1,246 @@
+"""``mesa-layer reproduce``: regression, MQAR and char-LM at a chosen scale, into one run report."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mesa_layer.experiments import lm, mqar, regression
+from mesa_layer.experiments.common import LABELS, train_config
+from shared_core.cli import ReproduceArgs
+
+
+@dataclass
+class ReproduceConfig:
+    """All three experiments at one scale (`SCALES`)."""
+
+    regression: regression.RegressionConfig = field(default_factory=regression.RegressionConfig)
+    mqar: mqar.MQARConfig = field(default_factory=mqar.MQARConfig)
+    lm: lm.LMConfig = field(default_factory=lm.LMConfig)
+
+
+_MICRO_MODEL: dict[str, Any] = {
+    "hidden_size": 16,
+    "num_layers": 1,
+    "num_heads": 2,
+    "intermediate_size": 32,
+    "cg_steps_train": 2,
+}
+
+SCALES: dict[str, ReproduceConfig] = {
+    # every code path end to end in seconds (CI): 3 steps per model, toy sizes
+    "micro": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            d=4,
+            T=16,
+            batch_size=4,
+            eval_batch=8,
+            eval_cg_steps=(1, 2),
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=32,
+            seq_len=16,
+            kv_pairs=(2,),
+            train_examples=64,
+            test_examples=16,
+            batch_size=4,
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
+        ),
+        lm=lm.LMConfig(
+            max_chars=20_000,
+            seq_len=16,
+            batch_size=4,
+            eval_batches=1,
+            eval_batch_size=4,
+            eval_cg_steps=(0, 2),
+            train=train_config(3, warmup=1),
+            **_MICRO_MODEL,
+        ),
+    ),
+    # the headline comparison in a few minutes on 2 CPU cores (one thread)
+    "tiny": ReproduceConfig(),
+    # a GPU or a free multi-core CPU: ~10x the tiny budget
+    "small": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            batch_size=64, num_layers=2, train=train_config(1500, warmup=50)
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=256,
+            seq_len=128,
+            kv_pairs=(4, 8, 16, 32),
+            train_examples=65536,
+            batch_size=64,
+            train=train_config(3000, warmup=100),
+        ),
+        lm=lm.LMConfig(
+            seq_len=256,
+            batch_size=32,
+            hidden_size=128,
+            train=train_config(3000, lr=2e-3, warmup=100),
+        ),
+    ),
+    # the paper's regime needs GPUs and far larger models; sizes to start from
+    "paper": ReproduceConfig(
+        regression=regression.RegressionConfig(
+            batch_size=256,
+            num_layers=2,
+            hidden_size=256,
+            cg_steps_train=30,
+            train=train_config(20000, lr=1e-3, warmup=1000),
+        ),
+        mqar=mqar.MQARConfig(
+            vocab_size=8192,
+            seq_len=512,
+            kv_pairs=(16, 32, 64, 128),
+            train_examples=100_000,
+            batch_size=256,
+            hidden_size=256,
+            num_heads=4,
+            intermediate_size=512,
+            cg_steps_train=30,
+            train=train_config(20000, lr=1e-3, warmup=1000),
+        ),
+        lm=lm.LMConfig(
+            max_chars=10**9,
+            seq_len=1024,
+            batch_size=64,
+            hidden_size=512,
+            num_layers=8,
+            num_heads=4,
+            intermediate_size=1408,
+            cg_steps_train=30,
+            eval_cg_steps=(1, 2, 4, 8, 16, 30, 64),
+            train=train_config(50000, lr=1e-3, warmup=2000),
+        ),
+    ),
+}
+
+
+def reproduce(args: ReproduceArgs) -> int:
+    """Run the three experiments of ``args.config`` and write one report (rank 0)."""
+    from mesa_layer.data import require_shakespeare
+    from shared_core.device import seed_everything
+    from shared_core.distributed import init_distributed
+    from shared_core.report import Run
+
+    cfg: ReproduceConfig = args.config
+    require_shakespeare()  # fail before the first experiment, not after it
+    info = init_distributed(args.device)
+    device = str(info.device)
+    seed_everything(args.seed)
+    run = Run(
+        "mesa-layer",
+        {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)},
+        out=args.out,
+        enabled=info.is_main,
+    )
+    timings = {}
+
+    t0 = time.time()
+    reg = regression.run(cfg.regression, seed=args.seed, device=device)
+    timings["regression_s"] = time.time() - t0
+    d = cfg.regression.d
+    for method, err in reg["mse"].items():
+        run.add_row(
+            "in-context regression (MSE of y_t; Var y ~ 1)",
+            method=LABELS[method],
+            **{
+                "t<=d": float(sum(err[1 : d + 1]) / d),
+                "t>d": float(sum(err[d + 1 :]) / len(err[d + 1 :])),
+                "t=T": err[-1],
+            },
+        )
+    for method, err in reg["constructed"].items():
+        run.add_row(
+            "in-context regression (MSE of y_t; Var y ~ 1)",
+            method=f"{LABELS[method]}, constructed weights",
+            **{
+                "t<=d": float(sum(err[1 : d + 1]) / d),
+                "t>d": float(sum(err[d + 1 :]) / len(err[d + 1 :])),
+                "t=T": err[-1],
+            },
+        )
+    orc = reg["oracle"]
+    run.add_row(
+        "in-context regression (MSE of y_t; Var y ~ 1)",
+        method="ridge oracle",
+        **{
+            "t<=d": float(sum(orc[1 : d + 1]) / d),
+            "t>d": float(sum(orc[d + 1 :]) / len(orc[d + 1 :])),
+            "t=T": orc[-1],
+        },
+    )
+    positions = list(range(cfg.regression.T))
+    series = {f"{LABELS[m]} (trained)": (positions, e) for m, e in reg["mse"].items()}
+    series.update(
+        {
+            f"{LABELS[m]} (constructed)": (positions, e)
+            for m, e in reg["constructed"].items()
+            if m != "mesa"
+        }
+    )
+    series["ridge oracle = Mesa (constructed)"] = (positions, orc)
+    run.plot(
+        "regression_error_vs_position",
+        series,
+        xlabel="position t (examples seen)",
+        ylabel="MSE",
+        logy=True,
+    )
+
+    t0 = time.time()
+    rec = mqar.run(cfg.mqar, seed=args.seed, device=device)
+    timings["mqar_s"] = time.time() - t0
+    for method, accs in rec["accuracy"].items():
+        run.add_row(
+            "MQAR accuracy",
+            method=LABELS[method],
+            **{f"{k} kv": a for k, a in zip(rec["kv_pairs"], accs, strict=False)},
+        )
+    run.plot(
+        "mqar_accuracy_vs_kv_pairs",
+        {LABELS[m]: (rec["kv_pairs"], a) for m, a in rec["accuracy"].items()},
+        xlabel="number of key-value pairs",
+        ylabel="query accuracy",
+    )
+
+    t0 = time.time()
+    lmr = lm.run(cfg.lm, seed=args.seed, device=device)
+    timings["lm_s"] = time.time() - t0
+    for method, loss in lmr["val_loss"].items():
+        run.add_row(
+            "char-LM on Shakespeare (validation)",
+            method=LABELS[method],
+            nats_per_char=loss,
+            bits_per_char=loss / 0.6931471805599453,
+        )
+
+    for s, v in lmr["cg_sweep"]:
+        run.add_row(
+            "MesaNet vs inference-time CG steps",
+            cg_steps=s,
+            lm_val_loss=v,
+            **{"regression_mse_t>d": dict(reg["cg_sweep"]).get(s, float("nan"))},
+        )
+    run.plot(
+        "loss_vs_cg_steps",
+        {
+            "char-LM val loss": _xy(lmr["cg_sweep"]),
+            "regression MSE (t>d)": _xy(reg["cg_sweep"]),
+        },
+        xlabel="CG steps at inference",
+        ylabel="loss",
+        logy=True,
+    )
+    run.log(**timings, regression=reg, mqar=rec, lm=lmr)
+    run.finish(title="mesa-layer reproduce: MesaNet vs GLA, DeltaNet and softmax attention")
+    return 0
+
+
+def _xy(pairs: list[tuple[int, float]]) -> tuple[list[float], list[float]]:
+    return [float(s) for s, _ in pairs], [v for _, v in pairs]
