@@ -145,28 +145,37 @@ def test_bad_arguments():
         fit(frozen, loss_fn, batch_fn, TrainConfig(), show_progress=False)
 
 
-WORKER = textwrap.dedent(
-    """
-    import json, sys
-    import torch
-    from shared_core.distributed import init_distributed, shutdown
-    from shared_core.train import TrainConfig, fit, step_generator
-
-    info = init_distributed("cpu")
+def ddp_problem():
+    """The data-parallel check's problem: a noiseless planted regression, 8 rows a step."""
     w_star = torch.tensor([[2.0], [-1.0], [0.5]])
 
     def batch_fn(step):
-        g = step_generator(0, step)
-        x = torch.randn(8, 3, generator=g)
+        x = torch.randn(8, 3, generator=step_generator(0, step))
         return x, x @ w_star
 
     def loss_fn(model, batch):
         return torch.nn.functional.mse_loss(model(batch[0]), batch[1])
 
+    return batch_fn, loss_fn
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    sys.path.insert(0, sys.argv[2])
+    from test_train import ddp_problem
+    from shared_core.distributed import all_reduce_mean, init_distributed, is_main, shutdown
+    from shared_core.train import TrainConfig, fit
+
+    info = init_distributed("cpu")
+    batch_fn, loss_fn = ddp_problem()
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
     res = fit(model, loss_fn, batch_fn, TrainConfig(steps=5, lr=0.05), info=info, show_progress=False)
-    out = {"weight": model.weight.detach().flatten().tolist(), "losses": res.losses}
+    out = {"weight": model.weight.detach().flatten().tolist(), "losses": res.losses,
+           "world": info.world_size, "main": is_main(),
+           "mean_rank": all_reduce_mean(float(info.rank))}
     with open(f"{sys.argv[1]}/rank{info.rank}.json", "w") as f:
         json.dump(out, f)
     shutdown()
@@ -175,26 +184,29 @@ WORKER = textwrap.dedent(
 
 
 def test_two_processes_take_the_single_process_steps(tmp_path):
+    """Under torchrun (gloo) both ranks end equal, and equal to one process on the whole batch."""
+    import os
+
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
+    here = os.path.dirname(__file__)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           str(script), str(tmp_path)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+           str(script), str(tmp_path), here]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert (r0["world"], r1["world"]) == (2, 2) and r0["main"] and not r1["main"]
+    assert r0["mean_rank"] == r1["mean_rank"] == 0.5
     assert r0["weight"] == r1["weight"]
-    (tmp_path / "single").mkdir()
-    proc = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "single")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    alone = json.loads((tmp_path / "single" / "rank0.json").read_text())
-    torch.testing.assert_close(
-        torch.tensor(r0["weight"]), torch.tensor(alone["weight"]), rtol=1e-5, atol=1e-6
+    batch_fn, loss_fn = ddp_problem()
+    torch.manual_seed(0)
+    alone = torch.nn.Linear(3, 1)
+    res = fit(
+        alone, loss_fn, batch_fn, TrainConfig(steps=5, lr=0.05), device="cpu", show_progress=False
     )
     torch.testing.assert_close(
-        torch.tensor(r0["losses"]), torch.tensor(alone["losses"]), rtol=1e-5, atol=1e-6
+        torch.tensor(r0["weight"]), alone.weight.detach().flatten(), rtol=1e-5, atol=1e-6
+    )
+    torch.testing.assert_close(
+        torch.tensor(r0["losses"]), torch.tensor(res.losses), rtol=1e-5, atol=1e-6
     )
