@@ -385,6 +385,27 @@ def bootstrap(
     return samples
 
 
+SCREEN_ROWS = 512
+"""Above this many rows, `fit_law` screens the starts on a subsample of this size first."""
+
+
+def _screen_on_subsample(
+    grid: np.ndarray, law: ScalingLaw, data: ScalingData, delta: float, rows: int
+) -> np.ndarray:
+    """The starts worth running on all rows: 20 steps on `rows` random rows, keep those within
+    2x of the best objective there, from where they got to.
+
+    Why: the cost of a step is (starts x rows); which starts lead to the basin of the global
+    minimum is clear after ~20 steps (the same rule `solve_batched` applies on all rows), and a
+    few hundred rows rank the starts as well as thousands do.
+    """
+    pick = np.sort(np.random.default_rng(0).choice(len(data), size=rows, replace=False))
+    theta, f = solve_batched(grid, law, data.subset(pick), delta, max_iter=20, screen_ratio=np.inf)
+    finite = np.isfinite(f)
+    keep = finite & (f <= 2.0 * f[finite].min())
+    return theta[keep]
+
+
 def fit_law(
     data: ScalingData,
     law: str | ScalingLaw = "quality",
@@ -394,6 +415,7 @@ def fit_law(
     level: float = 0.95,
     seed: int = 0,
     polish: int = 5,
+    screen_rows: int | None = SCREEN_ROWS,
 ) -> FitResult:
     """Fit `law` to `data` the Chinchilla way; deterministic given `seed`.
 
@@ -401,6 +423,9 @@ def fit_law(
     two or more distinct Q) or ``"chinchilla"`` (Q ignored; also `fit_chinchilla`).
 
     1. every start of `grid` (default `init_grid(law)`) is minimised at once (`solve_batched`);
+       with more than `screen_rows` rows, the starts first take 20 steps on a fixed random
+       subsample of that many rows, and only those within 2x of the best subsample objective
+       go on to the full data (None: never subsample);
     2. the `polish` best distinct solutions are refined by scipy L-BFGS-B; the best is kept;
     3. with ``n_bootstrap > 0`` the fit is repeated on row resamples (`bootstrap`) for CIs.
     """
@@ -425,6 +450,8 @@ def fit_law(
             "or fit_law(data, law='chinchilla')"
         )
     grid = init_grid(law) if grid is None else _check_grid(grid, law)
+    if screen_rows is not None and len(data) > _check_int(screen_rows, "screen_rows", law.n_params + 1):
+        grid = _screen_on_subsample(grid, law, data, delta, screen_rows)
     theta, f = solve_batched(grid, law, data, delta)
     order = np.argsort(np.where(np.isfinite(f), f, np.inf), kind="stable")
     picked: list[np.ndarray] = []

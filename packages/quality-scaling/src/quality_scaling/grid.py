@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -41,6 +42,7 @@ from shared_core.device import limit_threads
 __all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
 
 TASKS = ("markov", "shakespeare", "seq2seq")
+Q_COLUMNS = ("q_proxy", "q_deficiency", "q_exact")
 SEQ_LEN = 16
 TEST_ROWS = 1024
 
@@ -65,10 +67,20 @@ class Cell:
         if self.corruption not in CORRUPTIONS:
             raise ValueError(f"corruption: expected one of {CORRUPTIONS}, got {self.corruption!r}")
         corruption_rate_proxy(self.rate)
-        if self.tokens < SEQ_LEN * self.batch_size:
+        if not isinstance(self.tokens, int) or self.tokens < SEQ_LEN * self.batch_size:
             raise ValueError(f"tokens: expected >= {SEQ_LEN * self.batch_size}, got {self.tokens}")
-        if self.d_model < 1 or self.n_layer < 1:
-            raise ValueError(f"d_model, n_layer: expected >= 1, got {self.d_model}, {self.n_layer}")
+        for name in ("d_model", "n_layer", "tokens", "batch_size", "seed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "seed" else 1):
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        heads = max(1, self.d_model // 16)
+        if self.d_model % heads:
+            raise ValueError(
+                f"d_model: expected a multiple of its head count max(1, d_model // 16) = {heads}, "
+                f"got {self.d_model}"
+            )
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < math.inf):
+            raise ValueError(f"lr: expected a finite number > 0, got {self.lr!r}")
 
     @property
     def key(self) -> str:
@@ -280,8 +292,13 @@ def rows_to_data(rows: Sequence[dict[str, Any]], q: str = "q_proxy") -> ScalingD
     """Grid rows -> `ScalingData` with Q taken from column `q` (``q_proxy``, ``q_deficiency``, ...)."""
     if not rows:
         raise ValueError("rows: expected at least one grid row")
-    if q not in rows[0]:
-        raise ValueError(f"q: expected one of the Q columns, got {q!r}")
+    if q not in Q_COLUMNS:
+        raise ValueError(f"q: expected one of the Q columns {Q_COLUMNS}, got {q!r}")
+    missing = [i for i, r in enumerate(rows) if not all(k in r for k in ("N", "D", "loss", q))]
+    if missing:
+        raise ValueError(
+            f"rows: row {missing[0]} lacks one of the columns N, D, loss, {q} (expected grid rows)"
+        )
     col = np.array([r[q] for r in rows], dtype=float)
     if np.any(col <= 0):  # a deficiency of 0 (no information) has no log: floor it at 1e-3
         col = np.maximum(col, 1e-3)
