@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize
-
 from quality_scaling.fit import DELTA, FitResult, fit_law, init_grid, objective_and_grad
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, ScalingLaw
+from scipy.optimize import minimize
+
 from shared_core.bench import BenchTable, bench_parser, finish, measure
 
 TRUE = {"A": 406.4, "B": 410.7, "E": 1.69, "alpha": 0.34, "beta": 0.28, "gamma": 0.5}
@@ -49,7 +49,9 @@ def scipy_grid(data: ScalingData, law: ScalingLaw, grid: np.ndarray) -> FitResul
 
 def main() -> None:
     p = bench_parser(__doc__.splitlines()[0])
-    p.add_argument("--rows", type=int, nargs="+", default=None, help="row counts (default 250 5000)")
+    p.add_argument(
+        "--rows", type=int, nargs="+", default=None, help="row counts (default 250 5000)"
+    )
     p.add_argument("--law", choices=["chinchilla", "quality"], default="chinchilla")
     a = p.parse_args()
     law = CHINCHILLA if a.law == "chinchilla" else QUALITY

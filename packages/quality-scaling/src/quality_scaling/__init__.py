@@ -38,7 +38,22 @@ _SOURCES = {
     "read_runs_csv": "tables",
 }
 
-__all__ = sorted(_SOURCES)
+__all__ = [
+    "CHINCHILLA",
+    "EPOCH_DROPPED_RUNS",
+    "QUALITY",
+    "FitResult",
+    "ScalingData",
+    "ScalingLaw",
+    "bootstrap",
+    "fit_chinchilla",
+    "fit_law",
+    "get_law",
+    "holdout_error",
+    "init_grid",
+    "read_epoch_chinchilla",
+    "read_runs_csv",
+]
 
 
 def __getattr__(name: str) -> Any:

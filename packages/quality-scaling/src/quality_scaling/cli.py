@@ -25,8 +25,8 @@ def _reproduce(args: ReproduceArgs) -> int:
 
 
 def _fit(ns: argparse.Namespace) -> int:
-    from quality_scaling.tables import read_runs_csv
     from quality_scaling.fit import fit_law
+    from quality_scaling.tables import read_runs_csv
 
     try:
         data = read_runs_csv(

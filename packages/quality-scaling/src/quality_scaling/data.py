@@ -51,7 +51,11 @@ class MarkovSource:
     pi: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.vocab_size, int) or isinstance(self.vocab_size, bool) or self.vocab_size < 2:
+        if (
+            not isinstance(self.vocab_size, int)
+            or isinstance(self.vocab_size, bool)
+            or self.vocab_size < 2
+        ):
             raise ValueError(f"vocab_size: expected >= 2, got {self.vocab_size}")
         if not (isinstance(self.concentration, (int, float)) and 0 < self.concentration < math.inf):
             raise ValueError(f"concentration: expected > 0, got {self.concentration}")

@@ -82,7 +82,9 @@ def _numeric(x: object) -> bool:
 def _check_grid(grid: ArrayLike, law: ScalingLaw, name: str = "grid") -> np.ndarray:
     """A ``(starts, p)`` float array of finite starting points, or a ValueError naming `name`."""
     if not _numeric(grid):
-        raise TypeError(f"{name}: expected a numeric (starts, {law.n_params}) array, got {grid!r:.80}")
+        raise TypeError(
+            f"{name}: expected a numeric (starts, {law.n_params}) array, got {grid!r:.80}"
+        )
     g = np.asarray(grid, dtype=float)
     if g.ndim != 2 or g.shape[1] != law.n_params or g.shape[0] == 0:
         raise ValueError(
@@ -114,7 +116,12 @@ def _weights(data: ScalingData, weights: ArrayLike | None) -> np.ndarray:
     if not _numeric(weights):
         raise TypeError(f"weights: expected numbers, got {weights!r:.80}")
     w = np.asarray(weights, dtype=float)
-    if w.ndim not in (1, 2) or w.shape[-1] != len(data) or not np.all(np.isfinite(w)) or np.any(w < 0):
+    if (
+        w.ndim not in (1, 2)
+        or w.shape[-1] != len(data)
+        or not np.all(np.isfinite(w))
+        or np.any(w < 0)
+    ):
         raise ValueError(f"weights: expected non-negative finite (..., {len(data)}), got {w.shape}")
     return w
 
@@ -178,7 +185,9 @@ def solve_batched(
     if not ftol >= 0:
         raise ValueError(f"ftol: expected >= 0, got {ftol!r}")
     if not screen_ratio >= 1:
-        raise ValueError(f"screen_ratio: expected >= 1 (inf disables screening), got {screen_ratio!r}")
+        raise ValueError(
+            f"screen_ratio: expected >= 1 (inf disables screening), got {screen_ratio!r}"
+        )
     w_all = _weights(data, weights)
     if w_all.ndim == 2 and w_all.shape[0] != theta0.shape[0]:
         raise ValueError(
@@ -371,7 +380,9 @@ def bootstrap(
     data = _check_data(data)
     n_bootstrap = _check_int(n_bootstrap, "n_bootstrap", 1)
     seed = _check_int(seed, "seed", 0)
-    theta = _check_grid(np.asarray(theta, dtype=float).reshape(1, -1) if _numeric(theta) else theta, law, "theta")[0]
+    theta = _check_grid(
+        np.asarray(theta, dtype=float).reshape(1, -1) if _numeric(theta) else theta, law, "theta"
+    )[0]
     rng = np.random.default_rng(seed)
     n = len(data)
     idx = rng.integers(0, n, size=(n_bootstrap, n))
@@ -450,7 +461,9 @@ def fit_law(
             "or fit_law(data, law='chinchilla')"
         )
     grid = init_grid(law) if grid is None else _check_grid(grid, law)
-    if screen_rows is not None and len(data) > _check_int(screen_rows, "screen_rows", law.n_params + 1):
+    if screen_rows is not None and len(data) > _check_int(
+        screen_rows, "screen_rows", law.n_params + 1
+    ):
         grid = _screen_on_subsample(grid, law, data, delta, screen_rows)
     theta, f = solve_batched(grid, law, data, delta)
     order = np.argsort(np.where(np.isfinite(f), f, np.inf), kind="stable")

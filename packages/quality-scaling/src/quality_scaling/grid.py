@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from quality_scaling._extras import require
 from quality_scaling.data import (
     CORRUPTIONS,
     MarkovSource,
@@ -34,7 +35,6 @@ from quality_scaling.quality import (
     markov_deficiency,
     ngram_pairs,
 )
-from quality_scaling._extras import require
 from shared_core.atomic import atomic_write_text
 from shared_core.cli import progress
 from shared_core.device import limit_threads

@@ -63,7 +63,9 @@ class ScalingLaw:
     def theta(self, params: Mapping[str, float]) -> np.ndarray:
         """Inverse of `natural`: ``{"A", "B", "E", "alpha", ...}`` -> log-space ``theta``."""
         if not isinstance(params, Mapping):
-            raise TypeError(f"params: expected a mapping such as FitResult.params, got {params!r:.60}")
+            raise TypeError(
+                f"params: expected a mapping such as FitResult.params, got {params!r:.60}"
+            )
         need = ["A", "B", "E", *self.theta_names[3:]]
         missing = [k for k in need if k not in params]
         if missing:
@@ -234,7 +236,11 @@ class ScalingData:
         if i.dtype.kind not in "iub":
             raise TypeError(f"index: expected integer or boolean indices, got dtype {i.dtype}")
         if i.dtype.kind == "b" and i.shape != (len(self),):
-            raise ValueError(f"index: expected a boolean mask of shape ({len(self)},), got {i.shape}")
+            raise ValueError(
+                f"index: expected a boolean mask of shape ({len(self)},), got {i.shape}"
+            )
         if i.dtype.kind != "b" and i.size and (i.max() >= len(self) or i.min() < -len(self)):
-            raise ValueError(f"index: expected row numbers in [0, {len(self)}), got {i.min()}..{i.max()}")
+            raise ValueError(
+                f"index: expected row numbers in [0, {len(self)}), got {i.min()}..{i.max()}"
+            )
         return ScalingData(self.N[i], self.D[i], self.loss[i], self.Q[i])

@@ -108,7 +108,11 @@ def estimate_duplication_rate(tokens: ArrayLike, chunk: int | None = None) -> fl
 
 def _check_vocab(vocab_size: int, *arrays: np.ndarray) -> int:
     top = max(int(a.max()) for a in arrays)
-    if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool) or vocab_size <= top:
+    if (
+        not isinstance(vocab_size, (int, np.integer))
+        or isinstance(vocab_size, bool)
+        or vocab_size <= top
+    ):
         raise ValueError(
             f"vocab_size: expected an int > the largest token id {top}, got {vocab_size!r}"
         )
@@ -161,7 +165,9 @@ def deficiency_q(
     """
     for name, arg in (("noisy", noisy), ("clean", clean), ("held_out", held_out)):
         if not isinstance(arg, tuple) or len(arg) != 2:
-            raise TypeError(f"{name}: expected a (contexts, targets) pair from ngram_pairs, got {arg!r:.60}")
+            raise TypeError(
+                f"{name}: expected a (contexts, targets) pair from ngram_pairs, got {arg!r:.60}"
+            )
         for part in arg:
             a = np.asarray(part)
             if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
@@ -169,7 +175,11 @@ def deficiency_q(
                     f"{name}: expected 1-D integer arrays (contexts, targets), got dtype {a.dtype} "
                     f"shape {a.shape}"
                 )
-    if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool) or vocab_size < 2:
+    if (
+        not isinstance(vocab_size, (int, np.integer))
+        or isinstance(vocab_size, bool)
+        or vocab_size < 2
+    ):
         raise ValueError(f"vocab_size: expected an int >= 2, got {vocab_size!r}")
     if not (isinstance(smoothing, (int, float)) and math.isfinite(smoothing) and smoothing > 0):
         raise ValueError(f"smoothing: expected a finite number > 0, got {smoothing!r}")

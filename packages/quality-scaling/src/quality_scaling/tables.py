@@ -62,9 +62,9 @@ def read_runs_csv(
 ) -> ScalingData:
     """One `ScalingData` row per CSV row: N, D, loss (and Q, if `q_col` is given) by column name."""
     p, rows = _read(path)
-    cols = [_column(p, rows, c) for c in (n_col, d_col, loss_col)]
+    N, D, loss = (_column(p, rows, c) for c in (n_col, d_col, loss_col))
     q = _column(p, rows, q_col) if q_col is not None else None
-    return ScalingData(*cols, Q=q)
+    return ScalingData(N, D, loss, q)
 
 
 def read_epoch_chinchilla(
@@ -102,4 +102,3 @@ def read_epoch_chinchilla(
             f"{p.name}, row {int(bad[0]) + 2}: 'Training FLOP' / (6 'Model Size') is not finite"
         )
     return ScalingData(N[keep], D[keep], L[keep])
-

@@ -66,7 +66,9 @@ def equivalent_data(clean: FitResult, N: np.ndarray, D: np.ndarray, L: np.ndarra
         return np.where(room > 0, (p["B"] / room) ** (1 / p["beta"]), np.nan)
 
 
-def _error_row(arm: str, split_name: str, law: str, err: dict[str, float], n_tr: int, n_te: int) -> Row:
+def _error_row(
+    arm: str, split_name: str, law: str, err: dict[str, float], n_tr: int, n_te: int
+) -> Row:
     return {
         "arm": arm,
         "split": split_name,
@@ -94,7 +96,9 @@ class HeadlineFits:
     random_split: dict[str, FitResult]  # law label -> fit on `train`
     full: FitResult  # quality law, all cells, bootstrap CIs
     chinchilla_full: FitResult  # Chinchilla, all cells, bootstrap CIs
-    deff_curve: list[tuple[float, float, float, float, float]]  # (p, fitted, empirical, q_def, q_ex)
+    deff_curve: list[
+        tuple[float, float, float, float, float]
+    ]  # (p, fitted, empirical, q_def, q_ex)
     tables: dict[str, list[Row]] = field(default_factory=dict)
 
 
@@ -131,7 +135,10 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
         )
 
     data = rows_to_data(rows, "q_proxy")
-    grid_q, grid_c = start_grid(scale.headline_grid, QUALITY), start_grid(scale.headline_grid, CHINCHILLA)
+    grid_q, grid_c = (
+        start_grid(scale.headline_grid, QUALITY),
+        start_grid(scale.headline_grid, CHINCHILLA),
+    )
     full = fit_law(data, QUALITY, grid=grid_q, n_bootstrap=scale.n_bootstrap, seed=seed)
     chin = fit_law(
         rows_to_data(rows), CHINCHILLA, grid=grid_c, n_bootstrap=scale.n_bootstrap, seed=seed
