@@ -125,8 +125,8 @@ main = make_main(
             help=(
                 "train the noise-injection grid of tiny GPTs (on --device, in --threads "
                 "single-threaded workers) and fit Chinchilla and the quality-aware law to it "
-                "(numpy, CPU): micro about 20 s, tiny about 3 min on 1 thread, small about an "
-                "hour on 8 workers or a GPU, paper hours on GPUs."
+                "(numpy, CPU); CPU time on one thread: micro about 10 s, tiny about 3 min, "
+                "small about an hour on 8 workers or a GPU, paper hours on GPUs."
             ),
         ),
         Command(
