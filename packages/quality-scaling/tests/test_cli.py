@@ -33,3 +33,39 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     bad.write_text("N,D,loss\n1,1,nan\n")
     assert main(["fit", str(bad), "--law", "chinchilla"]) == 2
     assert "loss: expected finite" in capsys.readouterr().err
+
+
+def test_cli_import_is_light() -> None:
+    """--help must answer at once: the CLI module imports neither torch nor scipy."""
+    import subprocess
+
+    code = (
+        "import sys, quality_scaling.cli; "
+        "heavy = [m for m in ('torch', 'scipy', 'matplotlib') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reproduce_micro_end_to_end(tmp_path: Path) -> None:
+    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    (run,) = (p for p in (tmp_path / "quality-scaling").iterdir() if p.name != "cache")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["metrics"]["cells"] == 30
+    assert metrics["run"]["threads"] == 1 and metrics["run"]["device"] == "cpu"
+    assert (run / "loss_vs_D_per_Q.png").exists()
+
+
+def test_bad_cli_arguments_are_one_line(tmp_path: Path, capsys) -> None:
+    d = synthetic(n=20, noise=0.002, seed=2)
+    path = tmp_path / "runs.csv"
+    lines = ["N,D,q_proxy,loss"] + [
+        f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(path), "--q-col", "quality"]) == 2
+    assert "column 'quality'" in capsys.readouterr().err
+    assert main(["plan", "{not json", "--compute", "1e21"]) == 2
+    assert "params: expected JSON" in capsys.readouterr().err
+    assert main(["plan", '{"A": 1}', "--compute", "1e21"]) == 2
+    assert "params: missing" in capsys.readouterr().err

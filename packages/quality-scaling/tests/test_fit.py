@@ -3,9 +3,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import TRUE, small_grid, synthetic
-from quality_scaling.fit import fit_law, holdout_error, init_grid, objective, solve_batched
+from quality_scaling.fit import (
+    fit_chinchilla,
+    fit_law,
+    holdout_error,
+    init_grid,
+    objective,
+    solve_batched,
+)
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData
 from quality_scaling.reference import fit_law_reference, objective_reference
+from quality_scaling.tables import EPOCH_DROPPED_RUNS, read_epoch_chinchilla
+
+from shared_core.testing import assert_close
 
 
 def test_epoch_grid_sizes() -> None:
@@ -15,8 +25,9 @@ def test_epoch_grid_sizes() -> None:
 
 
 def test_objective_matches_reference(rows: ScalingData) -> None:
-    t = QUALITY.theta(TRUE) + 0.01
-    assert objective(t, QUALITY, rows) == pytest.approx(objective_reference(t, QUALITY, rows))
+    thetas = QUALITY.theta(TRUE) + np.random.default_rng(0).normal(0, 0.05, size=(8, 6))
+    ref = [objective_reference(t, QUALITY, rows) for t in thetas]
+    assert_close("objective", ref, objective(thetas, QUALITY, rows), 1e-12)
 
 
 @pytest.mark.parametrize("law", [CHINCHILLA, QUALITY])
@@ -28,7 +39,25 @@ def test_batched_fit_reaches_the_reference_minimum(law) -> None:
     # the summed Huber with delta = 1e-3 is kinked at every row: L-BFGS stops within ~1e-7 of
     # the minimum from different starts, so "the same minimum" means to 1e-6 relative
     assert fast.objective <= slow.objective * (1 + 1e-6)
-    np.testing.assert_allclose(fast.theta, slow.theta, rtol=1e-3, atol=1e-3)
+    assert_close("theta", slow.theta, fast.theta, 1e-3)
+
+
+def test_row_screening_reaches_the_unscreened_minimum() -> None:
+    """Above `screen_rows` rows the starts are screened on a subsample first: same minimum."""
+    data = synthetic(CHINCHILLA, n=700, noise=0.01, seed=8)
+    grid = small_grid(CHINCHILLA)
+    screened = fit_law(data, CHINCHILLA, grid=grid, screen_rows=100)
+    full = fit_law(data, CHINCHILLA, grid=grid, screen_rows=None)
+    assert screened.objective <= full.objective * (1 + 1e-9)
+    assert_close("theta", full.theta, screened.theta, 1e-5)
+
+
+def test_fit_chinchilla_is_fit_law_with_the_chinchilla_law() -> None:
+    data = synthetic(CHINCHILLA, n=60, noise=0.005, seed=9)
+    grid = small_grid(CHINCHILLA)
+    a, b = fit_chinchilla(data, grid=grid), fit_law(data, "chinchilla", grid=grid)
+    assert a.law is CHINCHILLA
+    np.testing.assert_array_equal(a.theta, b.theta)
 
 
 def test_batched_solver_descends_from_every_start(rows: ScalingData) -> None:
@@ -113,19 +142,15 @@ def test_bad_fit_input(rows: ScalingData) -> None:
 EPOCH = {"E": 1.82, "A": 482.0, "B": 2085.0, "alpha": 0.348, "beta": 0.366}
 
 
-def _epoch_rows(shared_data):
-    import csv
-
+def _epoch_path(shared_data):
     path = shared_data / "chinchilla_fig4_epoch.csv"
     if not path.exists():
         pytest.skip(f"{path} is absent")
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    N = np.array([float(r["Model Size"]) for r in rows])
-    C = np.array([float(r["Training FLOP"]) for r in rows])
-    L = np.array([float(r["loss"]) for r in rows])
-    keep = np.sort(L)[-5] > L  # Epoch drops the 5 highest-loss runs
-    return ScalingData(N[keep], C[keep] / (6 * N[keep]), L[keep])
+    return path
+
+
+def _epoch_rows(shared_data):
+    return read_epoch_chinchilla(_epoch_path(shared_data))
 
 
 def _check_epoch(fit) -> None:
@@ -139,10 +164,31 @@ def _check_epoch(fit) -> None:
 
 def test_recovers_epoch_chinchilla_fit(shared_data) -> None:
     data = _epoch_rows(shared_data)
-    assert len(data) == 240
-    _check_epoch(fit_law(data, CHINCHILLA, grid=small_grid(CHINCHILLA)))
+    assert len(data) == 240 and EPOCH_DROPPED_RUNS == 5
+    _check_epoch(fit_chinchilla(data, grid=small_grid(CHINCHILLA)))
+
+
+def test_epoch_filter_drops_exactly_the_highest_losses(shared_data) -> None:
+    path = _epoch_path(shared_data)
+    raw, kept = read_epoch_chinchilla(path, drop_highest_loss=0), _epoch_rows(shared_data)
+    assert len(raw) == 245
+    assert kept.loss.max() < np.sort(raw.loss)[-5]
+    np.testing.assert_array_equal(np.sort(kept.loss), np.sort(raw.loss)[:240])
+    import csv
+
+    with open(path, newline="") as f:
+        flops = np.array([float(r["Training FLOP"]) for r in csv.DictReader(f)])
+    np.testing.assert_allclose(6 * raw.N * raw.D, flops, rtol=1e-12)  # D = C / (6 N)
+
+
+def test_unfiltered_epoch_data_gives_a_different_fit(shared_data) -> None:
+    """Why the filter is the default: all 245 rows move beta to ~0.45 and E to ~1.89."""
+    raw = read_epoch_chinchilla(_epoch_path(shared_data), drop_highest_loss=0)
+    p = fit_chinchilla(raw, grid=small_grid(CHINCHILLA)).params
+    assert p["beta"] == pytest.approx(0.453, abs=0.01)
+    assert p["E"] == pytest.approx(1.89, abs=0.02)
 
 
 @pytest.mark.slow
 def test_recovers_epoch_chinchilla_fit_full_grid(shared_data) -> None:
-    _check_epoch(fit_law(_epoch_rows(shared_data), CHINCHILLA))
+    _check_epoch(fit_chinchilla(_epoch_rows(shared_data)))

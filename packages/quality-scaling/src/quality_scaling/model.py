@@ -20,6 +20,10 @@ class GPTConfig:
     n_head: int = 2
 
     def __post_init__(self) -> None:
+        for name in ("vocab_size", "seq_len", "d_model", "n_layer", "n_head"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.d_model % self.n_head:
             raise ValueError(
                 f"d_model: expected a multiple of n_head={self.n_head}, got {self.d_model}"
@@ -73,9 +77,16 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """``(batch, time)`` token ids -> ``(batch, time, vocab)`` logits."""
-        if idx.ndim != 2 or idx.shape[1] > self.cfg.seq_len:
+        if idx.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise TypeError(f"idx: expected integer token ids, got dtype {idx.dtype}")
+        if idx.ndim != 2 or not 1 <= idx.shape[1] <= self.cfg.seq_len or idx.shape[0] == 0:
             raise ValueError(
-                f"idx: expected (batch, time <= {self.cfg.seq_len}), got {tuple(idx.shape)}"
+                f"idx: expected (batch >= 1, 1 <= time <= {self.cfg.seq_len}), got {tuple(idx.shape)}"
+            )
+        if idx.min() < 0 or idx.max() >= self.cfg.vocab_size:
+            raise ValueError(
+                f"idx: token ids must lie in [0, vocab_size={self.cfg.vocab_size}), "
+                f"got [{int(idx.min())}, {int(idx.max())}]"
             )
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for blk in self.blocks:

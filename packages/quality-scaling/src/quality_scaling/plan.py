@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from numbers import Real
 
 __all__ = [
     "compute_equivalent",
@@ -20,25 +21,42 @@ __all__ = [
 
 
 def _p(params: Mapping[str, float]) -> tuple[float, float, float, float, float, float]:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params: expected a mapping such as FitResult.params, got {params!r:.60}")
     need = ("A", "B", "E", "alpha", "beta")
     missing = [k for k in need if k not in params]
     if missing:
-        raise ValueError(f"params: missing {missing}")
+        raise ValueError(f"params: missing {missing} (expected A, B, E, alpha, beta[, gamma])")
+    values = {k: params[k] for k in (*need, "gamma") if k in params}
+    for k, v in values.items():
+        if not isinstance(v, Real) or isinstance(v, bool):
+            raise TypeError(f"params[{k!r}]: expected a number, got {v!r}")
+        if not math.isfinite(v):
+            raise ValueError(f"params[{k!r}]: expected a finite number, got {v!r}")
     A, B, E, a, b = (float(params[k]) for k in need)
     g = float(params.get("gamma", 0.0))
-    if A <= 0 or B <= 0 or a <= 0 or b <= 0:
-        raise ValueError(f"params: expected A, B, alpha, beta > 0, got {dict(params)}")
+    if A <= 0 or B <= 0 or a <= 0 or b <= 0 or E < 0:
+        raise ValueError(
+            f"params: expected A, B, alpha, beta > 0 and E >= 0, got {dict(params)} "
+            "(the planning formulas need a decreasing law)"
+        )
     return A, B, E, a, b, g
 
 
+def _num(x: object, name: str) -> float:
+    if not isinstance(x, Real) or isinstance(x, bool):
+        raise TypeError(f"{name}: expected a number, got {x!r}")
+    return float(x)
+
+
 def _q(Q: float, name: str = "Q") -> float:
-    if not (math.isfinite(Q) and Q > 0):
-        raise ValueError(f"{name}: expected a finite value > 0, got {Q!r}")
+    if not (math.isfinite(_num(Q, name)) and 0 < Q <= 1):
+        raise ValueError(f"{name}: expected a quality in (0, 1] (1 = clean), got {Q!r}")
     return float(Q)
 
 
 def _pos(x: float, name: str) -> float:
-    if not (math.isfinite(x) and x > 0):
+    if not (math.isfinite(_num(x, name)) and x > 0):
         raise ValueError(f"{name}: expected a finite value > 0, got {x!r}")
     return float(x)
 
@@ -92,5 +110,7 @@ def required_model_size(
 ) -> float:
     """Smallest N reaching `target_loss` with D tokens of quality Q (inf if unreachable)."""
     A, B, E, a, b, g = _p(params)
+    if not math.isfinite(_num(target_loss, "target_loss")):
+        raise ValueError(f"target_loss: expected a finite number, got {target_loss!r}")
     room = target_loss - E - B / (_pos(D, "D") ** b * _q(Q) ** g)
     return math.inf if room <= 0 else (A / room) ** (1.0 / a)

@@ -49,7 +49,12 @@ def _tokens(x: ArrayLike, name: str) -> np.ndarray:
 
 def corruption_rate_proxy(rate: float | ArrayLike) -> np.ndarray | float:
     """``Q = 1 - p``: the fraction of clean data. Defined for ``0 <= p < 1``; Q in (0, 1]."""
-    p = np.asarray(rate, dtype=float)
+    raw = np.asarray(rate)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"rate: expected a number or array of numbers, got {rate!r:.60}")
+    p = raw.astype(float)
+    if p.size == 0:
+        raise ValueError("rate: expected at least one corruption rate, got an empty array")
     if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p >= 1):
         raise ValueError(f"rate: expected 0 <= rate < 1, got {rate!r}")
     q = 1.0 - p
@@ -86,8 +91,10 @@ def estimate_duplication_rate(tokens: ArrayLike, chunk: int | None = None) -> fl
     """Fraction of chunks (rows of a 2-D array, or `chunk`-token pieces of a stream) that repeat an earlier one."""
     x = np.asarray(tokens)
     if x.ndim == 1:
-        if chunk is None or chunk < 1:
+        if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, bool) or chunk < 1:
             raise ValueError(f"chunk: expected a positive int for a 1-D stream, got {chunk!r}")
+        if len(x) < chunk:
+            raise ValueError(f"tokens: expected at least one chunk of {chunk} tokens, got {len(x)}")
         x = x[: len(x) // chunk * chunk].reshape(-1, chunk)
     x = _tokens(x, "tokens")
     seen: set[bytes] = set()
@@ -101,7 +108,11 @@ def estimate_duplication_rate(tokens: ArrayLike, chunk: int | None = None) -> fl
 
 def _check_vocab(vocab_size: int, *arrays: np.ndarray) -> int:
     top = max(int(a.max()) for a in arrays)
-    if not isinstance(vocab_size, int) or vocab_size <= top:
+    if (
+        not isinstance(vocab_size, (int, np.integer))
+        or isinstance(vocab_size, bool)
+        or vocab_size <= top
+    ):
         raise ValueError(
             f"vocab_size: expected an int > the largest token id {top}, got {vocab_size!r}"
         )
@@ -113,7 +124,9 @@ def ngram_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(context id, next token)`` pairs of order-`order` n-grams within each row."""
     x = _tokens(seqs, "seqs")
-    v = int(x.max()) + 1 if vocab_size is None else vocab_size
+    v = int(x.max()) + 1 if vocab_size is None else _check_vocab(vocab_size, x)
+    if not isinstance(order, (int, np.integer)) or isinstance(order, bool):
+        raise TypeError(f"order: expected an int, got {order!r}")
     if order < 0 or order >= x.shape[1]:
         raise ValueError(f"order: expected 0 <= order < {x.shape[1]}, got {order}")
     ctx = np.zeros((x.shape[0], x.shape[1] - order), dtype=np.int64)
@@ -150,6 +163,26 @@ def deficiency_q(
     first ``len(noisy)`` pairs, so both see the same D) and scored on clean `held_out` pairs.
     Q_def = 1 when the corpus is the clean sample; 0 when it teaches nothing beyond uniform.
     """
+    for name, arg in (("noisy", noisy), ("clean", clean), ("held_out", held_out)):
+        if not isinstance(arg, tuple) or len(arg) != 2:
+            raise TypeError(
+                f"{name}: expected a (contexts, targets) pair from ngram_pairs, got {arg!r:.60}"
+            )
+        for part in arg:
+            a = np.asarray(part)
+            if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+                raise TypeError(
+                    f"{name}: expected 1-D integer arrays (contexts, targets), got dtype {a.dtype} "
+                    f"shape {a.shape}"
+                )
+    if (
+        not isinstance(vocab_size, (int, np.integer))
+        or isinstance(vocab_size, bool)
+        or vocab_size < 2
+    ):
+        raise ValueError(f"vocab_size: expected an int >= 2, got {vocab_size!r}")
+    if not (isinstance(smoothing, (int, float)) and math.isfinite(smoothing) and smoothing > 0):
+        raise ValueError(f"smoothing: expected a finite number > 0, got {smoothing!r}")
     n = len(noisy[0])
     if len(clean[0]) < n:
         raise ValueError(
@@ -178,6 +211,8 @@ def markov_deficiency(source: MarkovSource, rate: float) -> float:
     ``K J K^T``; scored on clean data it has cross-entropy ``-sum_ck J_ck log P~(k|c)``, and
     ``Q = (log V - CE) / (log V - H)``.
     """
+    if not isinstance(source, MarkovSource):
+        raise TypeError(f"source: expected a MarkovSource, got {type(source).__name__}")
     if source.order != 1:
         raise ValueError(f"source: expected an order-1 MarkovSource, got order {source.order}")
     corruption_rate_proxy(rate)

@@ -1,0 +1,104 @@
+"""Rows of training runs from CSV files: any layout (`read_runs_csv`) and Epoch AI's extraction
+of Chinchilla's Figure 4 (`read_epoch_chinchilla`).
+
+Epoch AI (Besiroglu et al. 2024, "Chinchilla scaling: a replication attempt") read 245 runs
+off Hoffmann et al.'s Figure 4 (columns ``Model Size``, ``Training FLOP``, ``loss``). Their
+notebook drops the 5 runs with the highest loss before fitting (`EPOCH_DROPPED_RUNS`) and fits
+the remaining 240, giving E = 1.82, A = 482, B = 2085, alpha = 0.348, beta = 0.366. Fitting all
+245 rows instead moves the fit to beta = 0.453 and E = 1.89, so the filter is applied by default.
+"""
+
+from __future__ import annotations
+
+import csv
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+from quality_scaling.laws import ScalingData
+
+__all__ = ["EPOCH_COLUMNS", "EPOCH_DROPPED_RUNS", "read_epoch_chinchilla", "read_runs_csv"]
+
+EPOCH_DROPPED_RUNS = 5
+"""Epoch AI's filter: the number of highest-loss runs dropped before the fit."""
+EPOCH_COLUMNS = ("Model Size", "Training FLOP", "loss")
+"""N (parameters), C (training FLOPs, C = 6 N D) and the final loss (nats)."""
+
+
+def _read(path: str | PathLike[str]) -> tuple[Path, list[dict[str, str]]]:
+    if not isinstance(path, (str, PathLike)):
+        raise TypeError(f"path: expected a path to a CSV file, got {type(path).__name__}")
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"path: {p} does not exist (or is not a file)")
+    with open(p, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError(f"path: {p} has a header but no rows (expected one row per run)")
+    return p, rows
+
+
+def _column(p: Path, rows: list[dict[str, str]], name: str) -> np.ndarray:
+    if name not in rows[0]:
+        raise ValueError(f"column {name!r}: not in {p.name}; its columns are {sorted(rows[0])}")
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        try:
+            out[i] = float(r[name])
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{p.name}, row {i + 2}, column {name!r}: expected a number, got {r[name]!r}"
+            ) from None
+    return out
+
+
+def read_runs_csv(
+    path: str | PathLike[str],
+    n_col: str = "N",
+    d_col: str = "D",
+    loss_col: str = "loss",
+    q_col: str | None = None,
+) -> ScalingData:
+    """One `ScalingData` row per CSV row: N, D, loss (and Q, if `q_col` is given) by column name."""
+    p, rows = _read(path)
+    N, D, loss = (_column(p, rows, c) for c in (n_col, d_col, loss_col))
+    q = _column(p, rows, q_col) if q_col is not None else None
+    return ScalingData(N, D, loss, q)
+
+
+def read_epoch_chinchilla(
+    path: str | PathLike[str], drop_highest_loss: int = EPOCH_DROPPED_RUNS
+) -> ScalingData:
+    """Epoch AI's Chinchilla Fig. 4 CSV -> `ScalingData` with ``D = C / (6 N)``.
+
+    `drop_highest_loss` runs with the highest loss are removed first, as Epoch AI's notebook
+    does (5 of 245, leaving 240): with them, the fit is pulled to beta 0.45, E 1.89. Pass 0 to
+    keep every row.
+    """
+    if (
+        not isinstance(drop_highest_loss, int)
+        or isinstance(drop_highest_loss, bool)
+        or drop_highest_loss < 0
+    ):
+        raise ValueError(
+            f"drop_highest_loss: expected a non-negative int, got {drop_highest_loss!r}"
+        )
+    p, rows = _read(path)
+    N, C, L = (_column(p, rows, c) for c in EPOCH_COLUMNS)
+    if drop_highest_loss >= len(L):
+        raise ValueError(
+            f"drop_highest_loss: expected fewer than the {len(L)} rows of {p.name}, "
+            f"got {drop_highest_loss}"
+        )
+    if not np.all(np.isfinite(L)):
+        raise ValueError(f"loss: expected finite values in {p.name}, got NaN or inf")
+    keep = np.sort(np.argsort(L, kind="stable")[: len(L) - drop_highest_loss])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        D = C / (6.0 * N)
+    bad = keep[~np.isfinite(D[keep])]
+    if bad.size:
+        raise ValueError(
+            f"{p.name}, row {int(bad[0]) + 2}: 'Training FLOP' / (6 'Model Size') is not finite"
+        )
+    return ScalingData(N[keep], D[keep], L[keep])
