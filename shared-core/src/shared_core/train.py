@@ -303,7 +303,7 @@ def fit(
         result.history.append(record)
         result.step = step + 1
         if info.is_main:
-            if hasattr(bar, "set_postfix"):
+            if result.step % 10 == 0 and hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
             if callback is not None:
                 callback(result.step, record)
