@@ -8,12 +8,17 @@ from masked_diffusion import (
     CosineSchedule,
     LogLinearSchedule,
     mdlm_loss,
+    nelbo,
     nelbo_terms,
     q_xt,
     sample_t,
     subs_log_probs,
 )
 from masked_diffusion.reference import nelbo_terms_loop
+
+from shared_core.testing import assert_close
+
+DTYPES = [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 1e-2)]
 
 
 def test_vectorised_terms_match_reference(table_denoiser):
@@ -22,9 +27,26 @@ def test_vectorised_terms_match_reference(table_denoiser):
     for sched in (LogLinearSchedule(), CosineSchedule()):
         out = mdlm_loss(table_denoiser, x0, sched, 5, generator=g)
         ref = nelbo_terms_loop(out.logits, x0, out.x_t, out.t, sched)
-        torch.testing.assert_close(out.terms.double(), ref, rtol=1e-5, atol=1e-6)
+        assert_close("terms", ref, out.terms, 1e-6)
         assert out.loss == pytest.approx(float(ref.mean()), rel=1e-5)
         assert (out.terms[out.x_t != 5] == 0).all()
+
+
+@pytest.mark.parametrize("dtype,ratio", DTYPES, ids=["f64", "f32", "bf16"])
+@pytest.mark.parametrize("sched", [LogLinearSchedule(), CosineSchedule()], ids=["loglin", "cos"])
+def test_terms_in_each_dtype_match_the_float64_loop(device, dtype, ratio, sched):
+    """`nelbo_terms` on `device` in float64/float32/bfloat16 vs the float64 loop on CPU."""
+    g = torch.Generator().manual_seed(3)
+    b, n, v = 32, 16, 11
+    x0 = torch.randint(0, v, (b, n), generator=g)
+    t = sample_t(b, generator=g).double()
+    x_t = q_xt(x0, t, sched, v, generator=g)
+    logits = 2.0 * torch.randn(b, n, v, generator=g, dtype=torch.float64)
+    ref = nelbo_terms_loop(logits, x0, x_t, t, sched)
+    fast = nelbo_terms(
+        logits.to(device, dtype), x0.to(device), x_t.to(device), t.to(device, dtype), sched
+    )
+    assert_close(f"nelbo terms {dtype}", ref, fast, ratio)
 
 
 def _exact_integrand(denoiser, x0, t, sched):
@@ -122,3 +144,36 @@ def test_bad_input(table_denoiser):
         mdlm_loss(lambda x, t: torch.zeros(*x.shape, 6), torch.zeros(2, 3).long(), s, 5)
     with pytest.raises(ValueError, match="batch_size"):
         sample_t(0)
+
+
+@pytest.mark.parametrize(
+    "t, match",
+    [
+        (torch.tensor([2.0, 0.5]), r"t: .*\(0, 1\].*2.0"),
+        (torch.tensor([0.0, 0.5]), r"t: .*\(0, 1\]"),
+        (torch.tensor([-0.1, 0.5]), r"t: .*\(0, 1\]"),
+        (torch.tensor([float("nan"), 0.5]), r"t: .*nan"),
+        (torch.tensor([0.5, 0.5, 0.5]), r"t: expected shape \(2,\)"),
+    ],
+)
+def test_bad_times_are_rejected(table_denoiser, t, match):
+    with pytest.raises(ValueError, match=match):
+        mdlm_loss(table_denoiser, torch.zeros(2, 3).long(), LogLinearSchedule(), 5, t=t)
+
+
+def test_bad_loss_arguments(table_denoiser):
+    x0 = torch.zeros(2, 3).long()
+    with pytest.raises(TypeError, match="t: expected a floating"):
+        mdlm_loss(table_denoiser, x0, LogLinearSchedule(), 5, t=torch.tensor([1, 1]))
+    with pytest.raises(TypeError, match="schedule"):
+        mdlm_loss(table_denoiser, x0, "loglinear", 5)
+    with pytest.raises(ValueError, match="vocab_size"):
+        mdlm_loss(table_denoiser, x0, LogLinearSchedule(), 0)
+    with pytest.raises(ValueError, match="sampling_eps"):
+        mdlm_loss(table_denoiser, x0, LogLinearSchedule(), 5, sampling_eps=1.5)
+    with pytest.raises(ValueError, match="x0: expected a non-empty"):
+        mdlm_loss(table_denoiser, torch.zeros(0, 3).long(), LogLinearSchedule(), 5)
+    with pytest.raises(ValueError, match="n_samples"):
+        nelbo(table_denoiser, x0, LogLinearSchedule(), 5, n_samples=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        nelbo(table_denoiser, x0, LogLinearSchedule(), 5, batch_size=0)

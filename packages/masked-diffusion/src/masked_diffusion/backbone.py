@@ -88,7 +88,8 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10000.0) -
     """Sinusoidal embedding (batch, dim) of times t (batch,) (DiT ``TimestepEmbedder``)."""
     half = dim // 2
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device) / half)
-    args = t.float()[:, None] * freqs[None] * 1000.0
+    # float32 at least; float64 times keep float64 (the precision tests' reference)
+    args = t.to(torch.promote_types(t.dtype, torch.float32))[:, None] * freqs[None] * 1000.0
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
 
@@ -216,7 +217,8 @@ class MaskedDiffusionTransformer(nn.Module):
                 raise ValueError("cond: contains NaN")
             c = self.cond_proj(cond)
         if self.time_mlp is not None and t is not None:
-            te = self.time_mlp(timestep_embedding(t, self.cfg.d_model))
+            emb = timestep_embedding(t, self.cfg.d_model)
+            te = self.time_mlp(emb.to(self.time_mlp[0].weight.dtype))
             c = te if c is None else (c + te if c.ndim == 2 else c + te[:, None])
         return c
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from masked_diffusion.data import RowBatch, noise_generator
 from masked_diffusion.forward import check_tokens, q_xt, sample_t
 from masked_diffusion.schedule import Schedule
 
@@ -38,6 +39,30 @@ def check_logits(logits: torch.Tensor, x_t: torch.Tensor, vocab_size: int) -> No
         raise ValueError("logits: the denoiser returned NaN")
 
 
+def _compute(logits: torch.Tensor) -> torch.Tensor:
+    """Logits in the loss's compute dtype: float32, or float64 when they already are."""
+    return logits if logits.dtype == torch.float64 else logits.float()
+
+
+def _check_vocab(vocab_size: object) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size: expected a positive int, got {vocab_size!r}")
+
+
+def check_times(t: object, batch_size: int) -> None:
+    """Raise unless `t` is a (batch,) float tensor of diffusion times in (0, 1] (no NaN)."""
+    if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+        raise TypeError(f"t: expected a floating torch.Tensor of times, got {t!r:.80}")
+    if t.ndim != 1 or t.shape[0] != batch_size:
+        raise ValueError(f"t: expected shape ({batch_size},), got {tuple(t.shape)}")
+    bad = ~((t > 0) & (t <= 1))  # also catches NaN
+    if bad.any():
+        raise ValueError(
+            f"t: diffusion times must lie in (0, 1] (t = 0 has infinite ELBO weight), got "
+            f"{float(t[bad][0])}"
+        )
+
+
 def subs_log_probs(logits: torch.Tensor, x_t: torch.Tensor, mask_id: int) -> torch.Tensor:
     """log x_theta(z_t, t) under SUBS: log-softmax on masked positions, carry-over elsewhere.
 
@@ -49,7 +74,7 @@ def subs_log_probs(logits: torch.Tensor, x_t: torch.Tensor, mask_id: int) -> tor
         (batch, length, vocab_size) log-probabilities; an unmasked position is the point mass
         at its token (0 there, -inf elsewhere).
     """
-    logp = F.log_softmax(logits.float(), dim=-1)
+    logp = F.log_softmax(_compute(logits), dim=-1)
     unmasked = x_t != mask_id
     carry = torch.full_like(logp, -math.inf)
     carry.scatter_(-1, x_t.clamp(max=mask_id - 1).unsqueeze(-1), 0.0)
@@ -68,8 +93,9 @@ def nelbo_terms(
     check_logits(logits, x_t, vocab_size)
     check_tokens(x0, vocab_size, "x0")
     masked = x_t == vocab_size
-    nll = -F.log_softmax(logits.float(), dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
-    w = schedule.weight(t.float())[:, None]
+    logits = _compute(logits)
+    nll = -F.log_softmax(logits, dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
+    w = schedule.weight(t.to(logits.dtype))[:, None]
     return torch.where(masked, w * nll, torch.zeros_like(nll))
 
 
@@ -105,8 +131,13 @@ def mdlm_loss(
     Draws t (antithetic by default) and ``x_t ~ q(x_t | x0)``, calls ``denoiser(x_t, t)`` and
     returns the per-token terms and their mean. Pass `t` to fix the times.
     """
+    _check_vocab(vocab_size)
     check_tokens(x0, vocab_size, "x0")
-    if t is None:
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}")
+    if t is not None:
+        check_times(t, x0.shape[0])
+    else:
         t = sample_t(
             x0.shape[0],
             antithetic=antithetic,
@@ -137,8 +168,11 @@ def nelbo(
 
     Use ``shared_core.metrics.bits_per_dim(nelbo(...))`` for bits per token.
     """
+    _check_vocab(vocab_size)
     check_tokens(x0, vocab_size, "x0")
-    if not isinstance(n_samples, int) or n_samples <= 0:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size: expected a positive int, got {batch_size!r}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples <= 0:
         raise ValueError(f"n_samples: expected a positive int, got {n_samples!r}")
     g = torch.Generator(device=x0.device).manual_seed(seed)
     total, count = 0.0, 0
@@ -151,3 +185,25 @@ def nelbo(
             total += float(out.terms.sum())
             count += out.terms.numel()
     return total / count
+
+
+def mdlm_loss_fn(
+    schedule: Schedule, vocab_size: int, *, sampling_eps: float = 1e-3
+) -> Callable[[torch.nn.Module, RowBatch], torch.Tensor]:
+    """``loss_fn(model, batch)`` for `shared_core.train.fit` with `row_batches`: the MDLM NELBO.
+
+    The times and masks come from ``noise_generator(batch)``, so they are a pure function of
+    the batch's seed and step. `model` is called as ``model(x_t, t)`` (DDP-safe).
+    """
+    _check_vocab(vocab_size)
+
+    def loss_fn(model: torch.nn.Module, batch: RowBatch) -> torch.Tensor:
+        x0 = batch["x0"]
+        g = noise_generator(batch, x0.device)
+        out = mdlm_loss(
+            lambda x, t: model(x, t), x0, schedule, vocab_size,
+            generator=g, sampling_eps=sampling_eps,
+        )  # fmt: skip
+        return out.loss
+
+    return loss_fn
