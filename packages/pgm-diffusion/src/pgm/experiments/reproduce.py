@@ -1,26 +1,28 @@
-"""Console script: ``pgm reproduce`` (PGM vs MDLM on char Shakespeare and 8x8 digits)."""
+"""``pgm-diffusion reproduce``: PGM vs MDLM on char Shakespeare (text.py) and 8x8 digits (digits.py)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 
-from pgm import __version__
-from pgm.experiments.common import SCALES
-from pgm.experiments.digits import run_digits
-from pgm.experiments.text import run_text
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-from shared_core.device import seed_everything
-from shared_core.distributed import init_distributed
-from shared_core.report import Run
+from pgm.experiments.common import ReproduceConfig
+from shared_core.cli import ReproduceArgs
 
 
-def run_reproduce(args: ReproduceArgs) -> int:
-    cfg = SCALES[args.scale]
+def run(args: ReproduceArgs) -> int:
+    """Both findings on one budget: text (quality vs throughput) then digits; one report."""
+    from pgm.experiments.digits import run_digits
+    from pgm.experiments.text import run_text
+    from shared_core.device import seed_everything
+    from shared_core.distributed import init_distributed
+    from shared_core.report import Run
+
+    cfg: ReproduceConfig = args.config
     seed_everything(args.seed)
     info = init_distributed(args.device)
     run = Run(
-        "pgm",
-        {"scale": args.scale, "seed": args.seed, **cfg.__dict__},
+        "pgm-diffusion",
+        asdict(cfg),
         out=args.out,
         enabled=info.is_main,
     )
@@ -58,11 +60,3 @@ def run_reproduce(args: ReproduceArgs) -> int:
         ),
     )
     return 0
-
-
-main = make_main(
-    "pgm",
-    __version__,
-    [reproduce_command(run_reproduce, scales=tuple(SCALES))],
-    description="Partition Generative Models (Deschenaux et al., ICLR 2026) vs MDLM.",
-)

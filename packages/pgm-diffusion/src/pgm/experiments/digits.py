@@ -58,7 +58,7 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
         PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
     )
     (_, mdlm_step_s), (_, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info
+        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info, "digits"
     )
     clf = train_classifier(data.train, y_train, v, seed=seed)
     test_acc = accuracy(y_test.numpy(), clf(data.test).argmax(-1).numpy())
@@ -120,7 +120,7 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
             ),
         }
         for (name, kind), sampler in samplers.items():
-            x, sec = timed(sampler)
+            x, sec = timed(sampler, f"{name.lower()} sample digits {kind} steps={steps}")
             x = x.cpu()
             with torch.no_grad():
                 fd = frechet_distance(clf.features(x).numpy(), ref_feat)
