@@ -44,8 +44,11 @@ def test_terms_in_each_dtype_match_the_float64_loop(device, dtype, ratio, sched)
     logits = 2.0 * torch.randn(b, n, v, generator=g, dtype=torch.float64)
     ref = nelbo_terms_loop(logits, x0, x_t, t, sched)
     fast = nelbo_terms(
-        logits.to(device, dtype), x0.to(device), x_t.to(device),
-        t.to(device, torch.promote_types(dtype, torch.float32)), sched,  # times stay >= float32
+        logits.to(device, dtype),
+        x0.to(device),
+        x_t.to(device),
+        t.to(device, torch.promote_types(dtype, torch.float32)),
+        sched,  # times stay >= float32
     )
     assert_close(f"nelbo terms {dtype}", ref, fast, ratio)
 

@@ -34,8 +34,11 @@ def test_partition_terms_in_each_dtype_match_float64_loop(device, dtype, ratio):
     logits = 2.0 * torch.randn(b, n, v, generator=g, dtype=torch.float64)
     ref = partition_terms_loop(logits, x, groups, t, s)
     fast = partition_terms(
-        logits.to(device, dtype), x.to(device), groups.to(device),
-        t.to(device, torch.promote_types(dtype, torch.float32)), s,  # times stay >= float32
+        logits.to(device, dtype),
+        x.to(device),
+        groups.to(device),
+        t.to(device, torch.promote_types(dtype, torch.float32)),
+        s,  # times stay >= float32
     )
     assert_close(f"partition terms {dtype}", ref, fast, ratio)
 

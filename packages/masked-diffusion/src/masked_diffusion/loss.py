@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from masked_diffusion.data import RowBatch, noise_generator
 from masked_diffusion.forward import check_tokens, q_xt, sample_t
 from masked_diffusion.schedule import Schedule
+from shared_core.train import TrainConfig
 
 Denoiser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """``denoiser(x_t (batch, length) long, t (batch,) float) -> logits (batch, length, vocab_size)``."""
@@ -134,7 +136,9 @@ def mdlm_loss(
     _check_vocab(vocab_size)
     check_tokens(x0, vocab_size, "x0")
     if not isinstance(schedule, Schedule):
-        raise TypeError(f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}")
+        raise TypeError(
+            f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}"
+        )
     if t is not None:
         check_times(t, x0.shape[0])
     else:
@@ -207,3 +211,17 @@ def mdlm_loss_fn(
         return out.loss
 
     return loss_fn
+
+
+def mdlm_train_config(
+    steps: int, lr: float = 3e-4, warmup: int = 2500, grad_clip: float = 1.0, **kw: Any
+) -> TrainConfig:
+    """MDLM's optimiser as a `shared_core.train.TrainConfig`: AdamW with its default betas
+    (0.9, 0.999), no weight decay, linear warm-up over `warmup` steps, then a CONSTANT rate.
+
+    The defaults are MDLM's OWT setting; other `TrainConfig` fields go through `kw`.
+    """
+    return TrainConfig(
+        steps=steps, lr=lr, warmup=warmup, schedule="constant", weight_decay=0.0,
+        betas=(0.9, 0.999), grad_clip=grad_clip, **kw,
+    )  # fmt: skip

@@ -102,11 +102,15 @@ def pgm_loss(
     """
     check_tokens(x0, vocab_size, "x0")
     if not isinstance(schedule, Schedule):
-        raise TypeError(f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}")
+        raise TypeError(
+            f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}"
+        )
     if t is not None:
         check_times(t, x0.shape[0])
         if bool((t >= 1).any()):
-            raise ValueError(f"t: PGM times must lie in (0, 1) (group 0 is weighted at 1 - t), got {t.max().item()}")
+            raise ValueError(
+                f"t: PGM times must lie in (0, 1) (group 0 is weighted at 1 - t), got {t.max().item()}"
+            )
     else:
         t = sample_t(
             x0.shape[0],
@@ -161,6 +165,8 @@ def pgm_loss_fn(
     def loss_fn(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         x0 = batch["x0"]
         g = noise_generator(batch, x0.device)
-        return pgm_loss(model, x0, schedule, vocab_size, generator=g, sampling_eps=sampling_eps).loss
+        return pgm_loss(
+            model, x0, schedule, vocab_size, generator=g, sampling_eps=sampling_eps
+        ).loss
 
     return loss_fn

@@ -135,8 +135,6 @@ class VADD(nn.Module):
                 nn.Linear(cfg.latent_dim, h), nn.SiLU(), nn.Linear(h, h)
             )
             self.recognition = Recognition(cfg)
-        # Training steps seen, for KL annealing; a buffer so that checkpoints carry it.
-        self.register_buffer("anneal_step", torch.zeros((), dtype=torch.long))
 
     @property
     def vocab_size(self) -> int:

@@ -52,7 +52,7 @@ def sample_distribution_paths(
                 lik *= acc / len(zs)
             total += path_prob * lik
         P[x] = total
-    return P.float()
+    return P
 
 
 def delbo_loop(

@@ -39,10 +39,9 @@ class ShakespeareConfig:
 
     def train_config(self) -> TrainConfig:
         """MDLM's optimiser: linear warm-up, then a constant rate; no weight decay."""
-        return TrainConfig(
-            steps=self.steps, lr=self.lr, warmup=self.warmup, schedule="constant",
-            weight_decay=0.0, betas=(0.9, 0.999), grad_clip=1.0,
-        )  # fmt: skip
+        from masked_diffusion.loss import mdlm_train_config
+
+        return mdlm_train_config(self.steps, lr=self.lr, warmup=self.warmup)
 
 
 SCALES: dict[str, ShakespeareConfig] = {

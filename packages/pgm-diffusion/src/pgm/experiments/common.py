@@ -7,14 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shared_core.train import TrainConfig
-
 # Imported by the CLI for SCALES: torch and the models are imported inside the functions.
 if TYPE_CHECKING:
     import torch
     from masked_diffusion import Schedule
 
     from shared_core.distributed import DistInfo
+    from shared_core.train import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,18 @@ class ReproduceConfig:
 
 SCALES: dict[str, ReproduceConfig] = {
     "micro": ReproduceConfig(
-        seq_len=16, plays=1, d_model=16, steps=3, warmup=1, scorer_steps=3, digit_steps=3,
-        eval_rows=8, eval_samples=1, n_generate=4, sample_steps=(2, 4), digit_sample_steps=(2,),
+        seq_len=16,
+        plays=1,
+        d_model=16,
+        steps=3,
+        warmup=1,
+        scorer_steps=3,
+        digit_steps=3,
+        eval_rows=8,
+        eval_samples=1,
+        n_generate=4,
+        sample_steps=(2, 4),
+        digit_sample_steps=(2,),
         n_digit_samples=8,
     ),  # fmt: skip
     "tiny": ReproduceConfig(),
@@ -105,10 +114,9 @@ SCALES: dict[str, ReproduceConfig] = {
 
 def train_config(cfg: ReproduceConfig, steps: int) -> TrainConfig:
     """MDLM's optimiser for every model of the run: linear warm-up, then a constant rate."""
-    return TrainConfig(
-        steps=steps, lr=cfg.lr, warmup=cfg.warmup, schedule="constant", weight_decay=0.0,
-        betas=(0.9, 0.999), grad_clip=1.0,
-    )  # fmt: skip
+    from masked_diffusion import mdlm_train_config
+
+    return mdlm_train_config(steps, lr=cfg.lr, warmup=cfg.warmup)
 
 
 def fit_timed(
