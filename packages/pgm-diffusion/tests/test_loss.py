@@ -1,8 +1,7 @@
 import pytest
 import torch
-from masked_diffusion import LogLinearSchedule, nelbo, nelbo_terms
+from masked_diffusion import LogLinearSchedule, nelbo, nelbo_terms, q_xt, sample_t
 from pgm import PartitionTransformer, PGMConfig, as_denoiser, partition_terms, pgm_loss, pgm_nelbo
-from masked_diffusion import q_xt, sample_t
 from pgm.reference import partition_terms_loop
 
 from shared_core.testing import assert_close

@@ -48,7 +48,44 @@ _EXPORTS: dict[str, str] = {
     "get_schedule": "schedule",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BackboneConfig",
+    "CosineSchedule",
+    "Denoiser",
+    "LogLinearSchedule",
+    "LossOutput",
+    "MaskedDiffusionTransformer",
+    "Schedule",
+    "TokenData",
+    "ancestral_sample",
+    "apply_rotary",
+    "check_logits",
+    "check_times",
+    "check_tokens",
+    "confidence_sample",
+    "digits_grid",
+    "get_schedule",
+    "gumbel_argmax",
+    "halton_order",
+    "mdlm_loss",
+    "mdlm_loss_fn",
+    "mdlm_train_config",
+    "nelbo",
+    "nelbo_terms",
+    "noise_generator",
+    "ordered_sample",
+    "q_xt",
+    "random_order",
+    "require_shakespeare",
+    "reveal_counts",
+    "rotary_angles",
+    "row_batches",
+    "sample_t",
+    "shakespeare_chars",
+    "subs_log_probs",
+    "time_grid",
+    "timestep_embedding",
+]
 
 if TYPE_CHECKING:
     from masked_diffusion.backbone import (

@@ -218,7 +218,7 @@ class MaskedDiffusionTransformer(nn.Module):
             c = self.cond_proj(cond)
         if self.time_mlp is not None and t is not None:
             emb = timestep_embedding(t, self.cfg.d_model)
-            te = self.time_mlp(emb.to(self.time_mlp[0].weight.dtype))
+            te = self.time_mlp(emb.to(self.norm_f.weight.dtype))
             c = te if c is None else (c + te if c.ndim == 2 else c + te[:, None])
         return c
 

@@ -138,7 +138,7 @@ def reveal_counts(n: int, steps: int, kind: str = "cosine") -> list[int]:
     """
     _check_positive("n", n)
     _check_positive("steps", steps)
-    out = []
+    out: list[int] = []
     for i in range(1, steps + 1):
         r = i / steps
         if kind == "linear":

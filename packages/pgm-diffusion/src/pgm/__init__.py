@@ -27,7 +27,23 @@ _EXPORTS: dict[str, str] = {
     "pgm_ordered_sample": "sampling",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "DecoderBlock",
+    "EncoderBlock",
+    "GroupSwap",
+    "PGMConfig",
+    "PartitionLoss",
+    "PartitionTransformer",
+    "as_denoiser",
+    "check_groups",
+    "masked_attention",
+    "partition_terms",
+    "pgm_confidence_sample",
+    "pgm_loss",
+    "pgm_loss_fn",
+    "pgm_nelbo",
+    "pgm_ordered_sample",
+]
 
 if TYPE_CHECKING:
     from pgm.loss import (

@@ -42,7 +42,36 @@ _EXPORTS: dict[str, str] = {
     "vadd_loss_fn": "train",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "OBJECTIVES",
+    "VADD",
+    "ObjectiveConfig",
+    "Recognition",
+    "VADDConfig",
+    "VADDLossOutput",
+    "check_distribution",
+    "checkerboard",
+    "empirical_table",
+    "entropy",
+    "exact_sample_distribution",
+    "gaussian_kl",
+    "gaussian_log_prob",
+    "gaussian_mixture",
+    "iw_log_likelihood",
+    "kl_divergence",
+    "kl_weight",
+    "latent_quadrature",
+    "paper_delbo",
+    "reveal_step_probs",
+    "sample",
+    "sample_table",
+    "still_masked_probs",
+    "total_variation",
+    "unmask_probs",
+    "vadd_loss",
+    "vadd_loss_fn",
+    "valid_bound",
+]
 
 if TYPE_CHECKING:
     from vadd.data import (

@@ -236,10 +236,10 @@ def exact_sample_distribution(
         new[idx] = 0.0
         if len(idx):
             x = states[idx]  # (s, L)
-            nz = 1 if d == 0 else latents.shape[1]
+            nz = 1 if latents is None or d == 0 else latents.shape[1]
             probs = torch.empty((len(idx), nz, L, V), dtype=torch.float64, device=device)
             xs = x.repeat_interleave(nz, dim=0)
-            zs = None if d == 0 else latents[k].repeat(len(idx), 1)
+            zs = None if latents is None or d == 0 else latents[k].repeat(len(idx), 1)
             for a in range(0, xs.shape[0], chunk):
                 t = torch.full((len(xs[a : a + chunk]),), float(grid[k]), device=device)
                 lg = model.logits(xs[a : a + chunk], t, None if zs is None else zs[a : a + chunk])

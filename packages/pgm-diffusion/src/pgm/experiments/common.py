@@ -63,7 +63,7 @@ SCALES: dict[str, ReproduceConfig] = {
         sample_steps=(2, 4),
         digit_sample_steps=(2,),
         n_digit_samples=8,
-    ),  # fmt: skip
+    ),
     "tiny": ReproduceConfig(),
     "small": ReproduceConfig(
         seq_len=128,

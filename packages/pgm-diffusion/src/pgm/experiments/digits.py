@@ -38,10 +38,13 @@ def digit_labels(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Labels aligned with `digits_grid(seed=seed)` (same `split_indices` permutation)."""
     _, labels = load("digits")
     parts = split_indices(len(labels), FRACTIONS, seed=seed)
-    return tuple(torch.from_numpy(np.asarray(labels)[p]).long() for p in parts)
+    train, val, test = (torch.from_numpy(np.asarray(labels)[p]).long() for p in parts)
+    return train, val, test
 
 
-def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
+def run_digits(
+    cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run
+) -> dict[str, tuple[list[float], list[float]]]:
     dev = info.device
     data = digits_grid(levels=cfg.digit_levels, fractions=FRACTIONS, seed=seed)
     y_train, _, y_test = digit_labels(seed)

@@ -31,7 +31,9 @@ from shared_core.metrics import bits_per_dim, unigram_entropy
 from shared_core.report import Run
 
 
-def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
+def run_text(
+    cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run
+) -> dict[str, tuple[list[float], list[float]]]:
     """Train MDLM, PGM and the AR scorer; fill the `text` table; return plot series."""
     dev = info.device
     require_shakespeare("pgm-diffusion")
@@ -134,4 +136,4 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
         ylabel="loss (nats/char)",
         logy=True,
     )
-    return {k: list(s) for k, s in series.items()}
+    return series

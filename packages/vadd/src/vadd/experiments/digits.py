@@ -10,6 +10,7 @@ revealed in the same step are drawn independently.
 from __future__ import annotations
 
 import math
+
 import torch
 from masked_diffusion import digits_grid
 
