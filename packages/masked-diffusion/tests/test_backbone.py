@@ -95,6 +95,12 @@ def test_bad_input(small_model):
         small_model(torch.zeros(2, 12).long(), t=torch.zeros(3))
     with pytest.raises(ValueError, match="n_heads"):
         BackboneConfig(7, 12, 30, 4)
+    with pytest.raises(ValueError, match="n_heads"):
+        BackboneConfig(7, 12, 32, 0)
+    with pytest.raises(ValueError, match="dropout"):
+        BackboneConfig(7, 12, 32, 2, dropout=2.0)
+    with pytest.raises(ValueError, match="x_t: expected a non-empty batch"):
+        small_model(torch.zeros(0, 12).long())
     with pytest.raises(ValueError, match="grid"):
         BackboneConfig(7, 12, 32, 2, grid=(3, 3))
     no_cond = MaskedDiffusionTransformer(BackboneConfig(7, 12, 32, 2, 1))

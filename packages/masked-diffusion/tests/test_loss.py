@@ -165,6 +165,11 @@ def test_bad_times_are_rejected(table_denoiser, t, match):
         mdlm_loss(table_denoiser, torch.zeros(2, 3).long(), LogLinearSchedule(), 5, t=t)
 
 
+def test_forward_process_rejects_bad_times():
+    with pytest.raises(ValueError, match=r"t: .*\(0, 1\]"):
+        q_xt(torch.zeros(2, 3).long(), torch.tensor([2.0, 0.5]), LogLinearSchedule(), 5)
+
+
 def test_bad_loss_arguments(table_denoiser):
     x0 = torch.zeros(2, 3).long()
     with pytest.raises(TypeError, match="t: expected a floating"):

@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Denoiser": "loss",
     "LossOutput": "loss",
     "check_logits": "loss",
-    "check_times": "loss",
+    "check_times": "forward",
     "mdlm_loss": "loss",
     "mdlm_loss_fn": "loss",
     "mdlm_train_config": "loss",
@@ -103,12 +103,11 @@ if TYPE_CHECKING:
         row_batches,
         shakespeare_chars,
     )
-    from masked_diffusion.forward import check_tokens, q_xt, sample_t
+    from masked_diffusion.forward import check_times, check_tokens, q_xt, sample_t
     from masked_diffusion.loss import (
         Denoiser,
         LossOutput,
         check_logits,
-        check_times,
         mdlm_loss,
         mdlm_loss_fn,
         mdlm_train_config,

@@ -62,6 +62,8 @@ class BackboneConfig:
             raise ValueError(f"grid: expected H * W == seq_len={self.seq_len}, got {self.grid}")
         if self.d_cond is not None and self.d_cond <= 0:
             raise ValueError(f"d_cond: expected a positive int or None, got {self.d_cond!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout!r}")
 
 
 def rotary_angles(positions: torch.Tensor, dim: int, base: float) -> torch.Tensor:
@@ -234,6 +236,8 @@ class MaskedDiffusionTransformer(nn.Module):
             raise ValueError(
                 f"x_t: expected shape (batch, {self.cfg.seq_len}), got {tuple(x_t.shape)}"
             )
+        if x_t.shape[0] == 0:
+            raise ValueError(f"x_t: expected a non-empty batch, got shape {tuple(x_t.shape)}")
         if x_t.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"x_t: expected an int64/int32 tensor, got dtype {x_t.dtype}")
         if int(x_t.min()) < 0 or int(x_t.max()) > self.cfg.vocab_size:

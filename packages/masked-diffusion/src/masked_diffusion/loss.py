@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from masked_diffusion.data import RowBatch, noise_generator
-from masked_diffusion.forward import check_tokens, q_xt, sample_t
+from masked_diffusion.forward import check_times, check_tokens, q_xt, sample_t
 from masked_diffusion.schedule import Schedule
 from shared_core.train import TrainConfig
 
@@ -49,20 +49,6 @@ def _compute(logits: torch.Tensor) -> torch.Tensor:
 def _check_vocab(vocab_size: object) -> None:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size: expected a positive int, got {vocab_size!r}")
-
-
-def check_times(t: object, batch_size: int) -> None:
-    """Raise unless `t` is a (batch,) float tensor of diffusion times in (0, 1] (no NaN)."""
-    if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
-        raise TypeError(f"t: expected a floating torch.Tensor of times, got {t!r:.80}")
-    if t.ndim != 1 or t.shape[0] != batch_size:
-        raise ValueError(f"t: expected shape ({batch_size},), got {tuple(t.shape)}")
-    bad = ~((t > 0) & (t <= 1))  # also catches NaN
-    if bad.any():
-        raise ValueError(
-            f"t: diffusion times must lie in (0, 1] (t = 0 has infinite ELBO weight), got "
-            f"{float(t[bad][0])}"
-        )
 
 
 def subs_log_probs(logits: torch.Tensor, x_t: torch.Tensor, mask_id: int) -> torch.Tensor:

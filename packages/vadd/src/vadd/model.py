@@ -57,6 +57,7 @@ class VADDConfig:
             raise ValueError(f"latent_dim: expected an int >= 0, got {self.latent_dim!r}")
         if not isinstance(self.latent_hidden, int) or self.latent_hidden <= 0:
             raise ValueError(f"latent_hidden: expected a positive int, got {self.latent_hidden!r}")
+        self.backbone()  # validates the decoder's sizes now, not at model construction
 
     def backbone(self) -> BackboneConfig:
         """The decoder's backbone config (``d_cond`` only when the latent is on)."""
