@@ -186,3 +186,68 @@ def test_bad_loss_arguments(table_denoiser):
         nelbo(table_denoiser, x0, LogLinearSchedule(), 5, n_samples=0)
     with pytest.raises(ValueError, match="batch_size"):
         nelbo(table_denoiser, x0, LogLinearSchedule(), 5, batch_size=0)
+
+
+class ExactDenoiser:
+    """The true SUBS denoiser of a joint table p over V^2: p(x^l | the unmasked token)."""
+
+    def __init__(self, p: torch.Tensor) -> None:
+        self.p, self.v = p.double(), p.shape[0]
+
+    def __call__(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        v, p = self.v, self.p
+        out = torch.empty(*x.shape, v, dtype=torch.float64)
+        for i in range(x.shape[0]):
+            a, b = int(x[i, 0]), int(x[i, 1])
+            out[i, 0] = (p[:, b] / p[:, b].sum()).log() if b < v else p.sum(1).log()
+            out[i, 1] = (p[a] / p[a].sum()).log() if a < v else p.sum(0).log()
+        return out
+
+
+def _exact_nelbo(p: torch.Tensor, x: tuple[int, int], sched, lo: float) -> float:
+    """The estimator's expectation for x, by enumerating the 4 mask patterns and quadrature in t."""
+    den, v = ExactDenoiser(p), p.shape[0]
+    x0 = torch.tensor([x])
+    nodes, weights = np.polynomial.legendre.leggauss(200)
+    total = 0.0
+    for tn, w in zip(0.5 * (nodes + 1) * (1 - lo) + lo, weights, strict=True):
+        tt = torch.tensor([tn], dtype=torch.float64)
+        m = float(sched.mask_prob(tt))
+        for pattern in itertools.product([0, 1], repeat=2):
+            prob = np.prod([m if q else 1 - m for q in pattern])
+            x_t = torch.where(torch.tensor(pattern, dtype=torch.bool)[None], v, x0)
+            total += (
+                0.5
+                * (1 - lo)
+                * w
+                * prob
+                * float(nelbo_terms(den(x_t, tt), x0, x_t, tt, sched).sum())
+            )
+    return total / (1 - lo)  # the estimator draws t uniformly on [lo, 1]
+
+
+def test_nelbo_is_an_upper_bound_only_with_alpha1_zero_and_t_from_zero():
+    """Exact enumeration on a tiny joint: eps = 0 gives exactly -log p(x) (tight bound for the
+    exact denoiser); MDLM's defaults (eps = 1e-3, t on [1e-3, 1]) fall BELOW -log p(x)."""
+    p = torch.tensor(
+        [[0.30, 0.05, 0.05], [0.02, 0.20, 0.08], [0.10, 0.05, 0.15]], dtype=torch.float64
+    )
+    for x in [(0, 0), (1, 2), (2, 1)]:
+        nll = -math.log(float(p[x]))
+        exact0 = _exact_nelbo(p, x, LogLinearSchedule(eps=0.0), 0.0)
+        default = _exact_nelbo(p, x, LogLinearSchedule(), 1e-3)
+        assert exact0 == pytest.approx(nll, abs=1e-4), x  # the upper bound, tight here
+        assert default < nll, (x, default, nll)  # not an upper bound with the defaults
+        assert nll - default < 3e-3
+
+
+def test_nelbo_estimate_carries_a_standard_error_that_covers_the_truth():
+    p = torch.tensor([[0.30, 0.05, 0.05], [0.02, 0.20, 0.08], [0.10, 0.05, 0.15]])
+    x0 = torch.tensor([[1, 2]]).repeat(4000, 1)
+    est = nelbo(ExactDenoiser(p), x0, LogLinearSchedule(eps=0.0), 3, n_samples=1, batch_size=4000,
+                sampling_eps=0.0)  # fmt: skip
+    truth = -math.log(float(p[1, 2])) / 2  # nats per token
+    assert est.n == 4000 and 0 < est.stderr < 0.05
+    assert abs(float(est) - truth) < 4 * est.stderr
+    again = nelbo(ExactDenoiser(p), x0[:8], LogLinearSchedule(), 3, n_samples=2, seed=1)
+    assert again == nelbo(ExactDenoiser(p), x0[:8], LogLinearSchedule(), 3, n_samples=2, seed=1)

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "sample_t": "forward",
     "Denoiser": "loss",
     "LossOutput": "loss",
+    "NELBOEstimate": "loss",
     "check_logits": "loss",
     "check_times": "forward",
     "mdlm_loss": "loss",
@@ -55,6 +56,7 @@ __all__ = [
     "LogLinearSchedule",
     "LossOutput",
     "MaskedDiffusionTransformer",
+    "NELBOEstimate",
     "Schedule",
     "TokenData",
     "ancestral_sample",
@@ -107,6 +109,7 @@ if TYPE_CHECKING:
     from masked_diffusion.loss import (
         Denoiser,
         LossOutput,
+        NELBOEstimate,
         check_logits,
         mdlm_loss,
         mdlm_loss_fn,
