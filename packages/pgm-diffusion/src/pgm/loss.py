@@ -10,7 +10,7 @@ MDLM state at time t; group 0 is predicted from group 1, an MDLM state at the co
 
 and the training loss is ``mean_l l_l / 2`` (every token is supervised once per pass: two MDLM
 NELBO estimates, at t and at 1 - t, halved). The evaluation NLL keeps group 1 only: then it is
-exactly MDLM's continuous-time NELBO estimator, a valid upper bound comparable with MDLM's.
+exactly MDLM's continuous-time NELBO estimator (`masked_diffusion.nelbo`), comparable with MDLM's.
 """
 
 from __future__ import annotations

@@ -53,8 +53,9 @@ def run(args: ReproduceArgs) -> int:
             "Same width, same optimiser, steps and batches for both models. Text: MDLM ancestral "
             "vs PGM packed random-order sampler at equal steps and batch; gen_ppl is the "
             "perplexity of the samples under a char-level GPT trained here on the same split "
-            "(lower is better; the data row is the validation windows). val NELBO is an upper "
-            "bound on NLL (PGM: group-1 tokens only, the MDLM estimator). Digits: Halton and "
+            "(lower is better; the data row is the validation windows). val NELBO is MDLM's "
+            "estimator (PGM: group-1 tokens only; see masked_diffusion.nelbo for how it bounds "
+            "the NLL). Digits: Halton and "
             "MaskGIT-confidence samplers; Frechet distance in features of a digit classifier "
             "trained here, to the test images (the data row: train vs test)."
         ),
