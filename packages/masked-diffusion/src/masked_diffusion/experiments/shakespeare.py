@@ -139,6 +139,7 @@ def run(args: ReproduceArgs) -> int:
     tail = losses[-20:]
     report.log(
         val_nelbo_nats=val_nats, val_bits_per_char=bits_per_dim(val_nats),
+        val_bits_per_char_stderr=bits_per_dim(val_nats.stderr),
         unigram_bits_per_char=uni_bits, train_seconds=train_s,
         final_train_loss=float(sum(tail) / len(tail)),
     )  # fmt: skip
