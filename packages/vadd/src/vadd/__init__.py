@@ -3,7 +3,7 @@
 A masked diffusion model whose denoiser is conditioned on a Gaussian latent z drawn afresh at
 every denoising step, with a recognition model ``r_phi(z | x0, x_t, t)``, trained with the
 paper's DELBO; built on the `masked_diffusion` package (forward process, ELBO weights,
-samplers, backbone, training loop).
+samplers, backbone, batches); training goes through `shared_core.train.fit`.
 """
 
 from __future__ import annotations
