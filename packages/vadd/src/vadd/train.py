@@ -44,7 +44,12 @@ class ObjectiveConfig:
             raise ValueError(f"anneal_steps: expected an int >= 0, got {self.anneal_steps!r}")
         if self.objective == "valid" and (not isinstance(self.steps, int) or self.steps <= 0):
             raise ValueError(f"steps: objective='valid' needs a positive int, got {self.steps!r}")
-        get_schedule(self.schedule)  # raises on an unknown name
+        try:
+            get_schedule(self.schedule)
+        except ValueError:
+            raise ValueError(
+                f"schedule: expected 'loglinear' or 'cosine', got {self.schedule!r}"
+            ) from None
 
 
 def vadd_loss_fn(
