@@ -1,6 +1,10 @@
+import copy
+
 import pytest
 import torch
 from masked_diffusion import BackboneConfig, MaskedDiffusionTransformer
+
+from shared_core.testing import assert_close
 
 
 def test_shapes_and_dtypes(small_model):
@@ -91,8 +95,46 @@ def test_bad_input(small_model):
         small_model(torch.zeros(2, 12).long(), t=torch.zeros(3))
     with pytest.raises(ValueError, match="n_heads"):
         BackboneConfig(7, 12, 30, 4)
+    with pytest.raises(ValueError, match="n_heads"):
+        BackboneConfig(7, 12, 32, 0)
+    with pytest.raises(ValueError, match="dropout"):
+        BackboneConfig(7, 12, 32, 2, dropout=2.0)
+    with pytest.raises(ValueError, match="x_t: expected a non-empty batch"):
+        small_model(torch.zeros(0, 12).long())
     with pytest.raises(ValueError, match="grid"):
         BackboneConfig(7, 12, 32, 2, grid=(3, 3))
     no_cond = MaskedDiffusionTransformer(BackboneConfig(7, 12, 32, 2, 1))
     with pytest.raises(ValueError, match="cond"):
         no_cond(torch.zeros(1, 12).long(), cond=torch.zeros(1, 5))
+
+
+@pytest.mark.parametrize(
+    "dtype,ratio", [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 1e-2)],
+    ids=["f64", "f32", "bf16"],
+)  # fmt: skip
+@pytest.mark.parametrize("kind", ["plain", "grid+time+cond"])
+def test_forward_in_each_dtype_matches_float64(device, dtype, ratio, kind):
+    """The denoiser on `device` in float64/float32/bfloat16 vs the same weights in float64 on CPU."""
+    torch.manual_seed(0)
+    if kind == "plain":
+        cfg = BackboneConfig(7, 16, 32, 2, 2)
+    else:
+        cfg = BackboneConfig(7, 16, 32, 2, 2, grid=(4, 4), time_conditioning=True, d_cond=5)
+    ref_model = MaskedDiffusionTransformer(cfg).double().eval()
+    for p in ref_model.parameters():  # "trained" weights: every path contributes
+        torch.nn.init.normal_(p, std=0.3)
+    fast_model = copy.deepcopy(ref_model).to(device=device, dtype=dtype)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 8, (3, 16), generator=g)
+    t = torch.rand(3, generator=g, dtype=torch.float64)
+    cond = torch.randn(3, 5, generator=g, dtype=torch.float64) if kind != "plain" else None
+    # times stay float32 at least: a bfloat16 t has 3 significant digits, and the sinusoidal
+    # embedding multiplies it by 1000
+    t_fast = t.to(device, torch.promote_types(dtype, torch.float32))
+    with torch.no_grad():
+        ref = ref_model(x, t, cond=cond)
+        fast = fast_model(
+            x.to(device), t_fast, cond=None if cond is None else cond.to(device, dtype)
+        )
+    assert fast.dtype == dtype
+    assert_close(f"logits {kind} {dtype}", ref, fast, ratio)

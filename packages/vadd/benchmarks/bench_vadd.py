@@ -1,66 +1,76 @@
-"""Cost of the latent: sampling time per sample and training step time, VADD vs the MDM.
+"""VADD vs masked-diffusion (MDLM) on shared_core.bench: sampling and one training step.
 
-Both models have the same decoder; VADD adds the z-embedding MLP (sampling) and the recognition
-network (training). Prints each time and the VADD/MDM ratio.
-
-    python benchmarks/bench_vadd.py [--quick]
+Same decoder (d = 128, 4 layers, 4 heads), V = 65, L = 64, batch 16, 16 steps, random weights.
+The peer is what a user would otherwise run: `masked_diffusion.ancestral_sample` on a
+`MaskedDiffusionTransformer` and `masked_diffusion.mdlm_loss`. VADD adds the z-embedding MLP at
+every sampling step and, in training, the recognition network (a second backbone of the
+decoder's size). Speed-up = MDLM time / VADD time (< 1: VADD is slower, the cost of the latent).
 """
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import torch
-from masked_diffusion import LogLinearSchedule
+from masked_diffusion import (
+    BackboneConfig,
+    LogLinearSchedule,
+    MaskedDiffusionTransformer,
+    ancestral_sample,
+    mdlm_loss,
+)
 from vadd import VADD, VADDConfig, sample, vadd_loss
 
+from shared_core.bench import BenchTable, bench_parser, finish, measure
 
-def _best(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+V, L, BATCH, STEPS = 65, 64, 16, 16
+
+
+def _train_step(model: torch.nn.Module, loss) -> object:
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)  # the benchmark's, not the package's
+
+    def step() -> None:
+        out = loss(model)
+        opt.zero_grad()
+        out.backward()
+        opt.step()
+
+    return step
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    seq_len, batch, repeats = (64, 32, 2) if args.quick else (256, 64, 3)
-    vocab, steps = 32, 16
-    models = {
-        name: VADD(VADDConfig(vocab, seq_len, latent_dim=d, d_model=128, n_layers=4)).eval()
-        for name, d in (("MDM", 0), ("VADD", 8))
-    }
-    x0 = torch.randint(0, vocab, (batch, seq_len), generator=torch.Generator().manual_seed(0))
+    a = bench_parser(__doc__ or "").parse_args()
+    repeats = 3 if a.quick else a.repeats
+    torch.manual_seed(0)
+    vadd_model = VADD(VADDConfig(V, L, latent_dim=8, d_model=128, n_layers=4)).eval()
+    mdlm = MaskedDiffusionTransformer(BackboneConfig(V, L, 128, 4, 4)).eval()
+    for m in (vadd_model.decoder, mdlm):
+        torch.nn.init.normal_(m.head.weight, std=0.1)
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    sampling = BenchTable("sampling, VADD vs MDLM (speed-up = MDLM / VADD)", "VADD")
+    sampling.add(f"L={L} steps={STEPS} batch={BATCH}", measure(
+        {
+            "VADD": lambda: sample(vadd_model, steps=STEPS, batch_size=BATCH, generator=g()),
+            "MDLM": lambda: ancestral_sample(
+                lambda x, t: mdlm(x, t), vocab_size=V, steps=STEPS, batch_size=BATCH, seq_len=L,
+                generator=g(),
+            ),
+        },
+        repeats=repeats, threads=a.threads,
+    ))  # fmt: skip
+    x0 = torch.randint(0, V, (BATCH, L), generator=g())
     schedule = LogLinearSchedule()
-    rows = {}
-    for name, m in models.items():
-        g = torch.Generator().manual_seed(0)
-        t_sample = _best(
-            lambda m=m, g=g: sample(m, steps=steps, batch_size=batch, generator=g), repeats
-        )
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-
-        def step(m=m, opt=opt):
-            opt.zero_grad()
-            vadd_loss(
-                m, x0, schedule=schedule, generator=torch.Generator().manual_seed(1)
-            ).loss.backward()
-            opt.step()
-
-        rows[name] = (t_sample / batch * 1e3, _best(step, repeats) * 1e3)
-    print(f"L={seq_len} batch={batch} steps={steps} vocab={vocab} (CPU, 1 thread)")
-    print(f"{'model':6} {'ms/sample':>10} {'ms/train step':>14}")
-    for name, (s, t) in rows.items():
-        print(f"{name:6} {s:10.2f} {t:14.1f}")
-    (ms, mt), (vs, vt) = rows["MDM"], rows["VADD"]
-    print(f"ratio VADD/MDM: sampling {vs / ms:.2f}x, training step {vt / mt:.2f}x")
+    vadd_model.train()
+    mdlm.train()
+    training = BenchTable("one training step, VADD vs MDLM (speed-up = MDLM / VADD)", "VADD")
+    training.add(f"L={L} batch={BATCH}", measure(
+        {
+            "VADD": _train_step(vadd_model, lambda m: vadd_loss(m, x0, generator=g()).loss),
+            "MDLM": _train_step(
+                mdlm, lambda m: mdlm_loss(lambda z, t: m(z, t), x0, schedule, V, generator=g()).loss
+            ),
+        },
+        repeats=repeats, threads=a.threads,
+    ))  # fmt: skip
+    finish([sampling, training], a.json)
 
 
 if __name__ == "__main__":

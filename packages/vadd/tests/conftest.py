@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 import torch
 import vadd
-from masked_diffusion import TrainConfig
+from masked_diffusion import mdlm_train_config, row_batches
 
-torch.set_num_threads(1)  # the shared 2-core machine thrashes with more
+from shared_core.train import fit
 
 V, L = 4, 2
 
@@ -46,10 +46,11 @@ def trained(toy_table):
         m = vadd.VADD(
             vadd.VADDConfig(V, L, latent_dim=d, d_model=32, n_heads=2, n_layers=2, latent_hidden=32)
         )
-        cfg = TrainConfig(
-            steps=400, batch_size=256, lr=3e-3, warmup=20, show_progress=False, device="cpu", seed=0
-        )
-        vadd.train_vadd(m, data, cfg, vadd.ObjectiveConfig(anneal_steps=100))
+        fit(
+            m, vadd.vadd_loss_fn(vadd.ObjectiveConfig(anneal_steps=100)),
+            row_batches(data, 256, seed=0), mdlm_train_config(400, lr=3e-3, warmup=20),
+            show_progress=False, device="cpu",
+        )  # fmt: skip
         out[name] = m.eval()
     out["data"] = data
     return out

@@ -3,9 +3,10 @@ import math
 
 import pytest
 import torch
-from vadd.cli import SCALES, main
+from vadd.cli import main
 from vadd.experiments.digits import pixel_statistics_error
-from vadd.experiments.toy2d import Toy2DConfig, evaluate, train_pair
+from vadd.experiments.scales import SCALES, ReproduceConfig, Toy2DConfig
+from vadd.experiments.toy2d import evaluate, train_pair
 from vadd.likelihood import exact_sample_distribution
 
 
@@ -16,9 +17,28 @@ def test_bad_scale_is_a_usage_error(capsys):
     assert "scale" in capsys.readouterr().err
 
 
-def test_scales_are_toy_configs():
-    assert set(SCALES) == {"tiny", "small", "paper"}
-    assert all(isinstance(c, Toy2DConfig) for c in SCALES.values())
+def test_scales():
+    assert list(SCALES) == ["micro", "tiny", "small", "paper"]
+    assert all(isinstance(c, ReproduceConfig) for c in SCALES.values())
+
+
+def test_help_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, vadd.cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_micro_reproduce_end_to_end(tmp_path):
+    import json
+
+    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    (run,) = (tmp_path / "vadd").iterdir()
+    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    tables = json.loads((run / "metrics.json").read_text())["tables"]
+    assert len(tables["results"]) == 4 and len(tables["digits (binarised 8x8)"]) == 4
 
 
 def test_toy_experiment_rows_and_one_step_mdm_factorises():

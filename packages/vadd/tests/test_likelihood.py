@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -7,6 +8,8 @@ import torch
 import vadd
 from conftest import randomise, small_config
 from vadd.reference import sample_distribution_paths
+
+from shared_core.testing import assert_close
 
 
 @pytest.mark.parametrize(
@@ -22,7 +25,23 @@ def test_exact_distribution_matches_path_sum(latent_dim, vocab, seq_len, steps):
     fast = vadd.exact_sample_distribution(m, steps, latents=z)
     ref = sample_distribution_paths(m, steps, z)
     assert math.isclose(float(fast.sum()), 1.0, abs_tol=1e-6)
-    torch.testing.assert_close(fast, ref, rtol=1e-5, atol=1e-6)
+    assert_close("exact law vs path sum", ref, fast, 1e-5)
+
+
+@pytest.mark.parametrize(
+    # float64 is limited to ~1e-7 by the schedule's reveal probabilities, which both sides take
+    # from float32 `time_grid` values by different formulas (per-step vs per-path)
+    "dtype,ratio", [(torch.float64, 1e-6), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)],
+    ids=["f64", "f32", "bf16"],
+)  # fmt: skip
+def test_exact_distribution_in_each_dtype_matches_float64_path_sum(device, dtype, ratio):
+    """The DP over states on `device` with the model in `dtype` vs the float64 path-sum oracle."""
+    m = randomise(vadd.VADD(small_config(2, 3, 2)), seed=1).double()
+    z = torch.randn((3, 3, 2), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ref = sample_distribution_paths(m, 3, z)
+    fast_model = copy.deepcopy(m).to(device=device, dtype=dtype)
+    fast = vadd.exact_sample_distribution(fast_model, 3, latents=z.to(dtype))
+    assert_close(f"exact law {dtype}", ref, fast, ratio)
 
 
 def test_one_step_mdm_is_product_of_marginals():
@@ -30,7 +49,7 @@ def test_one_step_mdm_is_product_of_marginals():
     P = vadd.exact_sample_distribution(m, 1)
     x = torch.full((1, 2), 4)
     mu = torch.softmax(m.logits(x, torch.ones(1)), dim=-1)[0]
-    torch.testing.assert_close(P, torch.outer(mu[0], mu[1]), rtol=1e-5, atol=1e-6)
+    assert_close("one-step law vs product", torch.outer(mu[0], mu[1]), P, 1e-5)
 
 
 @pytest.mark.parametrize("latent_dim", [0, 2])
@@ -158,6 +177,29 @@ def test_bad_inputs():
         vadd.exact_sample_distribution(vadd.VADD(small_config(0, 4, 5)), 2)
     with pytest.raises(ValueError, match="q"):
         vadd.total_variation(torch.ones(2, 2) / 4, torch.ones(4) / 4)
+
+
+@pytest.mark.parametrize("fn", [vadd.total_variation, vadd.kl_divergence])
+@pytest.mark.parametrize(
+    "bad, err, match",
+    [
+        (torch.ones(4) * 4.0, ValueError, r"q: .*summing to 1.*sum 16"),  # unnormalised: TV was 7.5
+        (torch.tensor([1.5, -0.5, 0.0, 0.0]), ValueError, "q: expected finite probabilities >= 0"),
+        (torch.tensor([float("nan"), 1.0, 0.0, 0.0]), ValueError, "q: expected finite"),
+        (torch.tensor([1, 0, 0, 0]), TypeError, "q: expected a floating"),
+        (torch.zeros(0), ValueError, "q: expected a non-empty"),
+    ],
+)
+def test_divergences_reject_non_distributions(fn, bad, err, match):
+    with pytest.raises(err, match=match):
+        fn(torch.ones(4) / 4, bad)
+    with pytest.raises(err, match=match.replace("q:", "p:")):
+        fn(bad, torch.ones(4) / 4)
+
+
+def test_entropy_rejects_unnormalised():
+    with pytest.raises(ValueError, match="p: .*summing to 1"):
+        vadd.entropy(torch.ones(3))
 
 
 def test_latent_quadrature_integrates_gaussian_moments():

@@ -9,6 +9,8 @@ from conftest import L, V, randomise, small_config
 from masked_diffusion import LogLinearSchedule, mdlm_loss
 from vadd.reference import delbo_loop
 
+from shared_core.testing import assert_close
+
 
 def _x0(n=16, seed=0):
     return torch.randint(0, V, (n, L), generator=torch.Generator().manual_seed(seed))
@@ -53,7 +55,7 @@ def test_delbo_matches_reference_loop():
     eps = torch.randn((8, 3), generator=g2)
     ref = delbo_loop(m, x0, out.x_t, t, eps, kl_weight=0.3)
     got = out.rec + 0.3 * out.kl_term
-    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    assert_close("delbo vs loop", ref, got, 1e-5)
     assert math.isclose(float(out.loss), float(ref.sum()) / x0.numel(), rel_tol=1e-5)
 
 

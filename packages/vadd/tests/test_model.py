@@ -37,6 +37,11 @@ def test_recognition_starts_at_prior_and_sees_the_mask():
     assert not torch.allclose(a, b)
 
 
+def test_config_checks_the_decoder_sizes_at_once():
+    with pytest.raises(ValueError, match="n_heads"):
+        vadd.VADDConfig(4, 2, d_model=32, n_heads=3)
+
+
 def test_bad_inputs():
     m = vadd.VADD(small_config(2, 4, 2))
     x = torch.full((2, 2), 4)

@@ -1,42 +1,53 @@
-"""Masked (absorbing-state) discrete diffusion: MDLM (Sahoo et al., 2024) as a reusable baseline."""
+"""Masked (absorbing-state) discrete diffusion: MDLM (Sahoo et al., 2024) as a reusable baseline.
 
-from masked_diffusion.backbone import (
-    BackboneConfig,
-    MaskedDiffusionTransformer,
-    apply_rotary,
-    rotary_angles,
-    timestep_embedding,
-)
-from masked_diffusion.data import TokenData, digits_grid, shakespeare_chars
-from masked_diffusion.forward import check_tokens, q_xt, sample_t
-from masked_diffusion.loss import (
-    Denoiser,
-    LossOutput,
-    check_logits,
-    mdlm_loss,
-    nelbo,
-    nelbo_terms,
-    subs_log_probs,
-)
-from masked_diffusion.sampling import (
-    ancestral_sample,
-    confidence_sample,
-    gumbel_argmax,
-    halton_order,
-    ordered_sample,
-    random_order,
-    reveal_counts,
-    time_grid,
-)
-from masked_diffusion.schedule import (
-    CosineSchedule,
-    LogLinearSchedule,
-    Schedule,
-    get_schedule,
-)
-from masked_diffusion.train import TrainConfig, TrainResult, step_generator, train
+Names are imported lazily (PEP 562), so ``import masked_diffusion`` and the console script's
+``--help`` do not pay for torch until a name is used.
+"""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "BackboneConfig": "backbone",
+    "MaskedDiffusionTransformer": "backbone",
+    "apply_rotary": "backbone",
+    "rotary_angles": "backbone",
+    "timestep_embedding": "backbone",
+    "TokenData": "data",
+    "digits_grid": "data",
+    "noise_generator": "data",
+    "require_shakespeare": "data",
+    "row_batches": "data",
+    "shakespeare_chars": "data",
+    "check_tokens": "forward",
+    "q_xt": "forward",
+    "sample_t": "forward",
+    "Denoiser": "loss",
+    "LossOutput": "loss",
+    "NELBOEstimate": "loss",
+    "check_logits": "loss",
+    "check_times": "forward",
+    "mdlm_loss": "loss",
+    "mdlm_loss_fn": "loss",
+    "mdlm_train_config": "loss",
+    "nelbo": "loss",
+    "nelbo_terms": "loss",
+    "subs_log_probs": "loss",
+    "ancestral_sample": "sampling",
+    "confidence_sample": "sampling",
+    "gumbel_argmax": "sampling",
+    "halton_order": "sampling",
+    "ordered_sample": "sampling",
+    "random_order": "sampling",
+    "reveal_counts": "sampling",
+    "time_grid": "sampling",
+    "CosineSchedule": "schedule",
+    "LogLinearSchedule": "schedule",
+    "Schedule": "schedule",
+    "get_schedule": "schedule",
+}
 
 __all__ = [
     "BackboneConfig",
@@ -45,13 +56,13 @@ __all__ = [
     "LogLinearSchedule",
     "LossOutput",
     "MaskedDiffusionTransformer",
+    "NELBOEstimate",
     "Schedule",
     "TokenData",
-    "TrainConfig",
-    "TrainResult",
     "ancestral_sample",
     "apply_rotary",
     "check_logits",
+    "check_times",
     "check_tokens",
     "confidence_sample",
     "digits_grid",
@@ -59,18 +70,75 @@ __all__ = [
     "gumbel_argmax",
     "halton_order",
     "mdlm_loss",
+    "mdlm_loss_fn",
+    "mdlm_train_config",
     "nelbo",
     "nelbo_terms",
+    "noise_generator",
     "ordered_sample",
     "q_xt",
     "random_order",
+    "require_shakespeare",
     "reveal_counts",
     "rotary_angles",
+    "row_batches",
     "sample_t",
     "shakespeare_chars",
-    "step_generator",
     "subs_log_probs",
     "time_grid",
     "timestep_embedding",
-    "train",
 ]
+
+if TYPE_CHECKING:
+    from masked_diffusion.backbone import (
+        BackboneConfig,
+        MaskedDiffusionTransformer,
+        apply_rotary,
+        rotary_angles,
+        timestep_embedding,
+    )
+    from masked_diffusion.data import (
+        TokenData,
+        digits_grid,
+        noise_generator,
+        require_shakespeare,
+        row_batches,
+        shakespeare_chars,
+    )
+    from masked_diffusion.forward import check_times, check_tokens, q_xt, sample_t
+    from masked_diffusion.loss import (
+        Denoiser,
+        LossOutput,
+        NELBOEstimate,
+        check_logits,
+        mdlm_loss,
+        mdlm_loss_fn,
+        mdlm_train_config,
+        nelbo,
+        nelbo_terms,
+        subs_log_probs,
+    )
+    from masked_diffusion.sampling import (
+        ancestral_sample,
+        confidence_sample,
+        gumbel_argmax,
+        halton_order,
+        ordered_sample,
+        random_order,
+        reveal_counts,
+        time_grid,
+    )
+    from masked_diffusion.schedule import CosineSchedule, LogLinearSchedule, Schedule, get_schedule
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'masked_diffusion' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"masked_diffusion.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

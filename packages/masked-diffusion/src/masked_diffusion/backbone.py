@@ -62,6 +62,8 @@ class BackboneConfig:
             raise ValueError(f"grid: expected H * W == seq_len={self.seq_len}, got {self.grid}")
         if self.d_cond is not None and self.d_cond <= 0:
             raise ValueError(f"d_cond: expected a positive int or None, got {self.d_cond!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout!r}")
 
 
 def rotary_angles(positions: torch.Tensor, dim: int, base: float) -> torch.Tensor:
@@ -88,7 +90,8 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10000.0) -
     """Sinusoidal embedding (batch, dim) of times t (batch,) (DiT ``TimestepEmbedder``)."""
     half = dim // 2
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device) / half)
-    args = t.float()[:, None] * freqs[None] * 1000.0
+    # float32 at least; float64 times keep float64 (the precision tests' reference)
+    args = t.to(torch.promote_types(t.dtype, torch.float32))[:, None] * freqs[None] * 1000.0
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
 
@@ -216,7 +219,8 @@ class MaskedDiffusionTransformer(nn.Module):
                 raise ValueError("cond: contains NaN")
             c = self.cond_proj(cond)
         if self.time_mlp is not None and t is not None:
-            te = self.time_mlp(timestep_embedding(t, self.cfg.d_model))
+            emb = timestep_embedding(t, self.cfg.d_model)
+            te = self.time_mlp(emb.to(self.norm_f.weight.dtype))
             c = te if c is None else (c + te if c.ndim == 2 else c + te[:, None])
         return c
 
@@ -232,6 +236,8 @@ class MaskedDiffusionTransformer(nn.Module):
             raise ValueError(
                 f"x_t: expected shape (batch, {self.cfg.seq_len}), got {tuple(x_t.shape)}"
             )
+        if x_t.shape[0] == 0:
+            raise ValueError(f"x_t: expected a non-empty batch, got shape {tuple(x_t.shape)}")
         if x_t.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"x_t: expected an int64/int32 tensor, got dtype {x_t.dtype}")
         if int(x_t.min()) < 0 or int(x_t.max()) > self.cfg.vocab_size:

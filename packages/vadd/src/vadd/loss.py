@@ -51,8 +51,10 @@ def gaussian_log_prob(z: torch.Tensor, m: torch.Tensor, log_sigma: torch.Tensor)
 
 def kl_weight(step: int, anneal_steps: int) -> float:
     """KL annealing ``lambda = min(1, step / anneal_steps)`` (linear warm-up; 1 if anneal_steps=0)."""
-    if anneal_steps < 0:
-        raise ValueError(f"anneal_steps: expected >= 0, got {anneal_steps!r}")
+    if isinstance(anneal_steps, bool) or not isinstance(anneal_steps, int) or anneal_steps < 0:
+        raise ValueError(f"anneal_steps: expected an int >= 0, got {anneal_steps!r}")
+    if not step >= 0:
+        raise ValueError(f"step: expected >= 0, got {step!r}")
     return 1.0 if anneal_steps == 0 else min(1.0, step / anneal_steps)
 
 

@@ -57,6 +57,7 @@ class VADDConfig:
             raise ValueError(f"latent_dim: expected an int >= 0, got {self.latent_dim!r}")
         if not isinstance(self.latent_hidden, int) or self.latent_hidden <= 0:
             raise ValueError(f"latent_hidden: expected a positive int, got {self.latent_hidden!r}")
+        self.backbone()  # validates the decoder's sizes now, not at model construction
 
     def backbone(self) -> BackboneConfig:
         """The decoder's backbone config (``d_cond`` only when the latent is on)."""
@@ -135,8 +136,6 @@ class VADD(nn.Module):
                 nn.Linear(cfg.latent_dim, h), nn.SiLU(), nn.Linear(h, h)
             )
             self.recognition = Recognition(cfg)
-        # Training steps seen, for KL annealing; a buffer so that checkpoints carry it.
-        self.register_buffer("anneal_step", torch.zeros((), dtype=torch.long))
 
     @property
     def vocab_size(self) -> int:

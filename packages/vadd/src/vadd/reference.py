@@ -52,7 +52,7 @@ def sample_distribution_paths(
                 lik *= acc / len(zs)
             total += path_prob * lik
         P[x] = total
-    return P.float()
+    return P
 
 
 def delbo_loop(
@@ -79,7 +79,7 @@ def delbo_loop(
         for j in range(m.shape[1]):
             kl = kl + 0.5 * (m[0, j] ** 2 + sigma[0, j] ** 2 - 1.0) - ls[0, j]
         logp = F.log_softmax(model.logits(xtb, tb, z)[0].float(), dim=-1)
-        rec = 0.0
+        rec = torch.zeros((), dtype=logp.dtype)
         for i in range(x0.shape[1]):
             if int(xtb[0, i]) == model.mask_id:
                 rec = rec - logp[i, int(xb[0, i])]

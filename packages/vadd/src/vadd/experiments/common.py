@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from masked_diffusion import TrainConfig
+from masked_diffusion import mdlm_train_config, row_batches
 
+from shared_core.train import fit
 from vadd.model import VADD, VADDConfig
-from vadd.train import ObjectiveConfig, train_vadd
+from vadd.train import ObjectiveConfig, vadd_loss_fn
 
 
 def train_mdm_and_vadd(
@@ -19,6 +20,7 @@ def train_mdm_and_vadd(
     seed: int,
     device: str,
     show_progress: bool = True,
+    task: str = "",
     **model_options: Any,
 ) -> dict[str, VADD]:
     """``{"MDM": latent_dim 0, "VADD": cfg.latent_dim}``, same init seed, batches and optimiser.
@@ -40,15 +42,11 @@ def train_mdm_and_vadd(
                 **model_options,
             )
         )
-        train_cfg = TrainConfig(
-            steps=cfg.train_steps,
-            batch_size=cfg.batch_size,
-            lr=cfg.lr,
-            warmup=20,
-            seed=seed,
-            device=device,
-            show_progress=show_progress,
-        )
-        train_vadd(model, data, train_cfg, ObjectiveConfig(anneal_steps=cfg.anneal_steps))
+        fit(
+            model, vadd_loss_fn(ObjectiveConfig(anneal_steps=cfg.anneal_steps)),
+            row_batches(data, cfg.batch_size, seed),
+            mdlm_train_config(cfg.train_steps, lr=cfg.lr, warmup=20),
+            desc=f"{name.lower()} train ({task})", show_progress=show_progress, device=device,
+        )  # fmt: skip
         models[name] = model.cpu().eval()
     return models

@@ -10,31 +10,14 @@ revealed in the same step are drawn independently.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from masked_diffusion import digits_grid
 
 from vadd.experiments.common import train_mdm_and_vadd
+from vadd.experiments.scales import DigitsConfig
 from vadd.likelihood import valid_bound
 from vadd.sampling import sample
-
-
-@dataclass(frozen=True)
-class DigitsConfig:
-    """Sizes of the digits run; defaults are the tiny scale (well under a minute per model)."""
-
-    levels: int = 2
-    latent_dim: int = 8
-    d_model: int = 64
-    n_layers: int = 2
-    train_steps: int = 400
-    batch_size: int = 128
-    lr: float = 2e-3
-    anneal_steps: int = 100
-    steps: tuple[int, ...] = (1, 2, 4, 16)
-    n_samples: int = 400
-    bound_samples: int = 2
 
 
 def pixel_statistics_error(samples: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
@@ -63,7 +46,7 @@ def run_digits(cfg: DigitsConfig, seed: int, device: str, show_progress: bool = 
     data = digits_grid(levels=cfg.levels, seed=seed)
     rows = []
     models = train_mdm_and_vadd(
-        data.train, cfg.levels, cfg, seed=seed, device=device, show_progress=show_progress,
+        data.train, cfg.levels, cfg, seed=seed, device=device, show_progress=show_progress, task="digits",
         grid=(8, 8),
     )  # fmt: skip
     for name, model in models.items():

@@ -8,34 +8,14 @@ variation and KL; samples are drawn for scatter plots.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from vadd.data import checkerboard, sample_table
 from vadd.experiments.common import train_mdm_and_vadd
+from vadd.experiments.scales import Toy2DConfig
 from vadd.likelihood import entropy, exact_sample_distribution, kl_divergence, total_variation
 from vadd.model import VADD
 from vadd.sampling import sample
-
-
-@dataclass(frozen=True)
-class Toy2DConfig:
-    """Sizes of the toy run; the defaults are the tiny scale (about a minute per model on CPU)."""
-
-    bins: int = 32
-    cells: int = 4
-    latent_dim: int = 4
-    d_model: int = 32
-    n_layers: int = 2
-    train_rows: int = 20_000
-    train_steps: int = 800
-    batch_size: int = 256
-    lr: float = 3e-3
-    anneal_steps: int = 200
-    steps: tuple[int, ...] = (1, 2, 4, 16)
-    n_latent: int = 128
-    n_scatter: int = 2000
 
 
 def train_pair(cfg: Toy2DConfig, seed: int, device: str, show_progress: bool = True):
@@ -43,7 +23,14 @@ def train_pair(cfg: Toy2DConfig, seed: int, device: str, show_progress: bool = T
     P = checkerboard(cfg.bins, cfg.cells)
     data = sample_table(P, cfg.train_rows, torch.Generator().manual_seed(seed))
     models = train_mdm_and_vadd(
-        data, cfg.bins, cfg, seed=seed, device=device, show_progress=show_progress, n_heads=2
+        data,
+        cfg.bins,
+        cfg,
+        seed=seed,
+        device=device,
+        show_progress=show_progress,
+        task="toy 2-D",
+        n_heads=2,
     )
     return P, models
 

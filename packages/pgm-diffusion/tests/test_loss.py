@@ -1,8 +1,10 @@
 import pytest
 import torch
-from masked_diffusion import LogLinearSchedule, nelbo, nelbo_terms
+from masked_diffusion import LogLinearSchedule, nelbo, nelbo_terms, q_xt, sample_t
 from pgm import PartitionTransformer, PGMConfig, as_denoiser, partition_terms, pgm_loss, pgm_nelbo
 from pgm.reference import partition_terms_loop
+
+from shared_core.testing import assert_close
 
 
 def test_loss_terms_equal_loop_reference(model):
@@ -11,10 +13,33 @@ def test_loss_terms_equal_loop_reference(model):
     x = torch.randint(0, 7, (6, 12), generator=g)
     out = pgm_loss(model, x, s, 7, generator=g)
     ref = partition_terms_loop(out.logits.detach(), x, out.groups, out.t, s)
-    torch.testing.assert_close(out.terms.detach().double(), ref, atol=1e-5, rtol=1e-5)
+    assert_close("pgm terms", ref, out.terms.detach(), 1e-5)
     assert float(out.loss.detach()) == pytest.approx(float(ref.mean()), rel=1e-5)
     # the partition is group 1 with probability 1 - alpha_t (here ~t): supervised everywhere
     assert torch.all(out.terms > 0)
+
+
+@pytest.mark.parametrize(
+    "dtype,ratio", [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 1e-2)],
+    ids=["f64", "f32", "bf16"],
+)  # fmt: skip
+def test_partition_terms_in_each_dtype_match_float64_loop(device, dtype, ratio):
+    s = LogLinearSchedule()
+    g = torch.Generator().manual_seed(4)
+    b, n, v = 16, 12, 7
+    x = torch.randint(0, v, (b, n), generator=g)
+    t = sample_t(b, generator=g).double()
+    groups = q_xt(x, t, s, v, generator=g) == v
+    logits = 2.0 * torch.randn(b, n, v, generator=g, dtype=torch.float64)
+    ref = partition_terms_loop(logits, x, groups, t, s)
+    fast = partition_terms(
+        logits.to(device, dtype),
+        x.to(device),
+        groups.to(device),
+        t.to(device, torch.promote_types(dtype, torch.float32)),
+        s,  # times stay >= float32
+    )
+    assert_close(f"partition terms {dtype}", ref, fast, ratio)
 
 
 def test_weights_are_one_over_t_and_one_over_one_minus_t(model):
@@ -64,6 +89,21 @@ def test_one_token_eval_nelbo_is_unbiased_for_the_marginal():
     exact = float(-logp[x.flatten()].mean())
     est = pgm_nelbo(m, x.repeat(500, 1), LogLinearSchedule(), 3, n_samples=8, batch_size=2000)
     assert est == pytest.approx(exact, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "t, match",
+    [(torch.tensor([2.0, 0.5]), r"\(0, 1\]"), (torch.tensor([1.0, 0.5]), r"\(0, 1\)"),
+     (torch.tensor([float("nan"), 0.5]), "nan"), (torch.tensor([0.5]), "shape")],
+)  # fmt: skip
+def test_bad_times(model, t, match):
+    with pytest.raises(ValueError, match="t: .*" + match):
+        pgm_loss(model, torch.zeros(2, 12).long(), LogLinearSchedule(), 7, t=t)
+
+
+def test_bad_schedule(model):
+    with pytest.raises(TypeError, match="schedule"):
+        pgm_loss(model, torch.zeros(2, 12).long(), "loglinear", 7)
 
 
 def test_bad_input(model):

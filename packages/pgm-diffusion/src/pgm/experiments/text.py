@@ -1,7 +1,7 @@
 """PGM vs MDLM on char-level Shakespeare: throughput, generative perplexity, entropy, NELBO.
 
 Both models have the same width and depth budget and are trained with the same optimiser, steps
-and batches (masked-diffusion's `train`). At each number of sampling steps S, MDLM uses its
+and batches (`shared_core.train.fit`). At each number of sampling steps S, MDLM uses its
 ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
 the same reveal rate per step), on the same batch size. Samples are scored by a small
 autoregressive char model trained here on the same training split.
@@ -17,11 +17,12 @@ from masked_diffusion import (
     ancestral_sample,
     nelbo,
     random_order,
+    require_shakespeare,
     shakespeare_chars,
 )
 
 from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
-from pgm.experiments.common import ReproduceConfig, fit, fit_pair, n_params, timed
+from pgm.experiments.common import ReproduceConfig, fit_pair, fit_timed, n_params, timed
 from pgm.loss import pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_ordered_sample
@@ -30,9 +31,12 @@ from shared_core.metrics import bits_per_dim, unigram_entropy
 from shared_core.report import Run
 
 
-def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
+def run_text(
+    cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run
+) -> dict[str, tuple[list[float], list[float]]]:
     """Train MDLM, PGM and the AR scorer; fill the `text` table; return plot series."""
     dev = info.device
+    require_shakespeare("pgm-diffusion")
     data = shakespeare_chars(seq_len=cfg.seq_len, plays=cfg.plays, seed=seed)
     v, n = data.vocab_size, cfg.seq_len
     schedule = LogLinearSchedule()
@@ -48,9 +52,12 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
     scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
 
     (mdlm_losses, mdlm_step_s), (pgm_losses, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.steps, seed, info
+        mdlm, pgm, data.train, schedule, v, cfg, cfg.steps, seed, info, "text"
     )
-    fit(scorer, lambda m, b, g: ar_loss(m, b), data.train, cfg, cfg.scorer_steps, seed, info)
+    fit_timed(
+        scorer, lambda m, b: ar_loss(m, b["x0"]), data.train, cfg, cfg.scorer_steps, seed, info,
+        "char GPT scorer train",
+    )  # fmt: skip
 
     val = data.val[: cfg.eval_rows].to(dev)
     kw = dict(n_samples=cfg.eval_samples, seed=seed)
@@ -94,7 +101,7 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
             ),
         }
         for name, sampler in samplers.items():
-            x, sec = timed(sampler)
+            x, sec = timed(sampler, f"{name.lower()} sample L={n} steps={steps}")
             tps = x.numel() / sec
             ppl = generative_perplexity(scorer, x)
             run.add_row(
@@ -129,4 +136,4 @@ def run_text(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[
         ylabel="loss (nats/char)",
         logy=True,
     )
-    return {k: list(s) for k, s in series.items()}
+    return series

@@ -24,7 +24,7 @@ def partition_logits_loop(
 ) -> torch.Tensor:
     """Logits (batch, L, V), each group predicted from a dense pass over the other group alone."""
     b, n = x0.shape
-    out = torch.zeros(b, n, model.cfg.vocab_size)
+    out = torch.zeros(b, n, model.cfg.vocab_size, dtype=model.head.weight.dtype)
     for i in range(b):
         for g in (False, True):
             queries = [p for p in range(n) if bool(groups[i, p]) == g]

@@ -10,15 +10,27 @@ MDLM state at time t; group 0 is predicted from group 1, an MDLM state at the co
 
 and the training loss is ``mean_l l_l / 2`` (every token is supervised once per pass: two MDLM
 NELBO estimates, at t and at 1 - t, halved). The evaluation NLL keeps group 1 only: then it is
-exactly MDLM's continuous-time NELBO estimator, a valid upper bound comparable with MDLM's.
+exactly MDLM's continuous-time NELBO estimator (`masked_diffusion.nelbo`), comparable with MDLM's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
-from masked_diffusion import Denoiser, Schedule, check_tokens, nelbo, nelbo_terms, q_xt, sample_t
+from masked_diffusion import (
+    Denoiser,
+    Schedule,
+    check_times,
+    check_tokens,
+    nelbo,
+    nelbo_terms,
+    noise_generator,
+    q_xt,
+    sample_t,
+)
 
 
 def as_denoiser(model: torch.nn.Module, vocab_size: int) -> Denoiser:
@@ -89,7 +101,17 @@ def pgm_loss(
     full-length partitioned pass ``model(x0, groups)``, then `partition_terms`.
     """
     check_tokens(x0, vocab_size, "x0")
-    if t is None:
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}"
+        )
+    if t is not None:
+        check_times(t, x0.shape[0])
+        if bool((t >= 1).any()):
+            raise ValueError(
+                f"t: PGM times must lie in (0, 1) (group 0 is weighted at 1 - t), got {t.max().item()}"
+            )
+    else:
         t = sample_t(
             x0.shape[0],
             antithetic=antithetic,
@@ -129,3 +151,22 @@ def pgm_nelbo(
         seed=seed,
         sampling_eps=sampling_eps,
     )
+
+
+def pgm_loss_fn(
+    schedule: Schedule, vocab_size: int, *, sampling_eps: float = 1e-3
+) -> Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor]:
+    """``loss_fn(model, batch)`` for `shared_core.train.fit` with `masked_diffusion.row_batches`.
+
+    The times and partitions come from ``masked_diffusion.noise_generator(batch)`` (a pure
+    function of the batch's seed and step), so a resumed run draws the same noise.
+    """
+
+    def loss_fn(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        x0 = batch["x0"]
+        g = noise_generator(batch, x0.device)
+        return pgm_loss(
+            model, x0, schedule, vocab_size, generator=g, sampling_eps=sampling_eps
+        ).loss
+
+    return loss_fn

@@ -1,16 +1,19 @@
-"""Scale configuration and helpers shared by the experiments."""
+"""Scale configuration and the training helpers both experiments use (one loop, one budget)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
-from masked_diffusion import Schedule, TrainConfig, mdlm_loss, train
+# Imported by the CLI for SCALES: torch and the models are imported inside the functions.
+if TYPE_CHECKING:
+    import torch
+    from masked_diffusion import Schedule
 
-from pgm.loss import pgm_loss
-from shared_core.distributed import DistInfo
+    from shared_core.distributed import DistInfo
+    from shared_core.train import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,22 @@ class ReproduceConfig:
     n_digit_samples: int = 200
 
 
-SCALES = {
+SCALES: dict[str, ReproduceConfig] = {
+    "micro": ReproduceConfig(
+        seq_len=16,
+        plays=1,
+        d_model=16,
+        steps=3,
+        warmup=1,
+        scorer_steps=3,
+        digit_steps=3,
+        eval_rows=8,
+        eval_samples=1,
+        n_generate=4,
+        sample_steps=(2, 4),
+        digit_sample_steps=(2,),
+        n_digit_samples=8,
+    ),
     "tiny": ReproduceConfig(),
     "small": ReproduceConfig(
         seq_len=128,
@@ -94,26 +112,33 @@ SCALES = {
 }
 
 
-def fit(
+def train_config(cfg: ReproduceConfig, steps: int) -> TrainConfig:
+    """MDLM's optimiser for every model of the run: linear warm-up, then a constant rate."""
+    from masked_diffusion import mdlm_train_config
+
+    return mdlm_train_config(steps, lr=cfg.lr, warmup=cfg.warmup)
+
+
+def fit_timed(
     model: torch.nn.Module,
-    loss_fn: Callable[[torch.nn.Module, torch.Tensor, torch.Generator], torch.Tensor],
+    loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
     data: torch.Tensor,
     cfg: ReproduceConfig,
     steps: int,
     seed: int,
     info: DistInfo,
+    desc: str,
 ) -> tuple[list[float], float]:
-    """masked-diffusion's `train` with this scale's optimiser; returns (losses, seconds per step)."""
-    tc = TrainConfig(
-        steps=steps,
-        batch_size=cfg.batch_size,
-        lr=cfg.lr,
-        warmup=cfg.warmup,
-        seed=seed,
-        device=str(info.device),
-    )
+    """`shared_core.train.fit` on `row_batches` of `data`; returns (losses, seconds per step)."""
+    from masked_diffusion import row_batches
+
+    from shared_core.train import fit
+
     t0 = time.perf_counter()
-    result = train(model, loss_fn, data, tc, info=info)
+    result = fit(
+        model, loss_fn, row_batches(data, cfg.batch_size, seed), train_config(cfg, steps),
+        desc=desc, info=info,
+    )  # fmt: skip
     return result.losses, (time.perf_counter() - t0) / steps
 
 
@@ -127,23 +152,30 @@ def fit_pair(
     steps: int,
     seed: int,
     info: DistInfo,
+    task: str,
 ) -> tuple[tuple[list[float], float], tuple[list[float], float]]:
-    """`fit` the MDLM (its NELBO) and the PGM (its partition loss) on the same data and budget."""
+    """Train the MDLM (its NELBO) and the PGM (its partition loss) on the same batches and budget."""
+    from masked_diffusion import mdlm_loss_fn
 
-    def mdlm_fn(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-        return mdlm_loss(lambda x, t: m(x, t), b, schedule, vocab_size, generator=g).loss
-
-    def pgm_fn(m: torch.nn.Module, b: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-        return pgm_loss(m, b, schedule, vocab_size, generator=g).loss
+    from pgm.loss import pgm_loss_fn
 
     return (
-        fit(mdlm, mdlm_fn, data, cfg, steps, seed, info),
-        fit(pgm, pgm_fn, data, cfg, steps, seed, info),
-    )
+        fit_timed(mdlm, mdlm_loss_fn(schedule, vocab_size), data, cfg, steps, seed, info,
+                  f"mdlm train ({task})"),
+        fit_timed(pgm, pgm_loss_fn(schedule, vocab_size), data, cfg, steps, seed, info,
+                  f"pgm train ({task})"),
+    )  # fmt: skip
 
 
-def timed(fn: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, float]:
-    """Run `fn` (a sampler) and return (its output, wall seconds), synchronising CUDA."""
+def timed(fn: Callable[[], torch.Tensor], desc: str = "") -> tuple[torch.Tensor, float]:
+    """Run `fn` (a sampler) and return (its output, wall seconds), synchronising CUDA.
+
+    `desc` (e.g. ``"pgm sample L=64 steps=8"``) is printed first, so a long run shows progress.
+    """
+    import torch
+
+    if desc:
+        print(desc, flush=True)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     t0 = time.perf_counter()

@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 from conftest import make_model
@@ -6,6 +8,10 @@ from hypothesis import strategies as st
 from pgm import PGMConfig, masked_attention
 from pgm.model import PRE_QUERY_MODES
 from pgm.reference import partition_logits_loop
+
+from shared_core.testing import assert_close
+
+DTYPES = [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
 
 
 @pytest.mark.parametrize("mode", PRE_QUERY_MODES)
@@ -16,7 +22,48 @@ def test_full_forward_equals_dense_per_group_reference(mode):
     groups = torch.rand(4, 12, generator=g) < 0.5
     groups[2] = True  # group 0 is BOS alone
     groups[3] = False  # group 1 empty: group 0 sees nothing
-    torch.testing.assert_close(m(x, groups), partition_logits_loop(m, x, groups), atol=1e-5, rtol=0)
+    assert_close(f"full vs loop {mode}", partition_logits_loop(m, x, groups), m(x, groups), 1e-5)
+
+
+def _low_precision(m: torch.nn.Module, device: str, dtype: torch.dtype) -> torch.nn.Module:
+    return copy.deepcopy(m).to(device=device, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype,ratio", DTYPES, ids=["f64", "f32", "bf16"])
+@pytest.mark.parametrize("mode", PRE_QUERY_MODES)
+def test_full_forward_in_each_dtype_matches_float64_loop(device, dtype, ratio, mode):
+    """Masked full-length forward on `device` in `dtype` vs the dense per-group loop in float64."""
+    m = make_model(mode).double()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 7, (4, 12), generator=g)
+    groups = torch.rand(4, 12, generator=g) < 0.5
+    groups[2], groups[3] = True, False  # BOS alone / group 1 empty
+    ref = partition_logits_loop(m, x, groups)
+    with torch.no_grad():
+        fast = _low_precision(m, device, dtype)(x.to(device), groups.to(device))
+    assert fast.dtype == dtype
+    assert_close(f"full forward {mode} {dtype}", ref, fast, ratio)
+
+
+@pytest.mark.parametrize("dtype,ratio", DTYPES, ids=["f64", "f32", "bf16"])
+def test_packed_forward_in_each_dtype_matches_float64_full(device, dtype, ratio):
+    """The packed (clean tokens only) pass on `device` in `dtype` vs the float64 full pass."""
+    m = make_model().double()
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 7, (3, 12), generator=g)
+    groups = torch.rand(3, 12, generator=g) < 0.6
+    groups[:, 0] = True
+    groups[:, 1] = False  # both groups non-empty in every row
+    with torch.no_grad():
+        full = m(x, groups)
+        fast_model = _low_precision(m, device, dtype)
+        for i in range(3):
+            clean = (~groups[i]).nonzero().flatten()[None]
+            query = groups[i].nonzero().flatten()[None]
+            packed = fast_model.forward_packed(
+                x[i : i + 1, clean[0]].to(device), clean.to(device), query.to(device)
+            )
+            assert_close(f"packed row {i} {dtype}", full[i : i + 1, query[0]], packed, ratio)
 
 
 @settings(max_examples=15, deadline=None)
@@ -53,13 +100,13 @@ def test_packed_equals_full_length_forward(model):
         clean_pos = (~groups[i]).nonzero().flatten()[None]
         query_pos = groups[i].nonzero().flatten()[None]
         packed = model.forward_packed(x[i : i + 1, clean_pos[0]], clean_pos, query_pos)
-        torch.testing.assert_close(packed, full[i : i + 1, query_pos[0]], atol=1e-5, rtol=0)
+        assert_close("packed vs full", full[i : i + 1, query_pos[0]], packed, 1e-5)
         # permuting the packed clean tokens (positions kept) changes nothing
         perm = torch.randperm(clean_pos.shape[1], generator=g)
         shuffled = model.forward_packed(
             x[i : i + 1, clean_pos[0, perm]], clean_pos[:, perm], query_pos
         )
-        torch.testing.assert_close(shuffled, packed, atol=1e-5, rtol=0)
+        assert_close("shuffled vs packed", packed, shuffled, 1e-5)
 
 
 @pytest.mark.parametrize("mode", ["learn+freqs", "learn+freqs+mean", "learn+freqs+logsumexp"])

@@ -157,8 +157,10 @@ class GroupSwap(nn.Module):
         self.base = nn.Parameter(torch.randn(d))
         # PE: sinusoidal absolute code [cos | sin], base 10000 (= timestep_embedding of pos/1000).
         pos = torch.arange(n_positions, dtype=torch.float32)
+        self.pe: torch.Tensor
         self.register_buffer("pe", timestep_embedding(pos / 1000.0, d), persistent=False)
         self.norm = nn.LayerNorm(d)
+        self.query: nn.Module
         if cfg.query_proj == "linear":
             self.query = nn.Linear(d, d)
         else:
@@ -262,6 +264,7 @@ class PartitionTransformer(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
         angles = rotary_angles(torch.arange(n_pos), d // cfg.n_heads, cfg.rope_base)
+        self.angles: torch.Tensor
         self.register_buffer("angles", angles, persistent=False)
 
     @property

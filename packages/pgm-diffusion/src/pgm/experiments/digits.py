@@ -38,10 +38,13 @@ def digit_labels(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Labels aligned with `digits_grid(seed=seed)` (same `split_indices` permutation)."""
     _, labels = load("digits")
     parts = split_indices(len(labels), FRACTIONS, seed=seed)
-    return tuple(torch.from_numpy(np.asarray(labels)[p]).long() for p in parts)
+    train, val, test = (torch.from_numpy(np.asarray(labels)[p]).long() for p in parts)
+    return train, val, test
 
 
-def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dict[str, list]:
+def run_digits(
+    cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run
+) -> dict[str, tuple[list[float], list[float]]]:
     dev = info.device
     data = digits_grid(levels=cfg.digit_levels, fractions=FRACTIONS, seed=seed)
     y_train, _, y_test = digit_labels(seed)
@@ -58,7 +61,7 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
         PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
     )
     (_, mdlm_step_s), (_, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info
+        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info, "digits"
     )
     clf = train_classifier(data.train, y_train, v, seed=seed)
     test_acc = accuracy(y_test.numpy(), clf(data.test).argmax(-1).numpy())
@@ -120,7 +123,7 @@ def run_digits(cfg: ReproduceConfig, seed: int, info: DistInfo, run: Run) -> dic
             ),
         }
         for (name, kind), sampler in samplers.items():
-            x, sec = timed(sampler)
+            x, sec = timed(sampler, f"{name.lower()} sample digits {kind} steps={steps}")
             x = x.cpu()
             with torch.no_grad():
                 fd = frechet_distance(clf.features(x).numpy(), ref_feat)

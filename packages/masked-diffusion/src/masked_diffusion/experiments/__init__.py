@@ -1,0 +1,1 @@
+"""Experiments of ``masked-diffusion reproduce``: one module per reproduced finding."""
