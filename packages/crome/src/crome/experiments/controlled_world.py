@@ -15,12 +15,11 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from crome import world as W
 from crome.augment import (
@@ -41,58 +40,22 @@ from crome.evaluate import (
     sensitivity,
     signed_preference,
 )
-from crome.model import RewardModel, minilm_path
+from crome.experiments.config import SCALES, ExperimentConfig
+from crome.model import RewardModel, minilm_path, random_bert
 from crome.oracle import LLMOracle, ProgrammaticOracle, TransformersBackend
-from crome.train import TrainConfig, train_reward_model
+from crome.train import train_reward_model
 from shared_core.cli import ReproduceArgs
 from shared_core.device import seed_everything
 from shared_core.distributed import is_main
 from shared_core.report import Run
 
 
-@dataclass(frozen=True)
-class ExperimentConfig:
-    """One scale of the experiment; every field is recorded in the run's config.json."""
-
-    scale: str = "tiny"
-    world: W.WorldConfig = field(default_factory=W.WorldConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    max_length: int = 40
-    tau: float = 0.9
-    delta: float = 0.1
-    n_best_of: int = 4
-    llm_oracle: bool = False
-    llm_prompts: int = 4
-    llm_max_tokens: int = 32
-
-
-SCALES: dict[str, ExperimentConfig] = {
-    "tiny": ExperimentConfig(
-        scale="tiny",
-        world=W.WorldConfig(n_facts=20, n_train=160, n_test=64),
-        train=TrainConfig(
-            steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3
-        ),
-    ),
-    "small": ExperimentConfig(
-        scale="small",
-        world=W.WorldConfig(n_facts=60, n_train=800, n_test=400),
-        train=TrainConfig(steps=300, batch_size=32, trainable_layers=4),
-        llm_oracle=True,
-        llm_prompts=12,
-    ),
-    "paper": ExperimentConfig(
-        scale="paper",
-        world=W.WorldConfig(n_facts=100, n_train=5000, n_test=1000),
-        train=TrainConfig(steps=2000, batch_size=64, trainable_layers=-1, lr_encoder=3e-5),
-        llm_oracle=True,
-        llm_prompts=100,
-    ),
-}
-
-
 def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> ExperimentConfig:
-    cfg = SCALES[args.scale]
+    """The scale's config (``args.config``, else ``SCALES[args.scale]``) with the run's seed
+    and device, and the ``--llm-oracle`` choice when one was made."""
+    cfg = args.config if args.config is not None else SCALES[args.scale]
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"args.config: expected an ExperimentConfig, got {type(cfg).__name__}")
     cfg = replace(
         cfg,
         world=replace(cfg.world, seed=args.seed),
@@ -101,6 +64,14 @@ def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> Experimen
     if llm_oracle is not None:
         cfg = replace(cfg, llm_oracle=llm_oracle)
     return cfg
+
+
+def new_reward_model(cfg: ExperimentConfig) -> RewardModel:
+    """The experiment's starting reward model: MiniLM-L6 + a zero head, or (micro) a random
+    2-layer BERT on the world's vocabulary."""
+    if cfg.backbone == "random-bert":
+        return random_bert(W.vocabulary(), max_length=cfg.max_length, seed=cfg.world.seed)
+    return RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
 
 
 def _evaluate(
@@ -181,19 +152,19 @@ def llm_oracle_run(
 
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
-    if args.scale == "tiny":  # the tiny scale is sized for 2 CPU cores
-        torch.set_num_threads(min(torch.get_num_threads(), 2))
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
     w = W.make_world(cfg.world)
     bench = report.dir / "world_rewardbench.jsonl"
     write_pairs(bench, w.test_iid + w.test_cf)
 
-    base = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
+    base = new_reward_model(cfg)
     init_state = copy.deepcopy(base.state_dict())
 
     t0 = time.time()
-    hist_std = train_reward_model(base, w.train, cfg.train, show_progress=is_main())
+    hist_std = train_reward_model(
+        base, w.train, cfg.train, show_progress=is_main(), desc="standard RM train"
+    )
     std_s = time.time() - t0
 
     oracle = ProgrammaticOracle(seed=args.seed)
@@ -210,11 +181,11 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     kept = filter_augmentations(aug, margins, tau=cfg.tau, delta=cfg.delta)
     write_pairs(report.dir / "augmentations.jsonl", kept)
 
-    crome_model = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
+    crome_model = new_reward_model(cfg)
     crome_model.load_state_dict(init_state)
     t0 = time.time()
     hist_crome = train_reward_model(
-        crome_model, list(w.train) + kept, cfg.train, show_progress=is_main()
+        crome_model, list(w.train) + kept, cfg.train, show_progress=is_main(), desc="CROME RM train"
     )
     crome_s = time.time() - t0
 
@@ -325,4 +296,4 @@ def _plots(
     )
 
 
-__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "run"]
+__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "new_reward_model", "run"]
