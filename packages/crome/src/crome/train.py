@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crome.data import PairRow
+from crome.data import PairRow, check_rows
 
 if TYPE_CHECKING:
     import torch
@@ -131,18 +131,6 @@ def pair_loss(
             else float("nan"),
         }
     return loss, parts
-
-
-def check_rows(rows: Sequence[PairRow], name: str = "rows") -> list[PairRow]:
-    """`rows` as a list, after checking it is a non-empty sequence of `PairRow`."""
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
-        raise TypeError(f"{name}: expected a sequence of PairRow, got {type(rows).__name__}")
-    if not rows:
-        raise ValueError(f"{name}: expected at least one pair, got an empty sequence")
-    for i, r in enumerate(rows):
-        if not isinstance(r, PairRow):
-            raise TypeError(f"{name}[{i}]: expected a PairRow, got {type(r).__name__}")
-    return list(rows)
 
 
 def train_reward_model(

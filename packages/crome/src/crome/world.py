@@ -144,9 +144,15 @@ class WorldConfig:
             raise ValueError(
                 f"p_spurious: expected a probability in [0.5, 1], got {self.p_spurious}"
             )
+        for name in ("n_facts", "n_train", "n_test", "seed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name}: expected an int, got {type(v).__name__} {v!r}")
         for name in ("n_train", "n_test"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive count, got {getattr(self, name)}")
+        if not 1 <= self.n_facts <= 100:
+            raise ValueError(f"n_facts: expected 1..100 single-digit sums, got {self.n_facts}")
 
 
 def preference_pairs(
