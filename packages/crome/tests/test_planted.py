@@ -27,7 +27,10 @@ from crome.train import TrainConfig, train_reward_model
 
 TOPICS = ("tea", "rain", "maps", "bread", "chess", "boats", "songs", "trees")
 PREAMBLE = "great question !"
-WORDS = [*"tell me about ? great question ! is a fine topic .".split(), *TOPICS]
+WORDS = [
+    *["tell", "me", "about", "?", "great", "question", "!", "is", "a", "fine", "topic", "."],
+    *TOPICS,
+]
 
 
 def prompt(topic: str) -> str:

@@ -23,6 +23,8 @@ class ExperimentConfig:
     `backbone`: ``"minilm"`` (the pretrained MiniLM-L6 encoder, extra ``crome[minilm]``) or
     ``"random-bert"`` (a randomly initialised 2-layer BERT on the world's words: micro only).
     `tau` / `delta`: the augmentation filter's thresholds (`crome.filter_augmentations`).
+    `epochs`: when set, both RMs take ``ceil(epochs * rows / batch_size)`` steps, rows being
+    the CROME data (original + augmented pairs); else ``train.steps``.
     """
 
     scale: str = "tiny"
@@ -33,6 +35,7 @@ class ExperimentConfig:
     tau: float = 0.9
     delta: float = 0.1
     n_best_of: int = 4
+    epochs: float | None = None
     llm_oracle: bool = False
     llm_prompts: int = 4
     llm_max_tokens: int = 32
@@ -40,6 +43,8 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if self.backbone not in BACKBONES:
             raise ValueError(f"backbone: expected one of {BACKBONES}, got {self.backbone!r}")
+        if self.epochs is not None and not (self.epochs > 0 and self.epochs < float("inf")):
+            raise ValueError(f"epochs: expected a finite number > 0 or None, got {self.epochs!r}")
         if self.n_best_of < 2:
             raise ValueError(f"n_best_of: expected at least 2 candidates, got {self.n_best_of}")
 

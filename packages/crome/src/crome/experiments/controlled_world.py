@@ -13,6 +13,7 @@ reports its augmentation acceptance rate.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import time
 from dataclasses import replace
@@ -43,7 +44,7 @@ from crome.evaluate import (
 from crome.experiments.config import SCALES, ExperimentConfig
 from crome.model import RewardModel, minilm_path, random_bert
 from crome.oracle import LLMOracle, ProgrammaticOracle, TransformersBackend
-from crome.train import train_reward_model
+from crome.train import TrainConfig, train_reward_model
 from shared_core.cli import ReproduceArgs
 from shared_core.device import seed_everything
 from shared_core.distributed import is_main
@@ -100,6 +101,7 @@ def _evaluate(
         "cf_acc": scores["Counterfactual"],
         "spurious_sens": spur,
         "causal_sens": caus,
+        "causal_acc": signed_preference(model, w.causal),
         "spurious_to_causal": spur / max(caus, 1e-12),
         "prefers_decorated": signed_preference(model, w.spurious),
         "bon_gold": bon["rm"],
@@ -150,6 +152,20 @@ def llm_oracle_run(
     }
 
 
+def budget(cfg: ExperimentConfig, n_rows: int) -> TrainConfig:
+    """The training settings of BOTH reward models: ``cfg.train``, with ``steps`` sized to
+    ``cfg.epochs`` passes over the CROME data (original + augmented rows) when `epochs` is set.
+
+    Both RMs take the same steps (same compute); sizing them by the larger data set is what
+    lets the CROME RM see each causal pair several times (issue 14: with the standard RM's
+    budget it saw its data 0.7 times and never learned the causal attribute).
+    """
+    if cfg.epochs is None:
+        return cfg.train
+    steps = max(1, math.ceil(cfg.epochs * n_rows / cfg.train.batch_size))
+    return replace(cfg.train, steps=steps)
+
+
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
     seed_everything(args.seed)
@@ -157,15 +173,6 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     w = W.make_world(cfg.world)
     bench = report.dir / "world_rewardbench.jsonl"
     write_pairs(bench, w.test_iid + w.test_cf)
-
-    base = new_reward_model(cfg)
-    init_state = copy.deepcopy(base.state_dict())
-
-    t0 = time.time()
-    hist_std = train_reward_model(
-        base, w.train, cfg.train, show_progress=is_main(), desc="standard RM train"
-    )
-    std_s = time.time() - t0
 
     oracle = ProgrammaticOracle(seed=args.seed)
     aug, stats = augment(
@@ -175,6 +182,15 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         verify=world_verifier,
         irrelevant=world_irrelevant,
     )
+    train_cfg = budget(cfg, len(w.train) + len(aug))
+    base = new_reward_model(cfg)
+    init_state = copy.deepcopy(base.state_dict())
+    t0 = time.time()
+    hist_std = train_reward_model(
+        base, w.train, train_cfg, show_progress=is_main(), desc="standard RM train"
+    )
+    std_s = time.time() - t0
+
     margins = base.margins(
         [r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]
     ).numpy()
@@ -185,7 +201,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     crome_model.load_state_dict(init_state)
     t0 = time.time()
     hist_crome = train_reward_model(
-        crome_model, list(w.train) + kept, cfg.train, show_progress=is_main(), desc="CROME RM train"
+        crome_model, list(w.train) + kept, train_cfg, show_progress=is_main(), desc="CROME RM train"
     )
     crome_s = time.time() - t0
 
@@ -199,6 +215,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
             method=name,
             iid_acc=m["iid_acc"],
             cf_acc=m["cf_acc"],
+            causal_acc=m["causal_acc"],
             spurious_sens=m["spurious_sens"],
             causal_sens=m["causal_sens"],
             spur_over_causal=m["spurious_to_causal"],
@@ -214,6 +231,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         kept_after_filter=len(kept),
         kept_by_provenance=by_prov,
         programmatic_acceptance=stats.acceptance_rate,
+        steps=train_cfg.steps,
         train_s_standard=std_s,
         train_s_crome=crome_s,
     )
@@ -235,7 +253,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         "Controlled world: sums 'What is a + b?'; causal attribute = correctness of the value; "
         "spurious = polite preamble, bullets, filler length (on the preferred answer with p="
         f"{cfg.world.p_spurious} in train, flipped in the counterfactual test). Same original "
-        f"pairs ({cfg.world.n_train}) and steps ({cfg.train.steps}) for both RMs; CROME adds "
+        f"pairs ({cfg.world.n_train}) and steps ({train_cfg.steps}) for both RMs; CROME adds "
         f"{len(kept)} filtered augmentations of {len(aug)}."
     )
     if not cfg.llm_oracle:
