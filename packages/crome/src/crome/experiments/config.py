@@ -69,6 +69,7 @@ SCALES: dict[str, ExperimentConfig] = {
         scale="small",
         world=WorldConfig(n_facts=60, n_train=800, n_test=400),
         train=TrainConfig(steps=300, batch_size=32, trainable_layers=4),
+        epochs=3.0,  # both RMs: 3 passes over the CROME data (issue 14)
         llm_oracle=True,
         llm_prompts=12,
     ),
@@ -76,6 +77,7 @@ SCALES: dict[str, ExperimentConfig] = {
         scale="paper",
         world=WorldConfig(n_facts=100, n_train=5000, n_test=1000),
         train=TrainConfig(steps=2000, batch_size=64, trainable_layers=-1, lr_encoder=3e-5),
+        epochs=3.0,
         llm_oracle=True,
         llm_prompts=100,
     ),
