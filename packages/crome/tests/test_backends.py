@@ -9,11 +9,9 @@ from crome.augment import AugmentConfig, augment, basic_verifier
 from crome.cache import OracleCache
 from crome.oracle import LLMOracle
 
-from .conftest import tiny_llama_backend
 
-
-def test_transformers_backend_generates_deterministically(tmp_path):
-    backend = tiny_llama_backend()
+def test_transformers_backend_generates_deterministically(tmp_path, tiny_llama_backend):
+    backend = tiny_llama_backend
     msgs = [{"role": "user", "content": "what is 2 + 3 ?"}]
     a = backend.complete(msgs, temperature=0.0, max_tokens=6)
     b = backend.complete(msgs, temperature=0.0, max_tokens=6)

@@ -1,6 +1,12 @@
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+
 import pytest
 from crome.cli import main
-from crome.experiments.controlled_world import SCALES, config_for
+from crome.experiments.config import SCALES, ExperimentConfig
+from crome.experiments.controlled_world import config_for
 
 from shared_core.cli import ReproduceArgs
 
@@ -8,7 +14,7 @@ from shared_core.cli import ReproduceArgs
 def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
-    assert e.value.code == 0 and "crome 0.1.0" in capsys.readouterr().out
+    assert e.value.code == 0 and f"crome {version('crome')}" in capsys.readouterr().out
 
 
 def test_bad_scale_is_rejected(capsys):
@@ -18,15 +24,52 @@ def test_bad_scale_is_rejected(capsys):
 
 
 def test_bad_device_is_one_error_line(capsys, tmp_path):
-    code = main(["reproduce", "--device", "tpu", "--out", str(tmp_path)])
-    assert code == 2 and "error: device" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "--device", "tpu", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "--device: expected auto, cpu, cuda" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="checks the no-GPU error message"
+)
+def test_cuda_without_a_gpu_is_one_error_line(capsys, tmp_path):
+    code = main(["reproduce", "--scale", "micro", "--device", "cuda", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("crome: error:") and len(err.strip().splitlines()) == 1
 
 
 def test_scales_and_llm_flag():
-    assert set(SCALES) == {"tiny", "small", "paper"}
+    assert list(SCALES) == ["micro", "tiny", "small", "paper"]
     assert not SCALES["tiny"].llm_oracle and SCALES["small"].llm_oracle
+    assert SCALES["micro"].backbone == "random-bert" and SCALES["tiny"].backbone == "minilm"
     cfg = config_for(ReproduceArgs(scale="tiny", seed=7), llm_oracle=True)
     assert cfg.llm_oracle and cfg.world.seed == 7 and cfg.train.seed == 7
+    cfg = config_for(ReproduceArgs(scale="micro", config=SCALES["micro"], device="cpu"))
+    assert cfg.scale == "micro" and cfg.train.device == "cpu" and not cfg.llm_oracle
+
+
+def test_experiment_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="backbone: expected one of"):
+        ExperimentConfig(backbone="gpt-5")
+    with pytest.raises(ValueError, match="n_best_of: expected at least 2 candidates, got 1"):
+        ExperimentConfig(n_best_of=1)
+
+
+def test_help_does_not_import_torch():
+    code = "import sys; from crome.cli import main; assert 'torch' not in sys.modules, 'torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_micro_reproduce_runs_end_to_end(tmp_path, capsys):
+    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    (run_dir,) = (tmp_path / "crome").iterdir()
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["run"]["scale"] == "micro" and metrics["run"]["threads"] == 1
+    for name in ("standard RM", "CROME RM"):
+        m = metrics["metrics"]["results"][name]
+        assert 0.0 <= m["iid_acc"] <= 1.0 and m["spurious_sens"] >= 0.0
+    assert metrics["metrics"]["kept_after_filter"] > 0
+    assert (run_dir / "report.md").is_file()
 
 
 def test_experiment_evaluation_on_a_tiny_model(tiny_rm, tmp_path):

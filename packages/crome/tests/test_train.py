@@ -1,3 +1,4 @@
+import pytest
 import torch
 from crome import world as W
 from crome.data import PairRow
@@ -51,18 +52,47 @@ def test_resume_from_checkpoint_gives_the_same_model(tiny_rm_factory, tmp_path):
         steps=8, batch_size=8, trainable_layers=-1, device="cpu", checkpoint_every=4, seed=3
     )
     straight = tiny_rm_factory()
-    train_reward_model(straight, rows, cfg)
+    hist_straight = train_reward_model(straight, rows, cfg)
 
     ck = tmp_path / "ck.safetensors"
     first = tiny_rm_factory()
     train_reward_model(first, rows, TrainConfig(**{**cfg.__dict__, "steps": 4}), checkpoint=ck)
-    resumed = tiny_rm_factory(seed=99)  # different init: everything must come from the checkpoint
+    resumed = tiny_rm_factory(99)  # different init: everything must come from the checkpoint
     hist = train_reward_model(resumed, rows, cfg, checkpoint=ck)
-    assert [h["step"] for h in hist] == [5, 6, 7, 8]
+    assert [h["step"] for h in hist] == list(range(1, 9))
+    assert [h["loss"] for h in hist] == pytest.approx([h["loss"] for h in hist_straight], abs=1e-6)
     for (k, v), (_, u) in zip(
         straight.state_dict().items(), resumed.state_dict().items(), strict=True
     ):
         assert torch.allclose(v, u, atol=1e-6), k
+
+
+def test_history_has_the_loss_parts(tiny_rm):
+    rows = _planted(16)
+    ties = [PairRow(r.prompt, r.chosen, r.rejected, label="tie") for r in rows[:8]]
+    hist = train_reward_model(
+        tiny_rm, rows + ties, TrainConfig(steps=3, batch_size=24, device="cpu", trainable_layers=0)
+    )
+    assert [h["step"] for h in hist] == [1, 2, 3]
+    for h in hist:
+        assert set(h) >= {"step", "loss", "lr", "bt", "tie_minus_log2"}
+        assert h["tie_minus_log2"] >= -1e-6  # the tie loss is at least log 2
+    assert hist[0]["lr"] == TrainConfig().lr_head
+
+
+def test_two_learning_rates_reach_head_and_encoder(tiny_rm):
+    """The head moves at lr_head, the encoder at lr_encoder (AdamW's first step is ~lr)."""
+    rows = _planted(16)
+    enc0 = tiny_rm.backbone.encoder.layer[-1].output.dense.weight.detach().clone()
+    head0 = tiny_rm.head.weight.detach().clone()
+    cfg = TrainConfig(
+        steps=1, batch_size=16, lr_head=1e-2, lr_encoder=1e-4, weight_decay=0.0, device="cpu"
+    )
+    train_reward_model(tiny_rm, rows, cfg)
+    d_enc = (tiny_rm.backbone.encoder.layer[-1].output.dense.weight.detach() - enc0).abs().max()
+    d_head = (tiny_rm.head.weight.detach() - head0).abs().max()
+    assert float(d_head) == pytest.approx(1e-2, rel=1e-3)
+    assert float(d_enc) == pytest.approx(1e-4, rel=1e-3)
 
 
 def test_batches_are_a_pure_function_of_step():
@@ -73,11 +103,45 @@ def test_batches_are_a_pure_function_of_step():
 
 
 def test_train_errors(tiny_rm):
-    import pytest
-
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValueError, match="rows: expected at least one pair"):
         train_reward_model(tiny_rm, [], TrainConfig(device="cpu"))
-    with pytest.raises(ValueError, match="steps"):
-        TrainConfig(steps=0)
-    with pytest.raises(ValueError, match="lam"):
-        TrainConfig(lam=-1)
+    with pytest.raises(TypeError, match="rows: expected a sequence of PairRow"):
+        train_reward_model(tiny_rm, "What is 1 + 1?", TrainConfig(device="cpu"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"rows\[1\]: expected a PairRow, got dict"):
+        row = PairRow("q", "a", "b")
+        train_reward_model(tiny_rm, [row, {"prompt": "q"}], TrainConfig(device="cpu"))  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="model: expected a crome.RewardModel"):
+        train_reward_model(torch.nn.Linear(2, 1), _planted(4), TrainConfig(device="cpu"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="config: expected a crome.TrainConfig"):
+        from shared_core.train import TrainConfig as FitConfig
+
+        train_reward_model(tiny_rm, _planted(4), FitConfig())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="trainable_layers: the backbone has 2 layers, got 3"):
+        train_reward_model(tiny_rm, _planted(4), TrainConfig(trainable_layers=3, device="cpu"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("steps", 0, "steps: expected a positive integer, got 0"),
+        ("steps", 2.5, "steps: expected a positive integer, got 2.5"),
+        ("batch_size", 0, "batch_size: expected a positive integer, got 0"),
+        ("lam", -1.0, "lam: expected a finite non-negative tie weight, got -1.0"),
+        ("lam", float("nan"), "lam: expected a finite non-negative tie weight, got nan"),
+        ("lr_head", 0.0, "lr_head: expected a finite learning rate > 0, got 0.0"),
+        ("lr_encoder", float("inf"), "lr_encoder: expected a finite learning rate > 0"),
+        ("weight_decay", -0.1, "weight_decay: expected a finite non-negative weight decay"),
+        ("trainable_layers", -2, "trainable_layers: expected -1 .all., 0 .head only."),
+        ("trainable_layers", 1.0, "trainable_layers: expected an int, got float"),
+        ("seed", -1, "seed: expected a non-negative int, got -1"),
+        ("checkpoint_every", -1, "checkpoint_every: expected a non-negative int, got -1"),
+    ],
+)
+def test_train_config_rejects_bad_values(field, value, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        TrainConfig(**{field: value})
+
+
+def test_batch_indices_rejects_no_rows():
+    with pytest.raises(ValueError, match="n: expected at least one row, got 0"):
+        batch_indices(0, 0, 8, seed=0)

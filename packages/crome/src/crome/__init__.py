@@ -4,48 +4,118 @@ An oracle LLM names the causal rubrics of each prompt; causal augmentations (ans
 upgraded or degraded along one rubric) teach sensitivity, neutral augmentations (tie pairs
 that differ only in spurious attributes) teach invariance; a reward model is trained with
 Bradley-Terry plus a tie loss on the original and filtered augmented pairs.
+
+The names below are imported on first use (PEP 562), so ``import crome`` and the console
+script's ``--help`` do not pay for torch and transformers.
 """
 
-from crome.augment import (
-    AugmentConfig,
-    AugmentStats,
-    augment,
-    basic_verifier,
-    causal_augmentations,
-    causally_aligned_neutrals,
-    filter_augmentations,
-    irrelevant_query_neutrals,
-    world_irrelevant,
-    world_verifier,
-)
-from crome.cache import OracleCache, request_key
-from crome.data import PairRow, read_pairs, split_by_label, write_pairs
-from crome.evaluate import (
-    EXAMPLE_COUNTS,
-    SUBSET_MAPPING,
-    best_of_n,
-    load_rewardbench,
-    pairwise_accuracy,
-    rewardbench_scores,
-    section_scores,
-    sensitivity,
-)
-from crome.losses import bradley_terry_loss, crome_loss, tie_loss
-from crome.model import RewardModel, minilm_path
-from crome.oracle import (
-    ChatBackend,
-    LLMOracle,
-    OpenAIBackend,
-    Oracle,
-    OracleError,
-    ProgrammaticOracle,
-    TransformersBackend,
-    load_prompt,
-)
-from crome.train import TrainConfig, train_reward_model
-from crome.world import World, WorldConfig, make_world
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crome.augment import (
+        AugmentConfig,
+        AugmentStats,
+        augment,
+        basic_verifier,
+        causal_augmentations,
+        causally_aligned_neutrals,
+        filter_augmentations,
+        irrelevant_query_neutrals,
+        world_irrelevant,
+        world_verifier,
+    )
+    from crome.cache import OracleCache, request_key
+    from crome.data import PairRow, read_pairs, split_by_label, write_pairs
+    from crome.evaluate import (
+        EXAMPLE_COUNTS,
+        SUBSET_MAPPING,
+        best_of_n,
+        load_rewardbench,
+        pairwise_accuracy,
+        rewardbench_scores,
+        section_scores,
+        sensitivity,
+    )
+    from crome.losses import bradley_terry_loss, crome_loss, tie_loss
+    from crome.model import RewardModel, minilm_path
+    from crome.oracle import (
+        ChatBackend,
+        LLMOracle,
+        OpenAIBackend,
+        Oracle,
+        OracleError,
+        ProgrammaticOracle,
+        TransformersBackend,
+        load_prompt,
+    )
+    from crome.train import TrainConfig, train_reward_model
+    from crome.world import World, WorldConfig, make_world
+
+_EXPORTS: dict[str, str] = {
+    "AugmentConfig": "crome.augment",
+    "AugmentStats": "crome.augment",
+    "augment": "crome.augment",
+    "basic_verifier": "crome.augment",
+    "causal_augmentations": "crome.augment",
+    "causally_aligned_neutrals": "crome.augment",
+    "filter_augmentations": "crome.augment",
+    "irrelevant_query_neutrals": "crome.augment",
+    "world_irrelevant": "crome.augment",
+    "world_verifier": "crome.augment",
+    "OracleCache": "crome.cache",
+    "request_key": "crome.cache",
+    "PairRow": "crome.data",
+    "read_pairs": "crome.data",
+    "split_by_label": "crome.data",
+    "write_pairs": "crome.data",
+    "EXAMPLE_COUNTS": "crome.evaluate",
+    "SUBSET_MAPPING": "crome.evaluate",
+    "best_of_n": "crome.evaluate",
+    "load_rewardbench": "crome.evaluate",
+    "pairwise_accuracy": "crome.evaluate",
+    "rewardbench_scores": "crome.evaluate",
+    "section_scores": "crome.evaluate",
+    "sensitivity": "crome.evaluate",
+    "bradley_terry_loss": "crome.losses",
+    "crome_loss": "crome.losses",
+    "tie_loss": "crome.losses",
+    "RewardModel": "crome.model",
+    "minilm_path": "crome.model",
+    "ChatBackend": "crome.oracle",
+    "LLMOracle": "crome.oracle",
+    "OpenAIBackend": "crome.oracle",
+    "Oracle": "crome.oracle",
+    "OracleError": "crome.oracle",
+    "ProgrammaticOracle": "crome.oracle",
+    "TransformersBackend": "crome.oracle",
+    "load_prompt": "crome.oracle",
+    "TrainConfig": "crome.train",
+    "train_reward_model": "crome.train",
+    "World": "crome.world",
+    "WorldConfig": "crome.world",
+    "make_world": "crome.world",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("crome")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crome' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "EXAMPLE_COUNTS",
@@ -65,7 +135,6 @@ __all__ = [
     "TransformersBackend",
     "World",
     "WorldConfig",
-    "__version__",
     "augment",
     "basic_verifier",
     "best_of_n",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crome import world
-from crome.data import PairRow
+from crome.data import PairRow, check_rows
 from crome.oracle import Oracle
 from shared_core.cli import progress
 
@@ -37,6 +37,22 @@ class AugmentConfig:
     causal_aligned: bool = True
     max_rubrics: int = 3
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_rubrics, int) or isinstance(self.max_rubrics, bool):
+            raise TypeError(f"max_rubrics: expected an int, got {self.max_rubrics!r}")
+        if self.max_rubrics < 1:
+            raise ValueError(
+                f"max_rubrics: expected at least 1 rubric per prompt, got {self.max_rubrics} "
+                "(0 would silently produce no causal or causally aligned augmentation)"
+            )
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TypeError(f"seed: expected an int, got {self.seed!r}")
+        if not (self.causal or self.iqn or self.causal_aligned):
+            raise ValueError(
+                "causal, iqn, causal_aligned: all are False; expected at least one kind of "
+                "augmentation"
+            )
 
 
 @dataclass
@@ -112,9 +128,11 @@ def causal_augmentations(
     show_progress: bool = False,
 ) -> list[PairRow]:
     """D_causal: per pair and rubric, (chosen > degraded chosen) and (upgraded rejected > rejected)."""
+    rows = check_rows(rows)
+    _check_rubrics(rows, rubrics)
     stats = stats if stats is not None else AugmentStats()
     out = []
-    for i, r in enumerate(progress(rows, desc="causal", enabled=show_progress)):
+    for i, r in enumerate(progress(rows, desc="causal augment", enabled=show_progress)):
         for rubric in rubrics[r.prompt]:
             meta = {"source": i, "rubric": rubric}
             worse = _rewrite(oracle, "degrade", r.prompt, r.chosen, rubric, verify, stats)
@@ -143,6 +161,11 @@ def irrelevant_query_neutrals(
     which an answer would still be relevant (in the world: its value is the new sum). A pair
     with no acceptable prompt after `max_tries` draws is skipped.
     """
+    rows = check_rows(rows)
+    if isinstance(prompts, str) or not all(isinstance(p, str) for p in prompts):
+        raise TypeError("prompts: expected a sequence of prompt strings")
+    if not isinstance(max_tries, int) or max_tries < 1:
+        raise ValueError(f"max_tries: expected a positive int, got {max_tries!r}")
     pool = sorted(set(prompts))
     out = []
     for i, r in enumerate(rows):
@@ -173,6 +196,8 @@ def causally_aligned_neutrals(
     stats: AugmentStats | None = None,
 ) -> list[PairRow]:
     """D_neutral (causally aligned): (chosen, restyled chosen with the same rubric values), tie."""
+    rows = check_rows(rows)
+    _check_rubrics(rows, rubrics)
     stats = stats if stats is not None else AugmentStats()
     out = []
     for i, r in enumerate(rows):
@@ -200,10 +225,23 @@ def augment(
     show_progress: bool = False,
 ) -> tuple[list[PairRow], AugmentStats]:
     """D_aug = D_causal u D_neutral for the original preference `rows` (before filtering)."""
-    if not rows:
-        raise ValueError("rows: expected at least one original preference pair")
-    if any(r.label != "preference" for r in rows):
-        raise ValueError("rows: augmentation starts from preference pairs; got a tie row")
+    rows = check_rows(rows)
+    ties = [i for i, r in enumerate(rows) if r.label != "preference"]
+    if ties:
+        raise ValueError(
+            f"rows: augmentation starts from preference pairs; rows {ties[:5]} are tie rows"
+        )
+    if not isinstance(oracle, Oracle):
+        raise TypeError(
+            f"oracle: expected an Oracle (name, rubrics, rewrite, neutral_rewrite), "
+            f"got {type(oracle).__name__}"
+        )
+    if not isinstance(config, AugmentConfig):
+        raise TypeError(f"config: expected an AugmentConfig, got {type(config).__name__}")
+    if not callable(verify):
+        raise TypeError(f"verify: expected a callable verifier, got {type(verify).__name__}")
+    if irrelevant is not None and not callable(irrelevant):
+        raise TypeError(f"irrelevant: expected a callable or None, got {type(irrelevant).__name__}")
     stats = AugmentStats()
     rubrics = {
         q: oracle.rubrics(q)[: config.max_rubrics] for q in dict.fromkeys(r.prompt for r in rows)
@@ -231,7 +269,13 @@ def filter_augmentations(
     preference pair is kept when sigma(Delta) < tau; a tie pair when |sigma(Delta) - 1/2| > delta
     (the baseline is confidently NOT tied).
     """
-    m = np.asarray(margins, dtype=np.float64)
+    rows = check_rows(rows, allow_empty=True)
+    try:
+        m = np.asarray(margins, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"margins: expected a sequence of numbers, got {type(margins).__name__}"
+        ) from None
     if m.shape != (len(rows),):
         raise ValueError(f"margins: expected shape ({len(rows)},) to match rows, got {m.shape}")
     if not np.isfinite(m).all():
@@ -246,6 +290,15 @@ def filter_augmentations(
         if (r.label == "preference" and pi < tau) or (r.label == "tie" and abs(pi - 0.5) > delta):
             keep.append(r)
     return keep
+
+
+def _check_rubrics(rows: Sequence[PairRow], rubrics: dict[str, list[str]]) -> None:
+    missing = [r.prompt for r in rows if not rubrics.get(r.prompt)]
+    if missing:
+        raise ValueError(
+            f"rubrics: no rubric for {len(missing)} prompt(s), e.g. {missing[0]!r}; expected "
+            "a non-empty list for every prompt of rows"
+        )
 
 
 def world_irrelevant(prompt: str, row: PairRow) -> bool:

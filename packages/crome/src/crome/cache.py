@@ -18,7 +18,12 @@ from shared_core.atomic import atomic_write_json
 
 def request_key(model: str, request: Any) -> str:
     """SHA-256 of the model id and the canonical JSON of the request (messages + settings)."""
-    blob = json.dumps({"model": model, "request": request}, sort_keys=True, ensure_ascii=False)
+    try:
+        blob = json.dumps({"model": model, "request": request}, sort_keys=True, ensure_ascii=False)
+    except TypeError as e:
+        raise TypeError(
+            f"request: expected JSON-serialisable messages and settings ({e})"
+        ) from None
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -33,7 +38,11 @@ class OracleCache:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not isinstance(root, (str, os.PathLike)):
+            raise TypeError(f"root: expected a folder path, got {type(root).__name__}")
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"root: {self.root} is a file; expected a folder for the cache")
         self.root.mkdir(parents=True, exist_ok=True)
         self.hits = 0
         self.misses = 0
@@ -68,6 +77,8 @@ class OracleCache:
         return str(entry["response"])
 
     def put(self, model: str, request: Any, response: str) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: expected a non-empty model id, got {model!r}")
         if not isinstance(response, str):
             raise TypeError(f"response: expected a string, got {type(response).__name__}")
         key = request_key(model, request)

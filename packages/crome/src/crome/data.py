@@ -61,7 +61,12 @@ class PairRow:
             )
         meta = d.get("meta") or {}
         if isinstance(meta, str):
-            meta = json.loads(meta)
+            try:
+                meta = json.loads(meta)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: 'meta' is not valid JSON ({e.msg})") from None
+        if not isinstance(meta, dict):
+            raise TypeError(f"{where}: 'meta' must be a JSON object, got {type(meta).__name__}")
         return cls(
             prompt=d["prompt"],
             chosen=d["chosen"],
@@ -76,7 +81,7 @@ class PairRow:
 def write_pairs(path: str | os.PathLike[str], rows: Iterable[PairRow]) -> Path:
     """Write rows atomically as JSONL (``.jsonl``) or Parquet (``.parquet``)."""
     p = Path(path)
-    rows = list(rows)
+    rows = check_rows(list(rows), allow_empty=True)
     if p.suffix == ".jsonl":
         text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows)
         return atomic_write_text(p, text)
@@ -94,10 +99,20 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PairRow]:
     """Read rows written by `write_pairs`, or any JSONL/JSON/Parquet file with the same columns.
 
     RewardBench files (columns prompt, chosen, rejected, subset, ...) read as preference rows.
+    A file with no row is an error (an empty data set would otherwise train or score nothing).
     """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"path: no such file {p}")
+    rows = _read(p)
+    if not rows:
+        raise ValueError(
+            f"path: {p} holds no rows; expected at least one (prompt, chosen, rejected) row"
+        )
+    return rows
+
+
+def _read(p: Path) -> list[PairRow]:
     if p.suffix == ".jsonl":
         out = []
         for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()):
@@ -110,7 +125,10 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PairRow]:
             out.append(PairRow.from_dict(d, where=f"{p.name} line {i + 1}"))
         return out
     if p.suffix == ".json":
-        data = json.loads(p.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"path: {p} is not valid JSON ({e.msg}, line {e.lineno})") from None
         if isinstance(data, dict) and "rows" in data:
             data = data["rows"]
         if not isinstance(data, list):
@@ -123,8 +141,23 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PairRow]:
     raise ValueError(f"path: expected a .jsonl, .json or .parquet file, got {p.name!r}")
 
 
+def check_rows(
+    rows: Sequence[PairRow], name: str = "rows", allow_empty: bool = False
+) -> list[PairRow]:
+    """`rows` as a list, after checking it is a (non-empty) sequence of `PairRow`."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
+        raise TypeError(f"{name}: expected a sequence of PairRow, got {type(rows).__name__}")
+    if not rows and not allow_empty:
+        raise ValueError(f"{name}: expected at least one pair, got an empty sequence")
+    for i, r in enumerate(rows):
+        if not isinstance(r, PairRow):
+            raise TypeError(f"{name}[{i}]: expected a PairRow, got {type(r).__name__}")
+    return list(rows)
+
+
 def split_by_label(rows: Sequence[PairRow]) -> tuple[list[PairRow], list[PairRow]]:
     """(preference rows, tie rows)."""
+    rows = check_rows(rows, allow_empty=True)
     return [r for r in rows if r.label == "preference"], [r for r in rows if r.label == "tie"]
 
 
@@ -133,5 +166,7 @@ def _pyarrow() -> tuple[Any, Any]:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ModuleNotFoundError:
-        raise ValueError("path: Parquet needs pyarrow; install crome[parquet]") from None
+        from crome._extras import missing_extra_message
+
+        raise ValueError(f"path: {missing_extra_message('parquet')}") from None
     return pa, pq

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crome.data import PairRow, read_pairs
+from crome.data import PairRow, check_rows, read_pairs
 from crome.model import RewardModel
 
 SUBSET_MAPPING: dict[str, list[str]] = {
@@ -92,8 +92,7 @@ def pairwise_accuracy(
     model: RewardModel, rows: Sequence[PairRow], batch_size: int = 64
 ) -> dict[str, float]:
     """Fraction of rows with r(chosen) > r(rejected), per subset (ties count as wrong)."""
-    if not rows:
-        raise ValueError("rows: expected at least one pair to evaluate")
+    rows = check_rows(rows)
     m = model.margins(
         [r.prompt for r in rows], [r.chosen for r in rows], [r.rejected for r in rows], batch_size
     ).numpy()
@@ -111,6 +110,14 @@ def section_scores(
     `counts` defaults to ``EXAMPLE_COUNTS``; a subset missing from `counts` weighs 1.
     """
     counts = EXAMPLE_COUNTS if counts is None else counts
+    for subset, value in accuracy.items():
+        if not isinstance(value, (int, float, np.floating)) or not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"accuracy[{subset!r}]: expected a fraction in [0, 1], got {value!r}")
+    for subset, count in counts.items():
+        if not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(
+                f"counts[{subset!r}]: expected a positive example count, got {count!r}"
+            )
     out = {}
     for section, subsets in mapping.items():
         present = [s for s in subsets if s in accuracy]
@@ -145,9 +152,7 @@ def sensitivity(
     model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64
 ) -> float:
     """Mean |R(Q, A_1) - R(Q, A_2)| over (prompt, A_1, A_2) triples."""
-    if not triples:
-        raise ValueError("triples: expected at least one (prompt, answer_1, answer_2) triple")
-    q, a1, a2 = (list(t) for t in zip(*triples, strict=True))
+    q, a1, a2 = _unzip_triples(triples)
     return float(model.margins(q, a1, a2, batch_size).abs().mean())
 
 
@@ -155,8 +160,21 @@ def signed_preference(
     model: RewardModel, triples: Sequence[tuple[str, str, str]], batch_size: int = 64
 ) -> float:
     """Fraction of triples where R(Q, A_1) > R(Q, A_2) (0.5 = indifferent)."""
-    q, a1, a2 = (list(t) for t in zip(*triples, strict=True))
+    q, a1, a2 = _unzip_triples(triples)
     return float((model.margins(q, a1, a2, batch_size) > 0).float().mean())
+
+
+def _unzip_triples(
+    triples: Sequence[tuple[str, str, str]],
+) -> tuple[list[str], list[str], list[str]]:
+    if isinstance(triples, str) or not isinstance(triples, Sequence) or not triples:
+        raise ValueError("triples: expected at least one (prompt, answer_1, answer_2) triple")
+    for i, t in enumerate(triples):
+        if isinstance(t, str) or not isinstance(t, Sequence) or len(t) != 3:
+            raise ValueError(
+                f"triples[{i}]: expected a (prompt, answer_1, answer_2) triple, got {t!r}"
+            )
+    return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]
 
 
 def best_of_n(
@@ -174,13 +192,21 @@ def best_of_n(
         raise ValueError(
             f"candidates: expected one non-empty list per prompt ({len(prompts)}), got {len(candidates)}"
         )
+    if not callable(gold):
+        raise TypeError(f"gold: expected a callable gold(prompt, answer) -> float, got {gold!r}")
     rng = random.Random(seed)
     picked, rand, best = [], [], []
-    for q, cands in zip(prompts, candidates, strict=True):
+    for i, (q, cands) in enumerate(zip(prompts, candidates, strict=True)):
+        if isinstance(cands, str) or not isinstance(cands, Sequence):
+            raise TypeError(
+                f"candidates[{i}]: expected a list of answer strings, got {type(cands).__name__}"
+            )
         if not cands:
-            raise ValueError(f"candidates: prompt {q!r} has no candidates")
+            raise ValueError(f"candidates[{i}]: prompt {q!r} has no candidates")
         r = model.score([q] * len(cands), list(cands)).numpy()
-        g = [gold(q, c) for c in cands]
+        g = [float(gold(q, c)) for c in cands]
+        if not all(np.isfinite(g)):
+            raise ValueError(f"gold: returned a non-finite reward for prompt {q!r}: {g}")
         picked.append(g[int(np.argmax(r))])
         rand.append(g[rng.randrange(len(cands))])
         best.append(max(g))

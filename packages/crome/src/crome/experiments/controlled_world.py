@@ -13,14 +13,14 @@ reports its augmentation acceptance rate.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from crome import world as W
 from crome.augment import (
@@ -41,7 +41,8 @@ from crome.evaluate import (
     sensitivity,
     signed_preference,
 )
-from crome.model import RewardModel, minilm_path
+from crome.experiments.config import SCALES, ExperimentConfig
+from crome.model import RewardModel, minilm_path, random_bert
 from crome.oracle import LLMOracle, ProgrammaticOracle, TransformersBackend
 from crome.train import TrainConfig, train_reward_model
 from shared_core.cli import ReproduceArgs
@@ -50,49 +51,12 @@ from shared_core.distributed import is_main
 from shared_core.report import Run
 
 
-@dataclass(frozen=True)
-class ExperimentConfig:
-    """One scale of the experiment; every field is recorded in the run's config.json."""
-
-    scale: str = "tiny"
-    world: W.WorldConfig = field(default_factory=W.WorldConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    max_length: int = 40
-    tau: float = 0.9
-    delta: float = 0.1
-    n_best_of: int = 4
-    llm_oracle: bool = False
-    llm_prompts: int = 4
-    llm_max_tokens: int = 32
-
-
-SCALES: dict[str, ExperimentConfig] = {
-    "tiny": ExperimentConfig(
-        scale="tiny",
-        world=W.WorldConfig(n_facts=20, n_train=160, n_test=64),
-        train=TrainConfig(
-            steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3
-        ),
-    ),
-    "small": ExperimentConfig(
-        scale="small",
-        world=W.WorldConfig(n_facts=60, n_train=800, n_test=400),
-        train=TrainConfig(steps=300, batch_size=32, trainable_layers=4),
-        llm_oracle=True,
-        llm_prompts=12,
-    ),
-    "paper": ExperimentConfig(
-        scale="paper",
-        world=W.WorldConfig(n_facts=100, n_train=5000, n_test=1000),
-        train=TrainConfig(steps=2000, batch_size=64, trainable_layers=-1, lr_encoder=3e-5),
-        llm_oracle=True,
-        llm_prompts=100,
-    ),
-}
-
-
 def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> ExperimentConfig:
-    cfg = SCALES[args.scale]
+    """The scale's config (``args.config``, else ``SCALES[args.scale]``) with the run's seed
+    and device, and the ``--llm-oracle`` choice when one was made."""
+    cfg = args.config if args.config is not None else SCALES[args.scale]
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"args.config: expected an ExperimentConfig, got {type(cfg).__name__}")
     cfg = replace(
         cfg,
         world=replace(cfg.world, seed=args.seed),
@@ -101,6 +65,14 @@ def config_for(args: ReproduceArgs, llm_oracle: bool | None = None) -> Experimen
     if llm_oracle is not None:
         cfg = replace(cfg, llm_oracle=llm_oracle)
     return cfg
+
+
+def new_reward_model(cfg: ExperimentConfig) -> RewardModel:
+    """The experiment's starting reward model: MiniLM-L6 + a zero head, or (micro) a random
+    2-layer BERT on the world's vocabulary."""
+    if cfg.backbone == "random-bert":
+        return random_bert(W.vocabulary(), max_length=cfg.max_length, seed=cfg.world.seed)
+    return RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
 
 
 def _evaluate(
@@ -129,6 +101,7 @@ def _evaluate(
         "cf_acc": scores["Counterfactual"],
         "spurious_sens": spur,
         "causal_sens": caus,
+        "causal_acc": signed_preference(model, w.causal),
         "spurious_to_causal": spur / max(caus, 1e-12),
         "prefers_decorated": signed_preference(model, w.spurious),
         "bon_gold": bon["rm"],
@@ -179,22 +152,27 @@ def llm_oracle_run(
     }
 
 
+def budget(cfg: ExperimentConfig, n_rows: int) -> TrainConfig:
+    """The training settings of BOTH reward models: ``cfg.train``, with ``steps`` sized to
+    ``cfg.epochs`` passes over the CROME data (original + augmented rows) when `epochs` is set.
+
+    Both RMs take the same steps (same compute); sizing them by the larger data set is what
+    lets the CROME RM see each causal pair several times (issue 14: with the standard RM's
+    budget it saw its data 0.7 times and never learned the causal attribute).
+    """
+    if cfg.epochs is None:
+        return cfg.train
+    steps = max(1, math.ceil(cfg.epochs * n_rows / cfg.train.batch_size))
+    return replace(cfg.train, steps=steps)
+
+
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
-    if args.scale == "tiny":  # the tiny scale is sized for 2 CPU cores
-        torch.set_num_threads(min(torch.get_num_threads(), 2))
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
     w = W.make_world(cfg.world)
     bench = report.dir / "world_rewardbench.jsonl"
     write_pairs(bench, w.test_iid + w.test_cf)
-
-    base = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
-    init_state = copy.deepcopy(base.state_dict())
-
-    t0 = time.time()
-    hist_std = train_reward_model(base, w.train, cfg.train, show_progress=is_main())
-    std_s = time.time() - t0
 
     oracle = ProgrammaticOracle(seed=args.seed)
     aug, stats = augment(
@@ -204,17 +182,26 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         verify=world_verifier,
         irrelevant=world_irrelevant,
     )
+    train_cfg = budget(cfg, len(w.train) + len(aug))
+    base = new_reward_model(cfg)
+    init_state = copy.deepcopy(base.state_dict())
+    t0 = time.time()
+    hist_std = train_reward_model(
+        base, w.train, train_cfg, show_progress=is_main(), desc="standard RM train"
+    )
+    std_s = time.time() - t0
+
     margins = base.margins(
         [r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]
     ).numpy()
     kept = filter_augmentations(aug, margins, tau=cfg.tau, delta=cfg.delta)
     write_pairs(report.dir / "augmentations.jsonl", kept)
 
-    crome_model = RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
+    crome_model = new_reward_model(cfg)
     crome_model.load_state_dict(init_state)
     t0 = time.time()
     hist_crome = train_reward_model(
-        crome_model, list(w.train) + kept, cfg.train, show_progress=is_main()
+        crome_model, list(w.train) + kept, train_cfg, show_progress=is_main(), desc="CROME RM train"
     )
     crome_s = time.time() - t0
 
@@ -228,6 +215,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
             method=name,
             iid_acc=m["iid_acc"],
             cf_acc=m["cf_acc"],
+            causal_acc=m["causal_acc"],
             spurious_sens=m["spurious_sens"],
             causal_sens=m["causal_sens"],
             spur_over_causal=m["spurious_to_causal"],
@@ -243,6 +231,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         kept_after_filter=len(kept),
         kept_by_provenance=by_prov,
         programmatic_acceptance=stats.acceptance_rate,
+        steps=train_cfg.steps,
         train_s_standard=std_s,
         train_s_crome=crome_s,
     )
@@ -264,7 +253,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         "Controlled world: sums 'What is a + b?'; causal attribute = correctness of the value; "
         "spurious = polite preamble, bullets, filler length (on the preferred answer with p="
         f"{cfg.world.p_spurious} in train, flipped in the counterfactual test). Same original "
-        f"pairs ({cfg.world.n_train}) and steps ({cfg.train.steps}) for both RMs; CROME adds "
+        f"pairs ({cfg.world.n_train}) and steps ({train_cfg.steps}) for both RMs; CROME adds "
         f"{len(kept)} filtered augmentations of {len(aug)}."
     )
     if not cfg.llm_oracle:
@@ -325,4 +314,4 @@ def _plots(
     )
 
 
-__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "run"]
+__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "new_reward_model", "run"]
