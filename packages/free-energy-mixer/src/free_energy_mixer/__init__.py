@@ -1,0 +1,1 @@
+"""Free Energy Mixer."""
