@@ -89,17 +89,18 @@ def free_energy_read(
         q, k, v = q.float(), k.float(), v.float()
     b = beta.to(v.device)
     v_c = clip_values(v, b, cap)
-    shifted = torch.exp(b[None, :, None, :].to(v.dtype) * v_c - cap)  # in [e^{-2cap}, 1]
+    # the exponent in float32 or wider: beta v - cap rounded in bfloat16 would lose beta v
+    work = torch.promote_types(v.dtype, torch.float32)
+    bw = b.to(work)[None, :, None, :]
+    shifted = torch.exp(bw * v_c.to(work) - cap).to(v.dtype)  # in [e^{-2cap}, 1]
     read = prior(q, k, torch.cat([v_c, shifted], dim=-1))
     if read.shape != (*v.shape[:3], 2 * v.shape[3]):
         raise ValueError(
             f"prior: expected a read of shape {(*v.shape[:3], 2 * v.shape[3])}, got {tuple(read.shape)}"
         )
     mu, z = read.split(v.shape[-1], dim=-1)
-    work = torch.promote_types(z.dtype, torch.float32)
-    zw = z.to(work)
-    log_z = torch.log(zw.clamp_min(torch.finfo(work).tiny))  # z > 0 in exact arithmetic
-    free = (log_z + cap) / b.to(work)[None, :, None, :]
+    log_z = torch.log(z.to(work).clamp_min(torch.finfo(work).tiny))  # z > 0 in exact arithmetic
+    free = (log_z + cap) / bw
     return mu.to(dtype), free.to(dtype)
 
 

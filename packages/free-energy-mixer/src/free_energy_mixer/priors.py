@@ -100,7 +100,7 @@ def chunk_normalized_read(
     """
     B, H, T, dk = phi_q.shape
     dv = v.shape[-1]
-    C = chunk_size
+    C = min(chunk_size, T)  # a short sequence is one chunk, without padding
     v1 = torch.cat([v, v.new_ones(B, H, T, 1)], dim=-1)
     g = log_decay if log_decay is not None else v.new_zeros(B, H, T)
     pad = (-T) % C

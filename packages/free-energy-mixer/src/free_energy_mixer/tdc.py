@@ -45,7 +45,7 @@ def decay_scan(
         ``(h (B, T, N), h_T (B, N))``.
     """
     B, T, N = u.shape
-    C = chunk_size
+    C = min(chunk_size, T)
     pad = (-T) % C
     if pad:  # a = 0, u = 0 after the end: h_T is carried unchanged through the padding
         log_decay = F.pad(log_decay, (0, 0, 0, pad))
