@@ -23,9 +23,9 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-
 from free_energy_mixer import chunk_normalized_read, feature_map, free_energy_read
 from free_energy_mixer.priors import gla_prior, linear_prior, softmax_prior
+
 from shared_core.bench import BenchTable, bench_parser, finish, measure
 from shared_core.testing import relative_rms_error
 

@@ -6,7 +6,6 @@ import importlib.util
 
 import pytest
 import torch
-
 from free_energy_mixer.data import char_corpus, char_windows, selection_batch
 
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-
 from free_energy_mixer.fem import free_energy_read
 from free_energy_mixer.layer import BaseAttention, FEMAttention, FEMCache, FEMConfig
 from free_energy_mixer.priors import softmax_prior
+
 from shared_core.testing import assert_close
 
 PRIORS = ["softmax", "linear", "gla"]
@@ -77,7 +77,10 @@ def test_global_max_shift_would_fail_the_causality_check() -> None:
     beta = torch.full((2, 4), 1.953).bfloat16()
     v2 = v.clone()
     v2[:, :, 30] = 1e4  # clipped to the cap: the whole-sequence max jumps to 40
-    leak = _global_max_read(q, k, v, beta)[1][:, :, :30] != _global_max_read(q, k, v2, beta)[1][:, :, :30]
+    leak = (
+        _global_max_read(q, k, v, beta)[1][:, :, :30]
+        != _global_max_read(q, k, v2, beta)[1][:, :, :30]
+    )
     assert leak.any()
     ours = free_energy_read(softmax_prior, q, k, v, beta)[1][:, :, :30]
     ours2 = free_energy_read(softmax_prior, q, k, v2, beta)[1][:, :, :30]

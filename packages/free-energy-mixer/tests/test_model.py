@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from free_energy_mixer.layer import FEMCache
 from free_energy_mixer.model import MIXERS, CausalLM, LMConfig
+
 from shared_core.testing import assert_close
 
 

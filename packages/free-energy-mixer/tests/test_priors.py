@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from free_energy_mixer import reference as R
 from free_energy_mixer.priors import (
     chunk_normalized_read,
@@ -13,6 +12,7 @@ from free_energy_mixer.priors import (
     recurrent_normalized_read,
     softmax_prior,
 )
+
 from shared_core.testing import assert_close
 
 
@@ -53,17 +53,27 @@ def test_split_sequence_with_state(gated: bool) -> None:
 
 
 @pytest.mark.parametrize("gated", [False, True])
-@pytest.mark.parametrize(("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
-def test_chunkwise_against_dense_reference(device: str, gated: bool, dtype: torch.dtype, ratio: float) -> None:
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
+)
+def test_chunkwise_against_dense_reference(
+    device: str, gated: bool, dtype: torch.dtype, ratio: float
+) -> None:
     q, k, v, a = _inputs(T=70)
     ref = R.linear_prior_matrix(q, k, a if gated else None) @ v
     dq, dk_, dv, da = (t.to(device, dtype) for t in (q, k, v, a))
-    out, _ = chunk_normalized_read(feature_map(dq), feature_map(dk_), dv, da if gated else None, chunk_size=16)
+    out, _ = chunk_normalized_read(
+        feature_map(dq), feature_map(dk_), dv, da if gated else None, chunk_size=16
+    )
     assert_close(f"linear prior gated={gated} {dtype}", ref, out, ratio)
 
 
-@pytest.mark.parametrize(("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
-def test_softmax_prior_against_dense_reference(device: str, dtype: torch.dtype, ratio: float) -> None:
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
+)
+def test_softmax_prior_against_dense_reference(
+    device: str, dtype: torch.dtype, ratio: float
+) -> None:
     q, k, v, _ = _inputs(T=33)
     ref = R.softmax_prior_matrix(q, k) @ v
     out = softmax_prior(*(t.to(device, dtype) for t in (q, k, v)))
@@ -72,7 +82,11 @@ def test_softmax_prior_against_dense_reference(device: str, dtype: torch.dtype, 
 
 def test_prior_rows_are_normalised() -> None:
     q, k, _, a = _inputs(T=20)
-    for P in (R.softmax_prior_matrix(q, k), R.linear_prior_matrix(q, k), R.linear_prior_matrix(q, k, a)):
+    for P in (
+        R.softmax_prior_matrix(q, k),
+        R.linear_prior_matrix(q, k),
+        R.linear_prior_matrix(q, k, a),
+    ):
         assert torch.allclose(P.sum(-1), torch.ones(()).double())
         assert (P.triu(1) == 0).all() and (P >= 0).all()
 

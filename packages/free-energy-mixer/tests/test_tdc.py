@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from free_energy_mixer import reference as R
 from free_energy_mixer.tdc import TimeDecayCondition, decay_scan
+
 from shared_core.testing import assert_close
 
 
@@ -34,7 +34,9 @@ def test_public_closed_form_breaks_at_4096() -> None:
     assert bad.float().mean() > 0.5
 
 
-@pytest.mark.parametrize(("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize(
+    ("dtype", "ratio"), [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
+)
 def test_scan_dtypes(device: str, dtype: torch.dtype, ratio: float) -> None:
     a, u = _scan_inputs(300)
     ref = R.decay_scan_loop(a, u)

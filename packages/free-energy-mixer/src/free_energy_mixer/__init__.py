@@ -5,7 +5,13 @@ and free-energy values; `softmax_prior`, `linear_prior`, `gla_prior` the built-i
 """
 
 from free_energy_mixer.fem import DEFAULT_CAP, clip_values, combine, free_energy_read
-from free_energy_mixer.layer import BaseAttention, FEMAttention, FEMCache, FEMConfig, RotaryEmbedding
+from free_energy_mixer.layer import (
+    BaseAttention,
+    FEMAttention,
+    FEMCache,
+    FEMConfig,
+    RotaryEmbedding,
+)
 from free_energy_mixer.model import MIXERS, CausalLM, LMConfig
 from free_energy_mixer.priors import (
     Prior,

@@ -76,7 +76,9 @@ def free_energy_read(
     check_same("k", k, "q", q, "....")
     if not isinstance(beta, torch.Tensor) or beta.shape != (v.shape[1], v.shape[3]):
         got = tuple(beta.shape) if isinstance(beta, torch.Tensor) else type(beta).__name__
-        raise ValueError(f"beta: expected shape (heads, d_v) = {(v.shape[1], v.shape[3])}, got {got}")
+        raise ValueError(
+            f"beta: expected shape (heads, d_v) = {(v.shape[1], v.shape[3])}, got {got}"
+        )
     if not bool(torch.isfinite(beta).all()) or not bool((beta > 0).all()):
         raise ValueError(f"beta: expected finite inverse temperatures > 0, got min {beta.min()}")
     check_positive("cap", cap)

@@ -152,9 +152,7 @@ def _softmax_with_cache(cache: FEMCache) -> Prior:
     return read
 
 
-def _linear_read(
-    log_decay: torch.Tensor | None, chunk_size: int, cache: FEMCache | None
-) -> Prior:
+def _linear_read(log_decay: torch.Tensor | None, chunk_size: int, cache: FEMCache | None) -> Prior:
     """The (gated) linear prior; with a cache, starts from and stores its state."""
 
     def read(q: torch.Tensor, k: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

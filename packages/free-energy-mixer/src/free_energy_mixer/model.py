@@ -97,7 +97,9 @@ class CausalLM(nn.Module):
         if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.ndim != 2:
             raise TypeError(f"ids: expected a (batch, time) int64 tensor, got {ids!r:.80}")
         if ids.numel() == 0:
-            raise ValueError(f"ids: expected a non-empty (batch, time) tensor, got {tuple(ids.shape)}")
+            raise ValueError(
+                f"ids: expected a non-empty (batch, time) tensor, got {tuple(ids.shape)}"
+            )
         if int(ids.min()) < 0 or int(ids.max()) >= V:
             raise ValueError(
                 f"ids: expected token ids in [0, {V}), got range [{int(ids.min())}, {int(ids.max())}]"
@@ -111,6 +113,8 @@ class CausalLM(nn.Module):
         if labels is None:
             return logits, None
         if labels.shape != ids.shape:
-            raise ValueError(f"labels: expected shape {tuple(ids.shape)}, got {tuple(labels.shape)}")
+            raise ValueError(
+                f"labels: expected shape {tuple(ids.shape)}, got {tuple(labels.shape)}"
+            )
         loss = F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=-100)
         return logits, loss

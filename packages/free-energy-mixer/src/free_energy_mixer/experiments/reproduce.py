@@ -23,56 +23,108 @@ SCALES: dict[str, ReproduceConfig] = {
     # every code path end to end in seconds (CI): 3 steps per model, toy sizes
     "micro": ReproduceConfig(
         selection=selection.SelectionConfig(
-            heads=(1, 2), channels=4, T=16, d_model=16, tdc_hidden=4, batch_size=4,
-            eval_batches=1, eval_batch_size=8, train=train_config(3, warmup=1),
+            heads=(1, 2),
+            channels=4,
+            T=16,
+            d_model=16,
+            tdc_hidden=4,
+            batch_size=4,
+            eval_batches=1,
+            eval_batch_size=8,
+            train=train_config(3, warmup=1),
         ),
         charlm=charlm.CharLMConfig(
-            max_chars=20_000, T=16, batch_size=4, d_model=16, num_layers=1, num_heads=2,
-            tdc_hidden=4, eval_batches=1, eval_batch_size=4, train=train_config(3, warmup=1),
+            max_chars=20_000,
+            T=16,
+            batch_size=4,
+            d_model=16,
+            num_layers=1,
+            num_heads=2,
+            tdc_hidden=4,
+            eval_batches=1,
+            eval_batch_size=4,
+            train=train_config(3, warmup=1),
         ),
-    ),  # fmt: skip
+    ),
     # the headline comparison in about 5 minutes on 2 busy CPU cores (one thread)
     "tiny": ReproduceConfig(
         selection=selection.SelectionConfig(
-            heads=(1, 2, 4), channels=8, levels=8, T=32, d_model=32, tdc_hidden=8,
-            batch_size=32, train=train_config(150, lr=5e-3),
+            heads=(1, 2, 4),
+            channels=8,
+            levels=8,
+            T=32,
+            d_model=32,
+            tdc_hidden=8,
+            batch_size=32,
+            train=train_config(150, lr=5e-3),
         ),
         charlm=charlm.CharLMConfig(
-            max_chars=300_000, T=64, batch_size=16, d_model=64, num_layers=2, num_heads=4,
-            tdc_hidden=8, train=train_config(150, lr=3e-3),
+            max_chars=300_000,
+            T=64,
+            batch_size=16,
+            d_model=64,
+            num_layers=2,
+            num_heads=4,
+            tdc_hidden=8,
+            train=train_config(150, lr=3e-3),
         ),
-    ),  # fmt: skip
+    ),
     # a free multi-core CPU or a GPU: longer training, more heads, a wider LM
     "small": ReproduceConfig(
         selection=selection.SelectionConfig(
-            heads=(1, 2, 4, 8), channels=16, levels=8, T=64, d_model=64, tdc_hidden=16,
-            batch_size=64, train=train_config(2000, lr=3e-3, warmup=100),
+            heads=(1, 2, 4, 8),
+            channels=16,
+            levels=8,
+            T=64,
+            d_model=64,
+            tdc_hidden=16,
+            batch_size=64,
+            train=train_config(2000, lr=3e-3, warmup=100),
         ),
         charlm=charlm.CharLMConfig(
-            max_chars=2_000_000, T=256, batch_size=32, d_model=128, num_layers=4, num_heads=4,
-            tdc_hidden=32, eval_batches=32, train=train_config(3000, lr=2e-3, warmup=100),
+            max_chars=2_000_000,
+            T=256,
+            batch_size=32,
+            d_model=128,
+            num_layers=4,
+            num_heads=4,
+            tdc_hidden=32,
+            eval_batches=32,
+            train=train_config(3000, lr=2e-3, warmup=100),
         ),
-    ),  # fmt: skip
+    ),
     # the paper's regime is GPU-sized; a starting point at the public code's defaults
     "paper": ReproduceConfig(
         selection=selection.SelectionConfig(
-            heads=(1, 2, 4, 8, 16), channels=64, levels=16, T=64, d_model=256, tdc_hidden=64,
-            batch_size=256, train=train_config(20000, lr=1e-3, warmup=1000),
+            heads=(1, 2, 4, 8, 16),
+            channels=64,
+            levels=16,
+            T=64,
+            d_model=256,
+            tdc_hidden=64,
+            batch_size=256,
+            train=train_config(20000, lr=1e-3, warmup=1000),
         ),
         charlm=charlm.CharLMConfig(
-            max_chars=10**9, T=1024, batch_size=64, d_model=512, num_layers=8, num_heads=8,
-            tdc_hidden=64, eval_batches=64, train=train_config(50000, lr=1e-3, warmup=2000),
+            max_chars=10**9,
+            T=1024,
+            batch_size=64,
+            d_model=512,
+            num_layers=8,
+            num_heads=8,
+            tdc_hidden=64,
+            eval_batches=64,
+            train=train_config(50000, lr=1e-3, warmup=2000),
         ),
-    ),  # fmt: skip
+    ),
 }
 
 
 def reproduce(args: ReproduceArgs) -> int:
     """Run both experiments of ``args.config`` and write one report."""
+    from free_energy_mixer.data import require_shakespeare
     from shared_core.device import resolve_device, seed_everything
     from shared_core.report import Run
-
-    from free_energy_mixer.data import require_shakespeare
 
     cfg: ReproduceConfig = args.config
     require_shakespeare()  # fail before the first experiment, not after it
