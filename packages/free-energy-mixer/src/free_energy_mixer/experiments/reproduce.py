@@ -50,13 +50,13 @@ SCALES: dict[str, ReproduceConfig] = {
     "tiny": ReproduceConfig(
         selection=selection.SelectionConfig(
             heads=(1, 2, 4),
-            channels=8,
-            levels=8,
+            channels=4,
+            levels=4,
             T=32,
             d_model=32,
             tdc_hidden=8,
             batch_size=32,
-            train=train_config(150, lr=5e-3),
+            train=train_config(200, lr=1e-2),
         ),
         charlm=charlm.CharLMConfig(
             max_chars=300_000,
@@ -66,7 +66,7 @@ SCALES: dict[str, ReproduceConfig] = {
             num_layers=2,
             num_heads=4,
             tdc_hidden=8,
-            train=train_config(150, lr=3e-3),
+            train=train_config(150, lr=5e-3),
         ),
     ),
     # a free multi-core CPU or a GPU: longer training, more heads, a wider LM
