@@ -50,14 +50,14 @@ _HOME = {
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
 __all__ = [
+    "DEFAULT_CAP",
+    "MIXERS",
     "BaseAttention",
     "CausalLM",
-    "DEFAULT_CAP",
     "FEMAttention",
     "FEMCache",
     "FEMConfig",
     "LMConfig",
-    "MIXERS",
     "Prior",
     "RotaryEmbedding",
     "TimeDecayCondition",
