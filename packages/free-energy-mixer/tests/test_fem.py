@@ -178,9 +178,9 @@ def test_float16_reads_in_float32() -> None:
 @pytest.mark.parametrize("name", ["softmax", "linear", "gla"])
 def test_gradcheck(name: str) -> None:
     g = torch.Generator().manual_seed(5)
-    q, k, v = (torch.randn(1, 2, 7, 4, generator=g, dtype=torch.float64) for _ in range(3))
-    a = -torch.rand(1, 2, 7, generator=g, dtype=torch.float64)
-    theta = torch.randn(2, 4, generator=g, dtype=torch.float64)
+    q, k, v = (torch.randn(1, 1, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    a = -torch.rand(1, 1, 6, generator=g, dtype=torch.float64)
+    theta = torch.randn(1, 4, generator=g, dtype=torch.float64)
     for t in (q, k, v, a, theta):
         t.requires_grad_(True)
 

@@ -38,7 +38,7 @@ def test_width_budget_matches_public_code() -> None:
 def test_beta_init() -> None:
     layer = FEMAttention(FEMConfig(32, 2))
     assert torch.allclose(layer.beta, torch.full((2, 8), math.log1p(math.exp(1.8)) + 1e-6))
-    assert abs(float(layer.beta[0, 0]) - 1.953) < 1e-3
+    assert abs(float(layer.beta[0, 0].detach()) - 1.953) < 1e-3
 
 
 @pytest.mark.parametrize("prior", PRIORS)
