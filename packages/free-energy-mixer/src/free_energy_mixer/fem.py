@@ -1,6 +1,6 @@
 r"""The free-energy read: the mean and free-energy reads of every value channel in ONE prior call.
 
-Lu & Yang (2026, Eq. 4-6). For a prior $p_t(i)$ over the causal support $i \le t$ and a
+Lu & Yang (2026), the free-energy read. For a prior $p_t(i)$ over the causal support $i \le t$ and a
 value channel $j$ with inverse temperature $\beta_j > 0$,
 
 $$\mu_{tj} = \sum_i p_t(i)\, v_{ij}, \qquad
@@ -57,7 +57,7 @@ def free_energy_read(
     *,
     cap: float = DEFAULT_CAP,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The mean read ``mu`` and the free-energy read ``F`` of every value channel (Eq. 4-6).
+    """The mean read ``mu`` and the free-energy read ``F`` of every value channel.
 
     Args:
         prior: a normalised causal read ``prior(q, k, values) -> read`` (see `priors`).

@@ -1,7 +1,7 @@
 r"""`FEMAttention`, the Free Energy Mixer as a drop-in attention layer, and its base read.
 
 ``FEMAttention(config)(x) -> y``, ``x, y (batch, time, d_model)``. Per token (Lu & Yang 2026,
-Sec. 3-4; defaults from the public ``fem.py``):
+the paper's two-level gated FEM; defaults from the public ``fem.py``):
 
 1. $V = W_v x$, $Q = W_q x$, $K = W_k x$; with TDC, $V \leftarrow V(1 + s_v)$,
    $Q \leftarrow Q(1 + s_q)$, $K \leftarrow K(1 + s_k)$; then RoPE on $Q, K$.

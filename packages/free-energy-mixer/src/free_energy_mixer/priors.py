@@ -1,6 +1,6 @@
 """Selection priors p_t(i): normalised causal reads ``(q, k, values) -> read``.
 
-FEM (Lu & Yang 2026, Sec. 3) needs of its prior only that it is a normalised causal read:
+FEM (Lu & Yang 2026) needs of its prior only that it is a normalised causal read:
 ``read_t = sum_{i<=t} p_t(i) values_i`` with ``p_t(i) >= 0`` and ``sum_i p_t(i) = 1``. Any
 callable with the `Prior` signature plugs into `free_energy_read` (an SSM/Mamba-style scan
 can be added later the same way). Shapes: ``q, k (batch, heads, time, d_k)``, ``values

@@ -2,7 +2,7 @@ r"""Slow, exact references: the oracles of the tests.
 
 Each prior is written out as its dense matrix $P_t(i)$ ``(B, H, T, T)`` (rows sum to 1 over
 $i \le t$, zeros above the diagonal), straight from its definition; the free-energy read is
-the log-sum-exp of Eq. 5 evaluated per position with no clipping, no shift trick and no
+the free-energy (log-sum-exp) read by definition, evaluated per position with no clipping, no shift trick and no
 shared prior call; the TDC scan and the linear-attention recurrence are plain loops.
 Compute them in float64.
 """
@@ -45,7 +45,7 @@ def mean_read(P: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 
 def free_energy_reference(P: torch.Tensor, v: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """Eq. 5 by definition: ``F_tj = logsumexp_{i: P_t(i) > 0}(log P_t(i) + beta_j v_ij) / beta_j``.
+    """The free-energy read by definition: ``F_tj = logsumexp_{i: P_t(i) > 0}(log P_t(i) + beta_j v_ij) / beta_j``.
 
     `P` ``(B, H, T, T)``, `v` ``(B, H, T, d_v)``, `beta` ``(H, d_v)``.
     """
