@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from free_energy_mixer.cli import main
 from free_energy_mixer.experiments import charlm, selection
 from free_energy_mixer.experiments.common import train_config
