@@ -107,3 +107,20 @@ def test_chunkwise_gradcheck() -> None:
         return chunk_normalized_read(feature_map(q), feature_map(k), v, a, chunk_size=4)
 
     assert torch.autograd.gradcheck(f, tuple(args))
+
+
+def test_bad_inputs() -> None:
+    q, k, v, a = _inputs(T=8)
+    fq, fk = feature_map(q), feature_map(k)
+    with pytest.raises(ValueError, match="phi_k: expected the shape of phi_q"):
+        chunk_normalized_read(fq, fk[..., :4], v)
+    with pytest.raises(ValueError, match=r"v: expected \(batch, heads, time\)"):
+        chunk_normalized_read(fq, fk, v[:, :, :5])
+    with pytest.raises(ValueError, match="log_decay: expected shape"):
+        chunk_normalized_read(fq, fk, v, a[..., :3])
+    with pytest.raises(ValueError, match="state: expected shape"):
+        recurrent_normalized_read(fq, fk, v, a, state=torch.zeros(2, 3, 8, 6))
+    with pytest.raises(ValueError, match="chunk_size: expected a positive int"):
+        chunk_normalized_read(fq, fk, v, chunk_size=0)
+    with pytest.raises(ValueError, match="phi_q: expected a non-empty tensor"):
+        recurrent_normalized_read(fq[0], fk, v)

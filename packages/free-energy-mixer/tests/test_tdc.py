@@ -63,3 +63,15 @@ def test_tdc_is_zero_at_init() -> None:
     tdc = TimeDecayCondition(16, 10, hidden=8)
     s, _ = tdc(torch.randn(2, 9, 16))
     assert s.shape == (2, 9, 10) and (s == 0).all()
+
+
+def test_scan_bad_inputs() -> None:
+    a, u = _scan_inputs(10)
+    with pytest.raises(ValueError, match="u: expected a non-empty tensor"):
+        decay_scan(a[0], u[0])
+    with pytest.raises(ValueError, match="log_decay: expected the shape of u"):
+        decay_scan(a[:, :5], u)
+    with pytest.raises(ValueError, match="state: expected shape"):
+        decay_scan(a, u, state=torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="chunk_size: expected a positive int"):
+        decay_scan(a, u, chunk_size=0)

@@ -52,3 +52,44 @@ def check_positive(name: str, value: object, integer: bool = False) -> None:
         or value <= 0
     ):
         raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+
+
+def check_linear_read(
+    phi_q: object,
+    phi_k: object,
+    v: object,
+    log_decay: object,
+    state: object,
+    chunk_size: int = 1,
+) -> None:
+    """Shapes of the linear priors' inputs (values are not scanned: that is the caller's job)."""
+    layout = "(batch, heads, time, d_k)"
+    for name, x in (("phi_q", phi_q), ("phi_k", phi_k), ("v", v)):
+        if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.numel() == 0:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name}: expected a non-empty tensor {layout}, got {got}")
+    assert isinstance(phi_q, torch.Tensor) and isinstance(phi_k, torch.Tensor)
+    assert isinstance(v, torch.Tensor)
+    if phi_k.shape != phi_q.shape:
+        raise ValueError(
+            f"phi_k: expected the shape of phi_q {tuple(phi_q.shape)}, got {tuple(phi_k.shape)}"
+        )
+    if v.shape[:3] != phi_q.shape[:3]:
+        raise ValueError(
+            f"v: expected (batch, heads, time) = {tuple(phi_q.shape[:3])}, got {tuple(v.shape)}"
+        )
+    if log_decay is not None and (
+        not isinstance(log_decay, torch.Tensor) or log_decay.shape != phi_q.shape[:3]
+    ):
+        got_decay = tuple(log_decay.shape) if isinstance(log_decay, torch.Tensor) else log_decay
+        raise ValueError(
+            f"log_decay: expected shape (batch, heads, time) = {tuple(phi_q.shape[:3])}, got {got_decay}"
+        )
+    B, H, _, dk = phi_q.shape
+    want = (B, H, dk, v.shape[-1] + 1)
+    if state is not None and (not isinstance(state, torch.Tensor) or tuple(state.shape) != want):
+        got_state = tuple(state.shape) if isinstance(state, torch.Tensor) else state
+        raise ValueError(
+            f"state: expected shape (batch, heads, d_k, d_v + 1) = {want}, got {got_state}"
+        )
+    check_positive("chunk_size", chunk_size, integer=True)

@@ -34,6 +34,8 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
+from free_energy_mixer._checks import check_linear_read
+
 FEATURE_EPS = 1e-6  # phi(x) = ReLU(x) + 1e-6 keeps every linear-attention weight > 0
 
 
@@ -98,6 +100,7 @@ def chunk_normalized_read(
     Returns:
         ``(read (B, H, T, d_v), state (B, H, d_k, d_v + 1))``.
     """
+    check_linear_read(phi_q, phi_k, v, log_decay, state, chunk_size)
     B, H, T, dk = phi_q.shape
     dv = v.shape[-1]
     C = min(chunk_size, T)  # a short sequence is one chunk, without padding
@@ -145,6 +148,7 @@ def recurrent_normalized_read(
 
     Arguments and returns as `chunk_normalized_read`.
     """
+    check_linear_read(phi_q, phi_k, v, log_decay, state)
     B, H, T, dk = phi_q.shape
     dv = v.shape[-1]
     v1 = torch.cat([v, v.new_ones(B, H, T, 1)], dim=-1)

@@ -44,6 +44,21 @@ def decay_scan(
     Returns:
         ``(h (B, T, N), h_T (B, N))``.
     """
+    if not isinstance(u, torch.Tensor) or u.ndim != 3 or u.numel() == 0:
+        got = tuple(u.shape) if isinstance(u, torch.Tensor) else type(u).__name__
+        raise ValueError(f"u: expected a non-empty tensor (batch, time, channels), got {got}")
+    if not isinstance(log_decay, torch.Tensor) or log_decay.shape != u.shape:
+        got = tuple(log_decay.shape) if isinstance(log_decay, torch.Tensor) else log_decay
+        raise ValueError(f"log_decay: expected the shape of u {tuple(u.shape)}, got {got}")
+    if state is not None and (
+        not isinstance(state, torch.Tensor) or state.shape != (u.shape[0], u.shape[2])
+    ):
+        got = tuple(state.shape) if isinstance(state, torch.Tensor) else state
+        raise ValueError(
+            f"state: expected shape (batch, channels) = {(u.shape[0], u.shape[2])}, got {got}"
+        )
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size: expected a positive int, got {chunk_size!r}")
     B, T, N = u.shape
     C = min(chunk_size, T)
     pad = (-T) % C
