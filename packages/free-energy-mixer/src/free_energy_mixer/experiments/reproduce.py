@@ -131,9 +131,12 @@ def _plot_accuracy(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
+    colour = {"softmax": "C0", "linear": "C1", "gla": "C2"}  # one colour per prior
     for mixer, accs in by_mixer.items():
-        dashed = "--" if mixer.startswith("fem-") else "-"
-        ax.plot(heads, accs, dashed, marker="o", markersize=4, label=LABELS[mixer])
+        style = "--" if mixer.startswith("fem-") else "-"  # FEM dashed, its base read solid
+        prior = mixer.removeprefix("fem-")
+        ax.plot(heads, accs, style, color=colour[prior], marker="o", markersize=4,
+                label=LABELS[mixer])  # fmt: skip
     ax.axhline(chance, color="gray", linestyle=":", label="chance")
     ax.set_xticks(heads)
     ax.set_xlabel("number of heads")
