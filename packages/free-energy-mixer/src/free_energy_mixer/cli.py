@@ -35,8 +35,9 @@ main = make_main(
             help=(
                 "Train softmax, linear and gated linear attention with and without FEM on "
                 "per-channel selective recall (accuracy vs heads) and a Shakespeare char-LM "
-                "(validation bits per char) (micro: ~30 s, tiny: ~5 min on 2 busy CPU cores "
-                "with one thread, small: hours on CPU, paper: GPU-sized)."
+                "(validation bits per char) (micro: ~30 s, tiny: ~3 CPU-minutes with one "
+                "thread, 10 min wall on 2 heavily shared cores, small: hours on CPU, paper: "
+                "GPU-sized)."
             ),
         )
     ],
