@@ -97,12 +97,14 @@ def _kl_rows(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     rows, g, valid = _metric_rows(logits, labels, metric, ignore_index)
     dtype = _compute_dtype(logits.dtype)
-    flat = logits.reshape(-1, logits.shape[-1]).index_select(0, rows)  # (M, V)
+    flat = logits.reshape(-1, logits.shape[-1])
     ids = metric.ids_on(logits.device)
+    # columns first: a (N, K) gather, never an (M, V) copy of whole rows
+    z = flat.index_select(1, ids).index_select(0, rows).to(dtype)  # (M, K)
     if restrict:
-        logq = torch.log_softmax(flat.index_select(1, ids).to(dtype), dim=-1)  # (M, K)
+        logq = torch.log_softmax(z, dim=-1)
     else:
-        logq = torch.log_softmax(flat.to(dtype), dim=-1).index_select(1, ids)
+        logq = z - torch.logsumexp(flat.index_select(0, rows).to(dtype), dim=-1, keepdim=True)
     logp = torch.log_softmax(-metric.distance_on(logits.device, dtype).index_select(0, g) / tau, -1)
     p = logp.exp()
     # 0 * log 0 = 0: a target that underflows to zero (tau -> 0) contributes nothing

@@ -50,9 +50,9 @@ class Config:
     sizes: tuple[int, ...] = (250, 1000, 4000)  # N training sequences
     seeds: int = 1
     methods: tuple[str, ...] = METHODS
-    steps: int = 300
+    steps: int = 500
     batch: int = 32
-    lr: float = 2e-3
+    lr: float = 3e-3
     test: int = 500  # held-out sequences
     task: RegressionTask = field(default_factory=RegressionTask)
     model: ModelConfig = field(default_factory=ModelConfig)
