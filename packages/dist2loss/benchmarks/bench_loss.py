@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
 from dist2loss import dist2_loss, number_table_from_tokenizer
+
 from shared_core.bench import BenchTable, bench_parser, finish, measure
 from shared_core.models import load_tokenizer
 
@@ -62,8 +62,11 @@ def main() -> None:
 
         results = measure(
             {"ours": ours, "ce": ce, "ntloss": ntloss},
-            repeats=repeats, warmup=1, min_time=0.0, threads=args.threads,
-        )  # fmt: skip
+            repeats=repeats,
+            warmup=1,
+            min_time=0.0,
+            threads=args.threads,
+        )
         tables[0].add(f"{batch} x {length}", results)
     finish(tables, args.json)
 

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from dist2loss import causal_dist2_loss, dist2_kl, dist2_loss, number_table, place_values
 
 
@@ -46,7 +45,9 @@ def test_labels_outside_the_vocabulary(case, bad):
 def test_metric_table_of_the_wrong_size(case):
     _, logits, labels = case
     small = number_table({i: float(i) for i in range(10)}, 11)
-    with pytest.raises(ValueError, match="metric: its table is for a vocabulary of 11 tokens but logits have 12"):
+    with pytest.raises(
+        ValueError, match="metric: its table is for a vocabulary of 11 tokens but logits have 12"
+    ):
         dist2_loss(logits, labels, small)
     with pytest.raises(TypeError, match="metric: expected a MetricTable"):
         dist2_loss(logits, labels, {i: float(i) for i in range(10)})

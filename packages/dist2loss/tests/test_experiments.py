@@ -8,7 +8,6 @@ import sys
 import time
 
 import torch
-
 from dist2loss.data import RegressionTask, inputs_and_labels, make_sequences
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from dist2loss import causal_dist2_loss, number_table
 
 transformers = pytest.importorskip("transformers")
@@ -12,9 +11,15 @@ transformers = pytest.importorskip("transformers")
 
 def _tiny_llama(vocab: int):
     cfg = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32, pad_token_id=0,
-    )  # fmt: skip
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+    )
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(cfg)
 
@@ -31,12 +36,22 @@ def test_trainer_loss_is_causal_dist2_loss_and_trains(tmp_path):
         for ids in torch.randint(1, vocab, (8, 12), generator=g)
     ]
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, report_to=[],
-        use_cpu=True, save_strategy="no", logging_steps=1, learning_rate=1e-3,
-    )  # fmt: skip
-    trainer = Dist2Trainer(model=model, args=args, train_dataset=rows, metric=table, tau=2.0, alpha=0.5)
-    batch = {"input_ids": torch.stack([r["input_ids"] for r in rows[:4]]),
-             "labels": torch.stack([r["labels"] for r in rows[:4]])}  # fmt: skip
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        learning_rate=1e-3,
+    )
+    trainer = Dist2Trainer(
+        model=model, args=args, train_dataset=rows, metric=table, tau=2.0, alpha=0.5
+    )
+    batch = {
+        "input_ids": torch.stack([r["input_ids"] for r in rows[:4]]),
+        "labels": torch.stack([r["labels"] for r in rows[:4]]),
+    }
     with torch.no_grad():
         logits = model(input_ids=batch["input_ids"]).logits
         expected = causal_dist2_loss(logits, batch["labels"], table, tau=2.0, alpha=0.5)

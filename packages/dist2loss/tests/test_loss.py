@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from dist2loss import dist2_kl, dist2_loss, dist2_targets, number_table, place_values
 from dist2loss.reference import reference_dist2_loss
+
 from shared_core.testing import assert_close
 
 V = 23
@@ -45,15 +45,31 @@ def test_matches_reference(device, table, dtype, shape, restrict, normalise, tau
         logits, labels, table, tau, alpha, restrict=restrict, weights=weights, normalise=normalise
     )
     fast = dist2_loss(
-        logits.to(device, dtype), labels.to(device), table, tau, alpha,
-        restrict=restrict, weights=weights.to(device), normalise=normalise,
-    )  # fmt: skip
+        logits.to(device, dtype),
+        labels.to(device),
+        table,
+        tau,
+        alpha,
+        restrict=restrict,
+        weights=weights.to(device),
+        normalise=normalise,
+    )
     assert fast.dtype == dtype
     # bfloat16 rounds the logits themselves: compare with the reference on the rounded logits
-    ref = reference_dist2_loss(
-        logits.to(dtype).double(), labels, table, tau, alpha, restrict=restrict,
-        weights=weights, normalise=normalise,
-    ) if dtype == torch.bfloat16 else ref  # fmt: skip
+    ref = (
+        reference_dist2_loss(
+            logits.to(dtype).double(),
+            labels,
+            table,
+            tau,
+            alpha,
+            restrict=restrict,
+            weights=weights,
+            normalise=normalise,
+        )
+        if dtype == torch.bfloat16
+        else ref
+    )
     assert_close("loss", torch.tensor([ref], dtype=torch.float64), fast.reshape(1), RATIOS[dtype])
 
 

@@ -7,7 +7,6 @@ import re
 
 import pytest
 import torch
-
 from dist2loss import (
     coordinate_table,
     entropy_matched_tau,
@@ -33,9 +32,14 @@ def test_gpt2_number_tokens_are_exactly_the_pure_digit_tokens(gpt2):
     assert table.vocab_size == 50257
     # independent enumeration: decode every id and keep the all-digit strings
     expected = {i: int(s) for i in range(50257) if re.fullmatch(r"[0-9]+", s := gpt2.decode([i]))}
-    assert dict(zip(table.token_ids.tolist(), table.values.long().tolist(), strict=True)) == expected
+    assert (
+        dict(zip(table.token_ids.tolist(), table.values.long().tolist(), strict=True)) == expected
+    )
     assert all(str(d) in {gpt2.decode([i]) for i in expected} for d in range(10))
-    assert gpt2.convert_tokens_to_ids("42") in expected and expected[gpt2.convert_tokens_to_ids("42")] == 42
+    assert (
+        gpt2.convert_tokens_to_ids("42") in expected
+        and expected[gpt2.convert_tokens_to_ids("42")] == 42
+    )
     assert gpt2.convert_tokens_to_ids("Ġ42") not in expected  # " 42": has a space
     spaced = number_table_from_tokenizer(gpt2, leading_space=True)
     assert spaced.size > table.size
@@ -44,7 +48,9 @@ def test_gpt2_number_tokens_are_exactly_the_pure_digit_tokens(gpt2):
 
 def test_number_distances_are_squared_differences():
     t = number_table({3: 2.0, 7: -1.0, 9: 0.5}, 10)
-    assert torch.equal(t.distance, torch.tensor([[0.0, 9.0, 2.25], [9.0, 0.0, 2.25], [2.25, 2.25, 0.0]]))
+    assert torch.equal(
+        t.distance, torch.tensor([[0.0, 9.0, 2.25], [9.0, 0.0, 2.25], [2.25, 2.25, 0.0]])
+    )
     a = number_table({3: 2.0, 7: -1.0}, 10, distance="absolute")
     assert a.distance[0, 1] == 3.0
 
@@ -52,7 +58,9 @@ def test_number_distances_are_squared_differences():
 def test_coordinate_and_vq_distances():
     pts = torch.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
     c = coordinate_table([10, 11, 12], pts, 20)
-    assert torch.allclose(c.distance, torch.tensor([[0.0, 5, 10], [5, 0, 5], [10, 5, 0]], dtype=torch.float64))
+    assert torch.allclose(
+        c.distance, torch.tensor([[0.0, 5, 10], [5, 0, 5], [10, 5, 0]], dtype=torch.float64)
+    )
     v = vq_table([10, 11, 12], pts, 20)
     assert torch.allclose(v.distance, c.distance**2)
 

@@ -45,7 +45,20 @@ _HOME = {
     "target_entropy": "metric",
     "vq_table": "metric",
 }
-__all__ = sorted(_HOME)
+__all__ = [
+    "MetricTable",
+    "causal_dist2_loss",
+    "coordinate_table",
+    "dist2_kl",
+    "dist2_loss",
+    "dist2_targets",
+    "entropy_matched_tau",
+    "number_table",
+    "number_table_from_tokenizer",
+    "place_values",
+    "target_entropy",
+    "vq_table",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -27,9 +27,7 @@ def check_alpha(alpha: Any) -> None:
         raise ValueError(f"alpha: expected >= 0 (the KL weight), got {alpha!r}")
 
 
-def check_logits_labels(
-    logits: Any, labels: Any, vocab_size: int, ignore_index: int
-) -> None:
+def check_logits_labels(logits: Any, labels: Any, vocab_size: int, ignore_index: int) -> None:
     """(..., V) floating logits with V = the table's vocabulary, (...) int64 labels in range."""
     if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point:
         raise TypeError(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-
 from dist2loss.experiments.icl_regression import SCALES
+from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 
 
 def _reproduce(args: ReproduceArgs) -> Any:

@@ -111,7 +111,9 @@ def pairwise_distance(points: torch.Tensor, distance: str) -> torch.Tensor:
         raise ValueError(f"distance: expected one of {DISTANCES}, got {distance!r}")
     x = points.to(torch.float64)
     x = x[:, None] if x.ndim == 1 else x
-    sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)  # exact: no |a|^2 + |b|^2 - 2ab cancellation
+    sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(
+        -1
+    )  # exact: no |a|^2 + |b|^2 - 2ab cancellation
     if distance == "squared":
         return sq
     if distance == "euclidean":
@@ -124,7 +126,9 @@ def pairwise_distance(points: torch.Tensor, distance: str) -> torch.Tensor:
 def _as_points(name: str, values: Any, k: int | None, ndim: tuple[int, ...]) -> torch.Tensor:
     t = torch.as_tensor(values, dtype=torch.float64)
     if t.ndim not in ndim:
-        raise ValueError(f"{name}: expected a tensor with ndim in {ndim}, got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected a tensor with ndim in {ndim}, got shape {tuple(t.shape)}"
+        )
     if k is not None and t.shape[0] != k:
         raise ValueError(f"{name}: expected {k} rows (one per token id), got {t.shape[0]}")
     if not torch.isfinite(t).all():
@@ -183,14 +187,18 @@ def number_table_from_tokenizer(
     return number_table(dict(sorted(found.items())), size)
 
 
-def coordinate_table(token_ids: Sequence[int] | torch.Tensor, points: Any, vocab_size: int) -> MetricTable:
+def coordinate_table(
+    token_ids: Sequence[int] | torch.Tensor, points: Any, vocab_size: int
+) -> MetricTable:
     """Tokens that stand for points (K, D) (or scalars (K,)): Euclidean distance."""
     ids = _as_ids(token_ids)
     pts = _as_points("points", points, ids.numel(), (1, 2))
     return MetricTable(ids, pairwise_distance(pts, "euclidean"), vocab_size, pts, "coordinate")
 
 
-def vq_table(token_ids: Sequence[int] | torch.Tensor, embeddings: Any, vocab_size: int) -> MetricTable:
+def vq_table(
+    token_ids: Sequence[int] | torch.Tensor, embeddings: Any, vocab_size: int
+) -> MetricTable:
     """Tokens that are VQ codes with codebook `embeddings` (K, D): squared Euclidean distance."""
     ids = _as_ids(token_ids)
     emb = _as_points("embeddings", embeddings, ids.numel(), (2,))

@@ -10,9 +10,14 @@ class TinyCausalLM(nn.Module):
     """Token + learned position embeddings, pre-norm causal self-attention blocks, tied head."""
 
     def __init__(
-        self, vocab_size: int, d_model: int = 64, layers: int = 2, heads: int = 4,
-        ff: int = 128, max_len: int = 32,
-    ) -> None:  # fmt: skip
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        layers: int = 2,
+        heads: int = 4,
+        ff: int = 128,
+        max_len: int = 32,
+    ) -> None:
         super().__init__()
         self.max_len = max_len
         self.embed = nn.Embedding(vocab_size, d_model)

@@ -67,9 +67,11 @@ SCALES: dict[str, Config] = {
     "tiny": Config(),
     "small": Config(seeds=3, steps=1000, methods=(*METHODS, "dist2_code")),
     "paper": Config(
-        seeds=5, steps=5000, model=ModelConfig(d_model=128, layers=4, ff=512),
+        seeds=5,
+        steps=5000,
+        model=ModelConfig(d_model=128, layers=4, ff=512),
         methods=(*METHODS, "dist2_code"),
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -91,10 +93,11 @@ def ntl_peer(task: RegressionTask) -> Any:
             "--package dist2loss --extra experiments`; with pip `pip install 'dist2loss[experiments]'`"
         ) from None
     vocab = {str(v): v for v in range(task.n_numbers)} | {"<bos>": task.bos}
-    tok = PreTrainedTokenizerFast(
+    tok: Any = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.WordLevel(vocab=vocab, unk_token="<bos>")),
-        unk_token="<bos>", bos_token="<bos>",
-    )  # fmt: skip
+        unk_token="<bos>",
+        bos_token="<bos>",
+    )
     return NTLoss(tok, vocab_size=task.vocab_size, digit_level=False)
 
 
@@ -119,8 +122,10 @@ def make_loss(method: str, config: Config) -> Callable[[Any, Any], Any]:
             return F.cross_entropy(flat, y, label_smoothing=config.smoothing)
         ce = F.cross_entropy(flat, y)
         if method == "ntl":
+            assert peer is not None
             ntl = peer(logits, labels)
-            return ce + config.ntl_weight * ntl, {"ce": float(ce), "ntl": float(ntl)}
+            parts = {"ce": float(ce.detach()), "ntl": float(ntl.detach())}
+            return ce + config.ntl_weight * ntl, parts
         return ce
 
     return loss_fn
@@ -159,8 +164,15 @@ def train_one(method: str, n: int, seed: int, config: Config, device: str) -> np
         return inputs_and_labels(train[rows])
 
     tc = TrainConfig(steps=config.steps, lr=config.lr, warmup=max(1, config.steps // 20))
-    fit(model, make_loss(method, config), batch_fn, tc, desc=f"{method} N={n} train",
-        device=device, show_progress=False)  # fmt: skip
+    fit(
+        model,
+        make_loss(method, config),
+        batch_fn,
+        tc,
+        desc=f"{method} N={n} train",
+        device=device,
+        show_progress=False,
+    )
     pred = greedy_answers(model, test.to(next(model.parameters()).device), task)
     return np.abs(pred - test[:, -1].numpy())
 
@@ -178,20 +190,33 @@ def run(args: ReproduceArgs) -> dict[str, Any]:
         for n in config.sizes:
             for method in config.methods:
                 t0 = time.perf_counter()
-                errs = np.concatenate([
-                    train_one(method, n, args.seed + s, config, args.device)
-                    for s in range(config.seeds)
-                ])  # fmt: skip
+                errs = np.concatenate(
+                    [
+                        train_one(method, n, args.seed + s, config, args.device)
+                        for s in range(config.seeds)
+                    ]
+                )
                 mae, lo, hi = bootstrap_ci(lambda e: float(np.mean(e)), errs)
                 rmse, rlo, rhi = bootstrap_ci(lambda e: float(np.sqrt(np.mean(e**2))), errs)
                 exact = float(np.mean(errs == 0))
-                results[method][n] = {"mae": mae, "mae_lo": lo, "mae_hi": hi, "rmse": rmse,
-                                      "rmse_lo": rlo, "rmse_hi": rhi, "exact": exact}  # fmt: skip
+                results[method][n] = {
+                    "mae": mae,
+                    "mae_lo": lo,
+                    "mae_hi": hi,
+                    "rmse": rmse,
+                    "rmse_lo": rlo,
+                    "rmse_hi": rhi,
+                    "exact": exact,
+                }
                 run.add_row(
-                    "toy", N=n, method=LABELS[method], MAE=f"{mae:.3f} [{lo:.3f}, {hi:.3f}]",
-                    RMSE=f"{rmse:.3f} [{rlo:.3f}, {rhi:.3f}]", exact=round(exact, 3),
+                    "toy",
+                    N=n,
+                    method=LABELS[method],
+                    MAE=f"{mae:.3f} [{lo:.3f}, {hi:.3f}]",
+                    RMSE=f"{rmse:.3f} [{rlo:.3f}, {rhi:.3f}]",
+                    exact=round(exact, 3),
                     seconds=round(time.perf_counter() - t0, 1),
-                )  # fmt: skip
+                )
         run.log(results={m: {str(n): v for n, v in r.items()} for m, r in results.items()})
         _plot(run, results, config)
         run.finish(
@@ -213,8 +238,10 @@ def _plot(run: Any, results: dict[str, dict[int, dict[str, float]]], config: Con
         for method, rows in results.items():
             ns = sorted(rows)
             y = [rows[n][key] for n in ns]
-            err = [[rows[n][key] - rows[n][f"{key}_lo"] for n in ns],
-                   [rows[n][f"{key}_hi"] - rows[n][key] for n in ns]]  # fmt: skip
+            err = [
+                [rows[n][key] - rows[n][f"{key}_lo"] for n in ns],
+                [rows[n][f"{key}_hi"] - rows[n][key] for n in ns],
+            ]
             ax.errorbar(ns, y, yerr=err, marker="o", capsize=3, label=LABELS[method])
         ax.set_xscale("log")
         ax.set_xticks(list(config.sizes), [str(n) for n in config.sizes])
