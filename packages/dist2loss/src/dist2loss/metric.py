@@ -177,6 +177,8 @@ def number_table_from_tokenizer(
     size = len(tokenizer) if vocab_size is None else vocab_size
     found: dict[int, float] = {}
     for token, idx in tokenizer.get_vocab().items():
+        if not any(c in "0123456789" for c in token):
+            continue  # byte-level and sentencepiece vocabularies keep ASCII digits as they are
         text = tokenizer.convert_tokens_to_string([token])
         if leading_space and text.startswith(" "):
             text = text[1:]
