@@ -244,6 +244,7 @@ def _plot(run: Any, results: dict[str, dict[int, dict[str, float]]], config: Con
             ]
             ax.errorbar(ns, y, yerr=err, marker="o", capsize=3, label=LABELS[method])
         ax.set_xscale("log")
+        ax.minorticks_off()
         ax.set_xticks(list(config.sizes), [str(n) for n in config.sizes])
         ax.set_xlabel("training sequences N")
         ax.set_ylabel(f"{key.upper()} of the greedy answer (integer units)")
