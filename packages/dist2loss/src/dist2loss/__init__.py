@@ -1,0 +1,67 @@
+"""DIST2Loss (Chung et al., ICLR 2026): distance-aware categorical targets for metric tokens.
+
+``dist2_loss(logits, labels, metric, tau=1.0, alpha=0.1)`` adds to cross-entropy the KL from
+p_d(v) ∝ exp(-d(v, g)/tau) over the metric tokens V_d to the model restricted to V_d.
+`Dist2Trainer` (``from dist2loss.hf import Dist2Trainer``, extra ``hf``) is the drop-in
+`transformers.Trainer`.
+
+The names below are imported on first use, so that ``dist2loss --help`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dist2loss.loss import (
+        causal_dist2_loss,
+        dist2_kl,
+        dist2_loss,
+        dist2_targets,
+        place_values,
+    )
+    from dist2loss.metric import (
+        MetricTable,
+        coordinate_table,
+        entropy_matched_tau,
+        number_table,
+        number_table_from_tokenizer,
+        target_entropy,
+        vq_table,
+    )
+
+_HOME = {
+    "causal_dist2_loss": "loss",
+    "dist2_kl": "loss",
+    "dist2_loss": "loss",
+    "dist2_targets": "loss",
+    "place_values": "loss",
+    "MetricTable": "metric",
+    "coordinate_table": "metric",
+    "entropy_matched_tau": "metric",
+    "number_table": "metric",
+    "number_table_from_tokenizer": "metric",
+    "target_entropy": "metric",
+    "vq_table": "metric",
+}
+__all__ = [
+    "MetricTable",
+    "causal_dist2_loss",
+    "coordinate_table",
+    "dist2_kl",
+    "dist2_loss",
+    "dist2_targets",
+    "entropy_matched_tau",
+    "number_table",
+    "number_table_from_tokenizer",
+    "place_values",
+    "target_entropy",
+    "vq_table",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"dist2loss.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'dist2loss' has no attribute {name!r}")

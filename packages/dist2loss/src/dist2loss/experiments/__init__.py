@@ -1,0 +1,1 @@
+"""One module per reproduced finding: `icl_regression` (the paper's low-data toy)."""

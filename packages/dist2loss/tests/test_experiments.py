@@ -1,0 +1,52 @@
+"""The toy task's data and the reproduce command at micro scale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import torch
+from dist2loss.data import RegressionTask, inputs_and_labels, make_sequences
+
+
+def test_sequences_are_linear_with_bounded_noise_and_deterministic():
+    task = RegressionTask(noise=0.0)
+    seq = make_sequences(task, 50, seed=3)
+    assert torch.equal(seq, make_sequences(task, 50, seed=3))
+    assert seq.shape == (50, task.length) and (seq[:, 0] == task.bos).all()
+    x, y = seq[:, 1::2].double(), seq[:, 2::2].double()
+    # noiseless: y is exactly a x + b with one (a, b) per sequence
+    a = (y[:, 1] - y[:, 0]) / (x[:, 1] - x[:, 0]).where(x[:, 1] != x[:, 0], torch.nan)
+    ok = ~a.isnan()
+    b = y[ok, 0] - a[ok] * x[ok, 0]
+    assert torch.allclose(y[ok], a[ok, None] * x[ok] + b[:, None])
+    noisy = make_sequences(RegressionTask(), 200, seed=1)
+    assert int(noisy[:, 2::2].max()) < RegressionTask().n_numbers
+
+
+def test_labels_only_at_y_positions():
+    seq = make_sequences(RegressionTask(), 4, seed=0)
+    inputs, labels = inputs_and_labels(seq)
+    assert inputs.shape == labels.shape == (4, seq.shape[1] - 1)
+    assert (labels[:, 0::2] == -100).all()
+    assert torch.equal(labels[:, 1::2], seq[:, 2::2])
+
+
+def test_help_is_fast_and_does_not_import_torch():
+    code = "import sys; from dist2loss.cli import main; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reproduce_micro(tmp_path):
+    from dist2loss.cli import main
+
+    t0 = time.perf_counter()
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    runs = list((tmp_path / "dist2loss").iterdir())
+    assert len(runs) == 1
+    metrics = json.loads((runs[0] / "metrics.json").read_text())
+    assert set(metrics["metrics"]["results"]) == {"ce", "dist2"}
+    assert (runs[0] / "error_vs_n.png").exists()
+    assert time.perf_counter() - t0 >= 0  # wall time is not asserted (shared machine)

@@ -1,0 +1,73 @@
+"""Dist2Trainer: a transformers.Trainer whose loss is causal_dist2_loss."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from dist2loss import causal_dist2_loss, number_table
+
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny_llama(vocab: int):
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def test_trainer_loss_is_causal_dist2_loss_and_trains(tmp_path):
+    from dist2loss.hf import Dist2Trainer
+
+    vocab = 24
+    table = number_table({4 + i: float(i) for i in range(20)}, vocab)
+    model = _tiny_llama(vocab)
+    g = torch.Generator().manual_seed(0)
+    rows = [
+        {"input_ids": ids, "labels": ids.clone()}
+        for ids in torch.randint(1, vocab, (8, 12), generator=g)
+    ]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        learning_rate=1e-3,
+    )
+    trainer = Dist2Trainer(
+        model=model, args=args, train_dataset=rows, metric=table, tau=2.0, alpha=0.5
+    )
+    batch = {
+        "input_ids": torch.stack([r["input_ids"] for r in rows[:4]]),
+        "labels": torch.stack([r["labels"] for r in rows[:4]]),
+    }
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"]).logits
+        expected = causal_dist2_loss(logits, batch["labels"], table, tau=2.0, alpha=0.5)
+        got = trainer.compute_loss(model, dict(batch))
+    assert torch.allclose(got, expected)
+    before = [p.detach().clone() for p in model.parameters()]
+    out = trainer.train()
+    assert out.global_step == 2 and torch.isfinite(torch.tensor(out.training_loss))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_trainer_rejects_bad_arguments(tmp_path):
+    from dist2loss.hf import Dist2Trainer
+
+    table = number_table({1: 0.0, 2: 1.0}, 8)
+    with pytest.raises(TypeError, match="metric: expected a MetricTable"):
+        Dist2Trainer(model=_tiny_llama(8), metric={1: 0.0})
+    with pytest.raises(ValueError, match="tau"):
+        Dist2Trainer(model=_tiny_llama(8), metric=table, tau=0.0)

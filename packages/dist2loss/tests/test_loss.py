@@ -1,0 +1,245 @@
+"""dist2_loss against the float64 loop oracle, its limits, and its gradient in closed form."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from dist2loss import dist2_kl, dist2_loss, dist2_targets, number_table, place_values
+from dist2loss.reference import reference_dist2_loss
+
+from shared_core.testing import assert_close
+
+V = 23
+RATIOS = {torch.float64: 1e-10, torch.float32: 1e-5, torch.bfloat16: 1e-2}
+
+
+@pytest.fixture
+def table():
+    # V_d = ids 5..16 standing for 0..11, so the distances span 0..121
+    return number_table({5 + i: float(i) for i in range(12)}, V)
+
+
+def _batch(shape, seed=0, metric_share=0.7):
+    g = torch.Generator().manual_seed(seed)
+    logits = 2.0 * torch.randn(*shape, V, generator=g, dtype=torch.float64)
+    metric = torch.randint(5, 17, shape, generator=g)
+    other = torch.randint(0, V, shape, generator=g)
+    labels = torch.where(torch.rand(shape, generator=g) < metric_share, metric, other)
+    labels.view(-1)[0] = -100
+    return logits, labels
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(9,), (3, 5), (2, 3, 4)])
+@pytest.mark.parametrize(
+    ("restrict", "normalise", "tau", "alpha"),
+    [(True, "tokens", 1.0, 0.1), (False, "metric", 4.0, 1.0), (True, "metric", 0.3, 2.0)],
+)
+def test_matches_reference(device, table, dtype, shape, restrict, normalise, tau, alpha):
+    logits, labels = _batch(shape)
+    weights = torch.rand(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    ref = reference_dist2_loss(
+        logits, labels, table, tau, alpha, restrict=restrict, weights=weights, normalise=normalise
+    )
+    fast = dist2_loss(
+        logits.to(device, dtype),
+        labels.to(device),
+        table,
+        tau,
+        alpha,
+        restrict=restrict,
+        weights=weights.to(device),
+        normalise=normalise,
+    )
+    assert fast.dtype == dtype
+    # bfloat16 rounds the logits themselves: compare with the reference on the rounded logits
+    ref = (
+        reference_dist2_loss(
+            logits.to(dtype).double(),
+            labels,
+            table,
+            tau,
+            alpha,
+            restrict=restrict,
+            weights=weights,
+            normalise=normalise,
+        )
+        if dtype == torch.bfloat16
+        else ref
+    )
+    assert_close("loss", torch.tensor([ref], dtype=torch.float64), fast.reshape(1), RATIOS[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_gradient_is_q_minus_target(device, table, dtype):
+    """d KL_t / d logits = softmax over V_d minus p_d on V_d, and 0 elsewhere (restricted)."""
+    logits, labels = _batch((4, 6))
+    x = logits.to(device, dtype).requires_grad_(True)
+    dist2_kl(x, labels.to(device), table, 1.5).sum().backward()
+    ids = table.token_ids
+    metric = (labels[..., None] == ids).any(-1)
+    p = dist2_targets(labels, table, 1.5).nan_to_num(0.0)
+    q = torch.softmax(x.detach().double().cpu()[..., ids], -1) * metric[..., None]
+    expected = torch.zeros_like(logits)
+    expected[..., ids] = q - p
+    assert_close("grad", expected, x.grad, RATIOS[dtype])
+
+
+def test_autograd_gradient_of_full_loss_matches_reference_finite_difference(table):
+    logits, labels = _batch((2, 4))
+    x = logits.clone().requires_grad_(True)
+    dist2_loss(x, labels, table, 2.0, 0.5).backward()
+    eps, fd = 1e-6, torch.zeros_like(logits)
+    for i in range(logits.numel()):
+        up, dn = logits.clone(), logits.clone()
+        up.view(-1)[i] += eps
+        dn.view(-1)[i] -= eps
+        fd.view(-1)[i] = (
+            reference_dist2_loss(up, labels, table, 2.0, 0.5)
+            - reference_dist2_loss(dn, labels, table, 2.0, 0.5)
+        ) / (2 * eps)
+    assert_close("grad", fd, x.grad, 1e-7)
+
+
+def test_tau_to_zero_is_restricted_one_hot_cross_entropy(table):
+    logits, labels = _batch((5, 7))
+    kl = dist2_kl(logits, labels, table, tau=1e-3)  # exp(-1/1e-3) underflows: p_d is one-hot
+    ids = table.token_ids
+    metric = (labels[..., None] == ids).any(-1)
+    slot = (labels[..., None] == ids).long().argmax(-1)
+    ce = -torch.log_softmax(logits[..., ids], -1).gather(-1, slot[..., None]).squeeze(-1)
+    assert_close("kl vs restricted CE", ce * metric, kl, 1e-12)
+
+
+def test_tau_to_infinity_is_uniform_over_metric_tokens(table):
+    logits, labels = _batch((5, 7))
+    p = dist2_targets(labels, table, tau=1e12)
+    metric = (labels[..., None] == table.token_ids).any(-1)
+    k = table.size
+    assert torch.allclose(p[metric], torch.full_like(p[metric], 1.0 / k), atol=1e-9)
+    assert torch.isnan(p[~metric]).all()
+    logq = torch.log_softmax(logits[..., table.token_ids], -1)
+    expected = (-math.log(k) - logq.mean(-1)) * metric
+    assert_close("kl vs uniform", expected, dist2_loss_kl(logits, labels, table, 1e12), 1e-9)
+
+
+def dist2_loss_kl(logits, labels, table, tau):
+    return dist2_kl(logits, labels, table, tau)
+
+
+def test_alpha_zero_is_plain_cross_entropy_bit_for_bit(table):
+    logits, labels = _batch((3, 8))
+    for dtype in (torch.float64, torch.float32, torch.bfloat16):
+        a = logits.to(dtype).clone().requires_grad_(True)
+        b = logits.to(dtype).clone().requires_grad_(True)
+        ours = dist2_loss(a, labels, table, tau=1.0, alpha=0.0)
+        plain = F.cross_entropy(b.reshape(-1, V), labels.reshape(-1))
+        ours.backward()
+        plain.backward()
+        assert torch.equal(ours, plain) and ours.dtype == plain.dtype
+        assert torch.equal(a.grad, b.grad)
+
+
+def test_non_metric_positions_contribute_nothing(table):
+    logits, labels = _batch((4, 6))
+    kl = dist2_kl(logits, labels, table, 1.0)
+    metric = (labels[..., None] == table.token_ids).any(-1)
+    assert metric.any() and (~metric).any()
+    assert torch.equal(kl[~metric], torch.zeros_like(kl[~metric]))
+    # their logits do not enter the KL term: no gradient reaches them
+    x = logits.clone().requires_grad_(True)
+    dist2_kl(x, labels, table, 1.0).sum().backward()
+    assert torch.equal(x.grad[~metric], torch.zeros_like(x.grad[~metric]))
+    # and the loss on a batch with no metric label is CE whatever alpha is
+    plain = torch.where(metric, 0, labels)
+    assert torch.equal(
+        dist2_loss(logits, plain, table, alpha=3.0),
+        F.cross_entropy(logits.reshape(-1, V), plain.reshape(-1)),
+    )
+
+
+def test_kl_is_non_negative_and_zero_exactly_at_the_target(table):
+    logits, labels = _batch((6, 6), seed=3)
+    for tau in (0.5, 1.0, 4.0):
+        assert (dist2_kl(logits, labels, table, tau) >= 0).all()
+        for restrict in (True, False):
+            assert (dist2_kl(logits, labels, table, tau, restrict=restrict) >= -1e-15).all()
+    metric = (labels[..., None] == table.token_ids).any(-1)
+    p = dist2_targets(labels, table, 2.0)
+    at_target = logits.clone()
+    at_target[..., table.token_ids] = torch.where(metric[..., None], p.log() + 7.0, 0.0)
+    kl = dist2_kl(at_target, labels, table, 2.0)
+    assert kl.abs().max() < 1e-12
+    nudged = at_target.clone()
+    noise = 0.3 * torch.randn(6, 6, table.size, generator=torch.Generator().manual_seed(4))
+    nudged[..., table.token_ids] += noise.double()
+    assert (dist2_kl(nudged, labels, table, 2.0)[metric] > 1e-6).all()
+
+
+def test_target_maximises_entropy_regularised_reward(table):
+    """Gradient ascent on J(pi) = E_pi[-d(., g)] + tau H(pi) over pi in the simplex on V_d
+    reaches p_d: DIST2Loss's target is the entropy-regularised RL optimum."""
+    # a tau at which no target probability is tiny: plain (Euclidean) gradient ascent on the
+    # softmax parameters then converges geometrically (tiny ones would converge like 1/t)
+    tau, g = 25.0, 7
+    d = table.distance[table.token_ids.tolist().index(g)]
+    theta = torch.zeros(table.size, dtype=torch.float64, requires_grad=True)
+    for _ in range(3000):
+        pi = torch.softmax(theta, 0)
+        objective = (pi * -d).sum() - tau * (pi * pi.log()).sum()
+        (grad,) = torch.autograd.grad(objective, theta)
+        with torch.no_grad():
+            theta += 0.05 * grad
+    target = dist2_targets(torch.tensor([g]), table, tau)[0]
+    assert target.min() > 1e-3
+    assert_close("pi vs p_d", target, torch.softmax(theta.detach(), 0), 1e-8)
+
+
+def test_targets_are_a_discretised_gaussian_of_variance_tau_over_two(table):
+    tau = 2.0
+    p = dist2_targets(torch.tensor([11]), table, tau)[0]  # g = value 6, mid-range
+    values = table.values
+    mean = (p * values).sum()
+    var = (p * (values - mean) ** 2).sum()
+    assert abs(float(mean) - 6.0) < 1e-3 and abs(float(var) - tau / 2) < 1e-3
+
+
+def test_place_values_and_weights(table):
+    labels = torch.tensor([[0, 5, 6, 7, 1, 8, 9, -100], [5, 2, 6, 7, 8, 9, 10, 3]])
+    expected = torch.tensor([[-1, 2, 1, 0, -1, 1, 0, -1], [0, -1, 4, 3, 2, 1, 0, -1]])
+    assert torch.equal(place_values(labels, table), expected)
+    logits = torch.randn(2, 8, V, dtype=torch.float64)
+    w = (place_values(labels, table) + 1).clamp(min=0).double()
+    ref = reference_dist2_loss(logits, labels, table, 2.0, 1.0, weights=w, normalise="metric")
+    fast = dist2_loss(logits, labels, table, 2.0, 1.0, weights=w, normalise="metric")
+    assert_close("place-weighted", torch.tensor([ref], dtype=torch.float64), fast.reshape(1), 1e-10)
+
+
+def test_parts_and_normalisation(table):
+    logits, labels = _batch((4, 5))
+    loss, parts = dist2_loss(logits, labels, table, 1.0, 0.25, return_parts=True)
+    assert math.isclose(float(loss), parts["ce"] + 0.25 * parts["dist2"], rel_tol=1e-12)
+    kl = dist2_kl(logits, labels, table, 1.0)
+    assert math.isclose(parts["dist2"], float(kl.sum() / (labels != -100).sum()), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("normalise", ["tokens", "metric"])
+def test_fused_backward_matches_autograd_path(device, table, dtype, normalise):
+    """With grad-requiring float logits the loss takes the fused CE+KL backward; unit weights
+    force the plain autograd path: values and gradients must agree."""
+    logits, labels = _batch((3, 7), seed=5)
+    labels[1, :3] = -100
+    fused = logits.to(device, dtype).clone().requires_grad_(True)
+    plain = logits.to(device, dtype).clone().requires_grad_(True)
+    a = dist2_loss(fused, labels.to(device), table, 2.0, 0.5, normalise=normalise)
+    ones = torch.ones(labels.shape, dtype=dtype, device=device)
+    b = dist2_loss(plain, labels.to(device), table, 2.0, 0.5, normalise=normalise, weights=ones)
+    a.backward()
+    b.backward()
+    assert a.grad_fn is not None and "Fused" in type(a.grad_fn).__name__
+    assert_close("loss", b.detach().reshape(1), a.detach().reshape(1), RATIOS[dtype])
+    assert_close("grad", plain.grad, fused.grad, RATIOS[dtype])
