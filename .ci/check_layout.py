@@ -127,7 +127,7 @@ def problems_of(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
         out.append(f"{name}: .github/workflows/{name}.yml is missing or stale (run --write)")
     if not (ROOT / "docs" / "packages" / f"{name}.md").exists():
         out.append(f"{name}: no docs/packages/{name}.md")
-    if f"packages/{pkg.name}/" not in (ROOT / "README.md").read_text():
+    if f"/packages/{pkg.name})" not in (ROOT / "README.md").read_text():
         out.append(f"{name}: not in README's package table")
     return out
 
