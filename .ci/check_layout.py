@@ -129,6 +129,9 @@ def problems_of(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
         out.append(f"{name}: no docs/packages/{name}.md")
     if f"/packages/{pkg.name})" not in (ROOT / "README.md").read_text():
         out.append(f"{name}: not in README's package table")
+    root_deps = {_requirement_name(r) for r in _meta(ROOT)["project"].get("dependencies", [])}
+    if name not in root_deps:
+        out.append(f"{name}: the root pyproject must depend on it (with its reproduce extras)")
     return out
 
 

@@ -1,6 +1,6 @@
 import torch
 
-from shared_core.distributed import DistInfo, all_reduce_mean, init_distributed, shard_indices
+from shared_core.distributed import DistInfo, all_reduce_mean, init_distributed
 
 
 def test_single_process_fallback(monkeypatch):
@@ -10,7 +10,6 @@ def test_single_process_fallback(monkeypatch):
     assert info == DistInfo(0, 1, 0, torch.device("cpu"))
     assert info.is_main and not info.enabled
     assert all_reduce_mean(3.0) == 3.0
-    assert list(shard_indices(5, DistInfo(1, 2))) == [1, 3]
 
 
 def test_bad_environment(monkeypatch):

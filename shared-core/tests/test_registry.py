@@ -32,7 +32,7 @@ def test_duplicate_registration_rejected():
 
 
 def test_missing_package_is_a_clear_error():
-    with pytest.raises(FileNotFoundError, match="pip install"):
+    with pytest.raises(FileNotFoundError, match="uv sync --all-packages"):
         package_dir("definitely-not-installed-pkg")
 
 

@@ -61,7 +61,7 @@ def _unflatten(obj: Any, tensors: dict[str, Any]) -> Any:
     return obj
 
 
-def rng_state() -> dict[str, Any]:
+def _rng_state() -> dict[str, Any]:
     """Python, NumPy and torch (CPU and every CUDA device) generator states."""
     import torch
 
@@ -75,7 +75,7 @@ def rng_state() -> dict[str, Any]:
     return state
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def _set_rng_state(state: dict[str, Any]) -> None:
     import torch
 
     version, internal, gauss = state["python"]
@@ -110,7 +110,7 @@ def save_checkpoint(
         "model": module.state_dict(),
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "rng": rng_state(),
+        "rng": _rng_state(),
         "extra": extra or {},
     }
     tensors: dict[str, Any] = {}
@@ -153,5 +153,5 @@ def load_checkpoint(
             raise ValueError(f"scheduler: checkpoint {p} holds no scheduler state")
         scheduler.load_state_dict(payload["scheduler"])
     if restore_rng:
-        set_rng_state(payload["rng"])
+        _set_rng_state(payload["rng"])
     return {"step": payload["step"], "extra": payload["extra"]}

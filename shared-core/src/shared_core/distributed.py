@@ -95,11 +95,6 @@ def all_reduce_mean(value: Any) -> Any:
     return t if isinstance(value, torch.Tensor) else float(t)
 
 
-def shard_indices(n: int, info: DistInfo) -> range:
-    """The rows ``rank, rank + world, ...`` of ``range(n)`` that this process handles."""
-    return range(info.rank, n, info.world_size)
-
-
 def shutdown() -> None:
     """Leave the process group (no-op in a single process)."""
     import torch.distributed as dist

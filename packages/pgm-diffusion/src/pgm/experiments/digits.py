@@ -21,14 +21,14 @@ from masked_diffusion import (
     ordered_sample,
 )
 
-from pgm.evaluation import frechet_distance, train_classifier
+from pgm.evaluation import train_classifier
 from pgm.experiments.common import ReproduceConfig, fit_pair, n_params, timed
 from pgm.loss import pgm_nelbo
 from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
 from shared_core.data import load, split_indices
 from shared_core.distributed import DistInfo
-from shared_core.metrics import accuracy, bits_per_dim, unigram_entropy
+from shared_core.metrics import accuracy, bits_per_dim, frechet_distance, unigram_entropy
 from shared_core.report import Run
 
 FRACTIONS = (0.8, 0.1, 0.1)
