@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from context_denoising import (
     CDTConfig,
     RetrievalTask,
@@ -42,22 +41,81 @@ def with_(**changes):
 
 
 CASES = [
-    ("no answer tokens", lambda b: with_(labels=torch.full_like(b["labels"], -100)), ValueError, "no answer token"),
-    ("answer only at position 0", lambda b: with_(labels=torch.cat([b["input_ids"][:, :1], torch.full((2, 9), -100)], 1)), ValueError, "no answer token"),
+    (
+        "no answer tokens",
+        lambda b: with_(labels=torch.full_like(b["labels"], -100)),
+        ValueError,
+        "no answer token",
+    ),
+    (
+        "answer only at position 0",
+        lambda b: with_(labels=torch.cat([b["input_ids"][:, :1], torch.full((2, 9), -100)], 1)),
+        ValueError,
+        "no answer token",
+    ),
     ("labels shape", lambda b: with_(labels=b["labels"][:, :-1]), ValueError, "labels"),
-    ("attention_mask shape", lambda b: with_(attention_mask=torch.ones(2, 9, dtype=torch.long)), ValueError, "attention_mask"),
-    ("attention_mask values", lambda b: with_(attention_mask=torch.full((2, 10), 2)), ValueError, "attention_mask"),
-    ("float attention_mask", lambda b: with_(attention_mask=torch.ones(2, 10)), ValueError, "attention_mask"),
-    ("answer under padding", lambda b: with_(attention_mask=torch.cat([torch.ones(2, 9, dtype=torch.long), torch.zeros(2, 1, dtype=torch.long)], 1)), ValueError, "attention_mask is 0"),
-    ("context_mask shape", lambda b: with_(context_mask=torch.ones(2, 11, dtype=torch.bool)), ValueError, "context_mask"),
-    ("context_mask dtype", lambda b: with_(context_mask=torch.ones(2, 10, dtype=torch.long)), TypeError, "context_mask"),
-    ("empty context", lambda b: with_(context_mask=torch.zeros(2, 10, dtype=torch.bool)), ValueError, "no context token"),
-    ("ids out of range", lambda b: with_(input_ids=b["input_ids"] + VOCAB), ValueError, "input_ids"),
+    (
+        "attention_mask shape",
+        lambda b: with_(attention_mask=torch.ones(2, 9, dtype=torch.long)),
+        ValueError,
+        "attention_mask",
+    ),
+    (
+        "attention_mask values",
+        lambda b: with_(attention_mask=torch.full((2, 10), 2)),
+        ValueError,
+        "attention_mask",
+    ),
+    (
+        "float attention_mask",
+        lambda b: with_(attention_mask=torch.ones(2, 10)),
+        ValueError,
+        "attention_mask",
+    ),
+    (
+        "answer under padding",
+        lambda b: with_(
+            attention_mask=torch.cat(
+                [torch.ones(2, 9, dtype=torch.long), torch.zeros(2, 1, dtype=torch.long)], 1
+            )
+        ),
+        ValueError,
+        "attention_mask is 0",
+    ),
+    (
+        "context_mask shape",
+        lambda b: with_(context_mask=torch.ones(2, 11, dtype=torch.bool)),
+        ValueError,
+        "context_mask",
+    ),
+    (
+        "context_mask dtype",
+        lambda b: with_(context_mask=torch.ones(2, 10, dtype=torch.long)),
+        TypeError,
+        "context_mask",
+    ),
+    (
+        "empty context",
+        lambda b: with_(context_mask=torch.zeros(2, 10, dtype=torch.bool)),
+        ValueError,
+        "no context token",
+    ),
+    (
+        "ids out of range",
+        lambda b: with_(input_ids=b["input_ids"] + VOCAB),
+        ValueError,
+        "input_ids",
+    ),
     ("negative ids", lambda b: with_(input_ids=b["input_ids"] - 100), ValueError, "input_ids"),
     ("float ids", lambda b: with_(input_ids=b["input_ids"].float()), TypeError, "input_ids"),
     ("1-D ids", lambda b: with_(input_ids=b["input_ids"][0]), ValueError, "input_ids"),
     ("empty batch", lambda b: with_(input_ids=b["input_ids"][:0]), ValueError, "input_ids"),
-    ("labels out of range", lambda b: with_(labels=b["labels"].clamp(min=0) + VOCAB), ValueError, "labels"),
+    (
+        "labels out of range",
+        lambda b: with_(labels=b["labels"].clamp(min=0) + VOCAB),
+        ValueError,
+        "labels",
+    ),
     ("missing labels", lambda b: {"input_ids": b["input_ids"]}, ValueError, "labels"),
     ("numpy ids", lambda b: with_(input_ids=b["input_ids"].numpy()), TypeError, "input_ids"),
 ]

@@ -7,11 +7,11 @@ import copy
 
 import pytest
 import torch
-
 from context_denoising import CDTConfig, cdt_loss, cdt_step, make_cdt_loss, perturbation, sft_step
 from context_denoising.model import tiny_gpt2, tiny_llama
 from context_denoising.reference import reference_delta
 from context_denoising.score import embedding_gradients, noise_score
+
 from shared_core.testing import assert_close
 from shared_core.train import TrainConfig, fit, lr_factor
 
@@ -85,7 +85,9 @@ def test_perturbation_matches_loop_reference(variant, eps):
         assert torch.all(delta[noise].abs().sum(-1) > 0)
     if variant == "other":
         assert torch.all(delta[noise] == 0)
-    assert torch.equal(noise, ctx & (norms <= (norms * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True)))
+    assert torch.equal(
+        noise, ctx & (norms <= (norms * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True))
+    )
 
 
 def test_sigma_formula():
@@ -113,9 +115,9 @@ def test_supporting_tokens_are_not_perturbed_under_opposite():
 def test_cdt_step_in_a_users_loop_reads_the_schedulers_lr():
     model = tiny_llama(VOCAB, hidden_size=32, seed=0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 ** s)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5**s)
     losses = []
-    for step in range(3):
+    for _step in range(3):
         out = cdt_step(model, batch(0), opt, CDTConfig(), grad_clip=1.0)
         sched.step()
         losses.append(out["loss"])
@@ -130,7 +132,9 @@ def test_fit_runs_the_cdt_loss_and_needs_the_rate_without_eps():
     def batch_fn(step: int) -> dict:
         return {**batch(step), "lr": config.lr * lr_factor(step, config)}
 
-    result = fit(model, make_cdt_loss(CDTConfig()), batch_fn, config, show_progress=False, device="cpu")
+    result = fit(
+        model, make_cdt_loss(CDTConfig()), batch_fn, config, show_progress=False, device="cpu"
+    )
     assert len(result.losses) == 3 and "noise_fraction" in result.history[0]
     with pytest.raises(ValueError, match="lr"):
         fit(model, make_cdt_loss(CDTConfig()), batch, config, show_progress=False, device="cpu")

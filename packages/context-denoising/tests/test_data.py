@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from context_denoising.data import (
     ANSWER,
     DISTRACTOR,
@@ -29,7 +28,9 @@ def test_layout_labels_and_kinds():
         assert len(needle) == 3 and needle[0] == SEP
         assert needle[1] == ids[n - 4]  # the query asks for the needle's key
         ans = (b["labels"][row] != -100).nonzero().flatten().tolist()
-        assert ans == [n - 2] and b["labels"][row, n - 2] == needle[2]
+        value = int(b["labels"][row, n - 2])
+        assert ans == [n - 2] and needle[2] == task.pair_id(needle[1], value)
+        assert value in task.value_ids.tolist()
         assert int((kinds == DISTRACTOR).sum()) == 9
         assert int((kinds == RARE).sum()) == 5
         assert set(ids[kinds == RARE].tolist()) <= set(task.rare_ids.tolist())

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from context_denoising import noise_mask, noise_score
 from context_denoising.attribution import integrated_gradients, saliency
 from context_denoising.model import tiny_gpt2, tiny_llama
 from context_denoising.reference import reference_noise_mask, reference_scores
 from context_denoising.score import embedding_gradients, sequence_ce
+
 from shared_core.testing import assert_close
 
 VOCAB = 40
@@ -49,7 +49,10 @@ def test_score_equals_captum_saliency(model64):
     batch = padded_batch(1)
     ctx = (batch["attention_mask"] == 1) & (batch["labels"] == -100)
     sal = saliency(model64, batch)  # abs=False: the raw gradient
-    for norm, f in (("l2", lambda s: torch.linalg.vector_norm(s, dim=-1)), ("l1", lambda s: s.abs().sum(-1))):
+    for norm, f in (
+        ("l2", lambda s: torch.linalg.vector_norm(s, dim=-1)),
+        ("l1", lambda s: s.abs().sum(-1)),
+    ):
         ours = noise_score(model64, batch, norm)
         diff = (ours - f(sal) * ctx).abs().max().item()
         print(f"{norm}: max |ours - captum Saliency| = {diff:.3g}")
@@ -62,7 +65,13 @@ def test_integrated_gradients_completeness(model64):
     emb = model64.get_input_embeddings()
     with torch.no_grad():
         e = emb(batch["input_ids"])
-        f = lambda x: sequence_ce(model64(inputs_embeds=x, attention_mask=batch["attention_mask"]).logits, batch["labels"])
+
+        def f(x):
+            return sequence_ce(
+                model64(inputs_embeds=x, attention_mask=batch["attention_mask"]).logits,
+                batch["labels"],
+            )
+
         gap = f(e) - f(torch.zeros_like(e))
     err = (attr.sum(dim=1) - gap).abs()
     print("F(x) - F(0):", gap.tolist(), "completeness error:", err.tolist())

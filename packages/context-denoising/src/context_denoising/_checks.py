@@ -14,7 +14,9 @@ VARIANTS = ("opposite", "both", "other")
 NORMS = ("l1", "l2")
 
 
-def check_number(name: str, value: Any, *, positive: bool = False, allow_none: bool = False) -> None:
+def check_number(
+    name: str, value: Any, *, positive: bool = False, allow_none: bool = False
+) -> None:
     """A finite real number, >= 0 (or > 0 with `positive`)."""
     if value is None and allow_none:
         return
@@ -52,7 +54,9 @@ def check_batch(batch: Any, vocab_size: int) -> dict[str, torch.Tensor]:
     Returns a dict with all four (``attention_mask`` as long, ``context_mask`` as bool).
     """
     if not isinstance(batch, Mapping):
-        raise TypeError(f"batch: expected a mapping with 'input_ids' and 'labels', got {type(batch).__name__}")
+        raise TypeError(
+            f"batch: expected a mapping with 'input_ids' and 'labels', got {type(batch).__name__}"
+        )
     ids = _tensor(batch, "input_ids", True)
     labels = _tensor(batch, "labels", True)
     assert ids is not None and labels is not None
@@ -111,7 +115,9 @@ def check_batch(batch: Any, vocab_size: int) -> dict[str, torch.Tensor]:
         if ctx.dtype != torch.bool:
             raise TypeError(f"batch['context_mask']: expected dtype bool, got {ctx.dtype}")
         if bool((ctx & (attn == 0)).any()):
-            raise ValueError("batch['context_mask']: a context token lies where attention_mask is 0")
+            raise ValueError(
+                "batch['context_mask']: a context token lies where attention_mask is 0"
+            )
     none = (~ctx.any(dim=1)).nonzero().flatten().tolist()
     if none:
         raise ValueError(f"batch['context_mask']: rows {none[:8]} have no context token to score")

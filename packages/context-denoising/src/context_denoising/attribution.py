@@ -81,7 +81,11 @@ def integrated_gradients(
     emb = base.get_input_embeddings()
     with torch.no_grad():
         e = emb(checked["input_ids"])
-        ref = torch.zeros_like(e) if baseline == "zero" else emb(torch.zeros_like(checked["input_ids"]))
+        ref = (
+            torch.zeros_like(e)
+            if baseline == "zero"
+            else emb(torch.zeros_like(checked["input_ids"]))
+        )
     ig = _captum().IntegratedGradients(_forward(base))
     with scoring_context(base, e.device):
         attr, delta = ig.attribute(

@@ -115,7 +115,7 @@ def cdt_loss(
                 "lr: sigma = lr_t * scale needs the current learning rate (or set CDTConfig.eps)"
             )
         check_number("lr", lr)
-    e, g, checked = embedding_gradients(model, batch)
+    _e, g, checked = embedding_gradients(model, batch)
     ctx = checked["context_mask"]
     delta, noise = perturbation(g, ctx, config, lr)
     emb = unwrap(model).get_input_embeddings()(checked["input_ids"])
@@ -182,7 +182,9 @@ def cdt_step(
     after your scheduler's last ``step()``); step your scheduler yourself after this call.
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     check_number("grad_clip", grad_clip)
     if lr is None:
         lr = float(optimizer.param_groups[0]["lr"])
@@ -200,7 +202,9 @@ def sft_step(
 ) -> dict[str, float]:
     """One plain SFT step with the same loss and update as `cdt_step` (the baseline)."""
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise TypeError(
+            f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     check_number("grad_clip", grad_clip)
     loss = sft_loss(model, batch)
     _finish_step(model, loss, optimizer, grad_clip)

@@ -1,12 +1,14 @@
 """A generated key-value retrieval task with the paper's four kinds of context token.
 
 A sequence is a haystack of filler tokens (Zipf-distributed, the *irrelevant* context) into
-which key-value records ``SEP k v`` are planted: one *needle* (the supporting evidence) and
+which key-value records ``SEP k kv`` are planted (``kv`` is a record token that spells both the
+key and the value, so one attention layer can retrieve it; a 2-layer model that must
+compose an induction circuit for ``SEP k v`` does not learn it within a CPU budget): one *needle* (the supporting evidence) and
 several *distractors* of the same shape with other keys (the interference); a few
 *low-frequency* tokens from a rare sub-vocabulary are scattered in (the paper's emojis).
 The question ``QUERY k ANSWER`` closes the context and the answer is the needle's value:
 
-    BOS  h h SEP k7 v3 h h h SEP k2 v9 h r h ... h  QUERY k7 ANSWER | v3 EOS
+    BOS  h h SEP k7 k7v3 h h h SEP k2 k2v9 h r h ... h  QUERY k7 ANSWER | v3 EOS
          ------------------- context -----------------  -- query --   answer
 
 Every position carries its kind (`KINDS`), so the noise detector's precision and recall can
@@ -32,8 +34,8 @@ OTHER, NEEDLE, DISTRACTOR, HAYSTACK, RARE = range(5)
 class RetrievalTask:
     """Vocabulary and shape of the task; the defaults fit a d = 64 two-layer model.
 
-    Token ids: 6 specials, then `n_keys` keys, `n_values` values, `n_filler` haystack words
-    and `n_rare` low-frequency tokens.
+    Token ids: 6 specials, then `n_keys` keys, `n_values` values, `n_filler` haystack words,
+    `n_rare` low-frequency tokens and ``n_keys * n_values`` record tokens.
     """
 
     n_keys: int = 32
@@ -70,7 +72,16 @@ class RetrievalTask:
 
     @property
     def vocab_size(self) -> int:
+        return self._pair0 + self.n_keys * self.n_values
+
+    @property
+    def _pair0(self) -> int:
         return N_SPECIAL + self.n_keys + self.n_values + self.n_filler + self.n_rare
+
+    def pair_id(self, key: int, value: int) -> int:
+        """The record token of (key id, value id)."""
+        k, v = key - N_SPECIAL, value - N_SPECIAL - self.n_keys
+        return self._pair0 + k * self.n_values + v
 
     @property
     def key_ids(self) -> np.ndarray:
@@ -89,7 +100,9 @@ class RetrievalTask:
         return N_SPECIAL + self.n_keys + self.n_values + self.n_filler + np.arange(self.n_rare)
 
 
-def sample_sequence(task: RetrievalTask, rng: np.random.Generator) -> tuple[list[int], list[int], int]:
+def sample_sequence(
+    task: RetrievalTask, rng: np.random.Generator
+) -> tuple[list[int], list[int], int]:
     """``(tokens, kinds, answer_position)`` of one example."""
     length = int(rng.integers(task.min_len, task.max_len + 1))
     n_ctx = length - 5  # BOS + context + QUERY k ANSWER v EOS
@@ -112,7 +125,7 @@ def sample_sequence(task: RetrievalTask, rng: np.random.Generator) -> tuple[list
         tokens += hay[prev:gap].tolist()
         kinds += hay_kinds[prev:gap].tolist()
         r = order[j]
-        tokens += [SEP, int(keys[r]), int(values[r])]
+        tokens += [SEP, int(keys[r]), task.pair_id(int(keys[r]), int(values[r]))]
         kinds += [NEEDLE if r == 0 else DISTRACTOR] * 3
         prev = gap
     tokens += hay[prev:].tolist()

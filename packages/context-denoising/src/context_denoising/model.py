@@ -24,7 +24,12 @@ def tiny_llama(
     """A `LlamaForCausalLM` with d = `hidden_size`, `num_layers` layers, untied embeddings."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    for name, v in (("vocab_size", vocab_size), ("hidden_size", hidden_size), ("num_layers", num_layers), ("num_heads", num_heads)):
+    for name, v in (
+        ("vocab_size", vocab_size),
+        ("hidden_size", hidden_size),
+        ("num_layers", num_layers),
+        ("num_heads", num_heads),
+    ):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name}: expected a positive int, got {v!r}")
     if hidden_size % num_heads:

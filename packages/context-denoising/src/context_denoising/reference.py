@@ -36,9 +36,7 @@ def sequence_gradient(model: Any, ids: list[int], labels: list[int]) -> torch.Te
     return g[0]
 
 
-def reference_scores(
-    model: Any, batch: dict[str, torch.Tensor], norm: str = "l2"
-) -> torch.Tensor:
+def reference_scores(model: Any, batch: dict[str, torch.Tensor], norm: str = "l2") -> torch.Tensor:
     """Per-token scores (batch, time), sequence by sequence; 0 outside the context."""
     ids, labels = batch["input_ids"], batch["labels"]
     attn = batch.get("attention_mask", torch.ones_like(ids))
@@ -46,7 +44,9 @@ def reference_scores(
     out = torch.zeros(ids.shape, dtype=torch.float64)
     for b in range(ids.shape[0]):
         keep = [t for t in range(ids.shape[1]) if attn[b, t] == 1]
-        g = sequence_gradient(model, [int(ids[b, t]) for t in keep], [int(labels[b, t]) for t in keep])
+        g = sequence_gradient(
+            model, [int(ids[b, t]) for t in keep], [int(labels[b, t]) for t in keep]
+        )
         for k, t in enumerate(keep):
             is_ctx = bool(ctx[b, t]) if ctx is not None else int(labels[b, t]) == IGNORE_INDEX
             if not is_ctx:

@@ -79,9 +79,7 @@ def sequence_ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The standard SFT loss: mean CE over every answer token of the batch."""
     shift_logits = _wide(logits[:, :-1])
-    return F.cross_entropy(
-        shift_logits.transpose(1, 2), labels[:, 1:], ignore_index=IGNORE_INDEX
-    )
+    return F.cross_entropy(shift_logits.transpose(1, 2), labels[:, 1:], ignore_index=IGNORE_INDEX)
 
 
 def embedding_gradients(
@@ -134,7 +132,9 @@ def noise_mask(scores: torch.Tensor, context_mask: torch.Tensor) -> torch.Tensor
         (batch, time) bool, False outside the context.
     """
     if not isinstance(scores, torch.Tensor) or scores.ndim != 2:
-        raise ValueError(f"scores: expected a (batch, time) tensor, got {getattr(scores, 'shape', scores)!r}")
+        raise ValueError(
+            f"scores: expected a (batch, time) tensor, got {getattr(scores, 'shape', scores)!r}"
+        )
     if not isinstance(context_mask, torch.Tensor) or context_mask.dtype != torch.bool:
         raise TypeError("context_mask: expected a bool tensor")
     if context_mask.shape != scores.shape:

@@ -21,7 +21,10 @@ def reproduce(args: Any) -> int:
         for row in summarise(results):
             rep.add_row("SFT vs CDT (mean ± std over seeds)", **row)
         for r in results["runs"]:
-            rep.add_row("per seed", **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+            rep.add_row(
+                "per seed",
+                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()},
+            )
         rep.log(train_eval_cpu_s=time.process_time() - t0, runs=results["runs"])
         held = [r for r in results["runs"] if r["test"] == "held-out"]
         rep.plot(

@@ -18,7 +18,15 @@ import numpy as np
 import torch
 
 from context_denoising.cdt import CDTConfig, make_cdt_loss, sft_loss
-from context_denoising.data import DISTRACTOR, HAYSTACK, KINDS, NEEDLE, RARE, RetrievalTask, make_batch
+from context_denoising.data import (
+    DISTRACTOR,
+    HAYSTACK,
+    KINDS,
+    NEEDLE,
+    RARE,
+    RetrievalTask,
+    make_batch,
+)
 from context_denoising.model import tiny_llama
 from context_denoising.score import embedding_gradients, noise_mask, token_norms
 
@@ -178,4 +186,3 @@ def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
                 row[k] = f"{v.mean():.3f} ± {v.std():.3f}" if len(v) > 1 else f"{v.mean():.3f}"
             rows.append(row)
     return rows
-

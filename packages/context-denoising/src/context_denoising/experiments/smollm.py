@@ -21,7 +21,18 @@ import torch
 from context_denoising.cdt import CDTConfig, make_cdt_loss, sft_loss
 from context_denoising.score import sequence_ce
 
-NAMES = ("Portia", "Hamlet", "Viola", "Oberon", "Banquo", "Miranda", "Lear", "Puck", "Juliet", "Iago")
+NAMES = (
+    "Portia",
+    "Hamlet",
+    "Viola",
+    "Oberon",
+    "Banquo",
+    "Miranda",
+    "Lear",
+    "Puck",
+    "Juliet",
+    "Iago",
+)
 _HINT = (
     "--scale small needs the 'llm' and 'lora' extras: in the workspace `uv sync --package "
     "context-denoising --extra llm --extra lora`; with pip `pip install "
@@ -48,6 +59,7 @@ class SmallConfig:
 def _load(cfg: SmallConfig) -> tuple[Any, Any, str]:
     try:
         import peft  # noqa: F401
+
         from shared_core.data import load
         from shared_core.models import load_model, load_tokenizer
 
@@ -56,14 +68,18 @@ def _load(cfg: SmallConfig) -> tuple[Any, Any, str]:
         raise ModuleNotFoundError(f"{_HINT} ({e})") from None
 
 
-def make_prompts(cfg: SmallConfig, tok: Any, text: str, n: int, seed: int) -> list[dict[str, torch.Tensor]]:
+def make_prompts(
+    cfg: SmallConfig, tok: Any, text: str, n: int, seed: int
+) -> list[dict[str, torch.Tensor]]:
     """`n` single-row examples: haystack with needle + distractors, question, answer labels."""
     rng = np.random.default_rng(seed)
     words = text.split()
     out = []
     for _ in range(n):
         start = int(rng.integers(0, len(words) - 4 * cfg.context_tokens))
-        hay = tok(" ".join(words[start : start + cfg.context_tokens]), add_special_tokens=False)["input_ids"]
+        hay = tok(" ".join(words[start : start + cfg.context_tokens]), add_special_tokens=False)[
+            "input_ids"
+        ]
         hay = hay[: cfg.context_tokens]
         names = rng.choice(NAMES, size=cfg.n_distractors + 1, replace=False)
         numbers = rng.integers(1000, 10000, size=len(names))
@@ -76,7 +92,10 @@ def make_prompts(cfg: SmallConfig, tok: Any, text: str, n: int, seed: int) -> li
             ids += hay[prev:c] + pieces[p]
             prev = c
         ids += hay[prev:]
-        q = tok(f"\nQuestion: what is the secret number of {names[0]}? Answer:", add_special_tokens=False)["input_ids"]
+        q = tok(
+            f"\nQuestion: what is the secret number of {names[0]}? Answer:",
+            add_special_tokens=False,
+        )["input_ids"]
         a = tok(f" {numbers[0]}", add_special_tokens=False)["input_ids"]
         full = torch.tensor([ids + q + a])
         labels = torch.full_like(full, -100)
@@ -100,6 +119,7 @@ def answer_logprob(model: Any, prompts: list[dict[str, torch.Tensor]]) -> float:
 def reproduce_small(args: Any) -> int:
     """Train LoRA adapters with SFT and with CDT; report the answer log-prob before/after."""
     import peft
+
     from shared_core.report import Run
     from shared_core.train import TrainConfig, fit, lr_factor
 
@@ -109,9 +129,13 @@ def reproduce_small(args: Any) -> int:
     test = make_prompts(cfg, tok, text, cfg.n_test, args.seed + 1)
     tc = TrainConfig(steps=cfg.steps, lr=cfg.lr, warmup=2, weight_decay=0.0)
     with Run("context-denoising", cfg, out=args.out) as rep:
-        rep.add_row("SmolLM2-135M answer log-prob", arm="base model", logprob=answer_logprob(base, test))
+        rep.add_row(
+            "SmolLM2-135M answer log-prob", arm="base model", logprob=answer_logprob(base, test)
+        )
         for arm in ("SFT", "CDT"):
-            lora = peft.LoraConfig(r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank, target_modules=["q_proj", "v_proj"])
+            lora = peft.LoraConfig(
+                r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank, target_modules=["q_proj", "v_proj"]
+            )
             model = peft.get_peft_model(copy.deepcopy(base), lora)
 
             def batch_fn(step: int) -> dict[str, Any]:
