@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 from context_denoising.data import (
-    ANSWER,
     DISTRACTOR,
     HAYSTACK,
     NEEDLE,
@@ -23,10 +22,10 @@ def test_layout_labels_and_kinds():
         n = int(b["attention_mask"][row].sum())
         assert 128 <= n <= 512
         ids, kinds = b["input_ids"][row, :n], b["kinds"][row, :n]
-        assert ids[n - 5] == QUERY and ids[n - 3] == ANSWER
+        assert ids[n - 4] == QUERY
         needle = ids[kinds == NEEDLE].tolist()
         assert len(needle) == 3 and needle[0] == SEP
-        assert needle[1] == ids[n - 4]  # the query asks for the needle's key
+        assert needle[1] == ids[n - 3]  # the query asks for the needle's key
         ans = (b["labels"][row] != -100).nonzero().flatten().tolist()
         value = int(b["labels"][row, n - 2])
         assert ans == [n - 2] and needle[2] == task.pair_id(needle[1], value)

@@ -6,10 +6,10 @@ key and the value, so one attention layer can retrieve it; a 2-layer model that 
 compose an induction circuit for ``SEP k v`` does not learn it within a CPU budget): one *needle* (the supporting evidence) and
 several *distractors* of the same shape with other keys (the interference); a few
 *low-frequency* tokens from a rare sub-vocabulary are scattered in (the paper's emojis).
-The question ``QUERY k ANSWER`` closes the context and the answer is the needle's value:
+The question ``QUERY k`` closes the context and the answer is the needle's value:
 
-    BOS  h h SEP k7 k7v3 h h h SEP k2 k2v9 h r h ... h  QUERY k7 ANSWER | v3 EOS
-         ------------------- context -----------------  -- query --   answer
+    BOS  h h SEP k7 k7v3 h h h SEP k2 k2v9 h r h ... h  QUERY k7 | v3 EOS
+         ---------------------- context ----------------------  - query -  answer
 
 Every position carries its kind (`KINDS`), so the noise detector's precision and recall can
 be measured against the planted truth. Batches are pure functions of ``(seed, index)``.
@@ -24,7 +24,7 @@ import torch
 
 from context_denoising._checks import IGNORE_INDEX
 
-PAD, BOS, EOS, SEP, QUERY, ANSWER = 0, 1, 2, 3, 4, 5
+PAD, BOS, EOS, SEP, QUERY = 0, 1, 2, 3, 4
 N_SPECIAL = 6
 KINDS = ("other", "needle", "distractor", "haystack", "rare")
 OTHER, NEEDLE, DISTRACTOR, HAYSTACK, RARE = range(5)
@@ -105,7 +105,7 @@ def sample_sequence(
 ) -> tuple[list[int], list[int], int]:
     """``(tokens, kinds, answer_position)`` of one example."""
     length = int(rng.integers(task.min_len, task.max_len + 1))
-    n_ctx = length - 5  # BOS + context + QUERY k ANSWER v EOS
+    n_ctx = length - 4  # BOS + context + QUERY k v EOS
     keys = rng.choice(task.key_ids, size=task.n_distractors + 1, replace=False)
     values = rng.choice(task.value_ids, size=task.n_distractors + 1, replace=True)
     n_records = len(keys)
@@ -130,8 +130,9 @@ def sample_sequence(
         prev = gap
     tokens += hay[prev:].tolist()
     kinds += hay_kinds[prev:].tolist()
-    tokens += [QUERY, int(keys[0]), ANSWER, int(values[0]), EOS]
-    kinds += [OTHER] * 5
+    # the answer is predicted AT the query key: one attention layer matches k to its record
+    tokens += [QUERY, int(keys[0]), int(values[0]), EOS]
+    kinds += [OTHER] * 4
     return tokens, kinds, len(tokens) - 2
 
 

@@ -50,7 +50,8 @@ def tiny_llama(
         eos_token_id=2,
     )
     torch.manual_seed(seed)
-    return LlamaForCausalLM(config).to(dtype)
+    model: Any = LlamaForCausalLM(config)
+    return model.to(dtype)
 
 
 def tiny_gpt2(
@@ -79,4 +80,5 @@ def tiny_gpt2(
         attn_pdrop=0.0,
     )
     torch.manual_seed(seed)
-    return GPT2LMHeadModel(config).to(dtype)
+    model: Any = GPT2LMHeadModel(config)
+    return model.to(dtype)
