@@ -7,7 +7,6 @@ import sys
 from dataclasses import replace
 
 import pytest
-
 from context_denoising.experiments.retrieval import SCALES, evaluate, summarise, train_arm
 
 
