@@ -12,7 +12,7 @@ from context_denoising.experiments.retrieval import SCALES, evaluate, summarise,
 
 @pytest.fixture(scope="module")
 def trained():
-    cfg = replace(SCALES["tiny"], steps=120, batch_size=8, n_test=32, eval_batch=32)
+    cfg = replace(SCALES["tiny"], steps=100, n_test=32, eval_batch=32)
     model, losses = train_arm("SFT", cfg, seed=0)
     return cfg, model, losses
 

@@ -39,20 +39,20 @@ class Config:
 
     task: RetrievalTask = field(
         default_factory=lambda: RetrievalTask(
-            n_keys=16, n_values=16, min_len=128, max_len=160, n_distractors=3
+            n_keys=8, n_values=4, min_len=128, max_len=160, n_distractors=3
         )
     )
     long_task: RetrievalTask = field(  # longer contexts, more distractors: out of distribution
         default_factory=lambda: RetrievalTask(
-            n_keys=16, n_values=16, min_len=384, max_len=512, n_distractors=8
+            n_keys=8, n_values=4, min_len=384, max_len=512, n_distractors=6
         )
     )
     hidden_size: int = 64
     num_layers: int = 2
     num_heads: int = 4
     batch_size: int = 16
-    steps: int = 300
-    lr: float = 1e-2
+    steps: int = 200
+    lr: float = 3e-3
     warmup: int = 20
     cdt: CDTConfig = field(default_factory=CDTConfig)  # sigma = lr_t * 1.0 (the trainer's default)
     flops_ratio: float = 5 / 3  # CDT step cost in plain steps (see the module docstring)
