@@ -1,0 +1,72 @@
+"""Context Denoising Training (Tang et al., ICLR 2026) for any Hugging Face causal LM.
+
+- `noise_score`, `noise_mask`, `embedding_gradients`: the gradient noise score of context
+  tokens (``||d CE(answer) / d e_i||``, L1 or L2) and the noise rule ``||g_i||_2 <= mean``.
+- `cdt_step` / `cdt_loss` / `make_cdt_loss`: the CDT training step, in your loop or as a
+  ``loss_fn`` for `shared_core.train.fit`; `sft_step` / `sft_loss`: the plain baseline.
+- `integrated_gradients`, `saliency` (``captum`` extra): Captum references.
+- `RetrievalTask`, `make_batch`: the needle / distractor / haystack / low-frequency task.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "integrated_gradients": "attribution",
+    "saliency": "attribution",
+    "CDTConfig": "cdt",
+    "cdt_loss": "cdt",
+    "cdt_step": "cdt",
+    "make_cdt_loss": "cdt",
+    "perturbation": "cdt",
+    "sft_loss": "cdt",
+    "sft_step": "cdt",
+    "KINDS": "data",
+    "RetrievalTask": "data",
+    "make_batch": "data",
+    "embedding_gradients": "score",
+    "lm_loss": "score",
+    "noise_mask": "score",
+    "noise_score": "score",
+}
+
+if TYPE_CHECKING:
+    from context_denoising.attribution import integrated_gradients, saliency
+    from context_denoising.cdt import (
+        CDTConfig,
+        cdt_loss,
+        cdt_step,
+        make_cdt_loss,
+        perturbation,
+        sft_loss,
+        sft_step,
+    )
+    from context_denoising.data import KINDS, RetrievalTask, make_batch
+    from context_denoising.score import embedding_gradients, lm_loss, noise_mask, noise_score
+
+
+def __getattr__(name: str) -> Any:
+    # torch is imported on first use, so the console script's --help stays fast
+    if name in _WHERE:
+        return getattr(import_module(f"context_denoising.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'context_denoising' has no attribute {name!r}")
+
+
+__all__ = [
+    "KINDS",
+    "CDTConfig",
+    "RetrievalTask",
+    "cdt_loss",
+    "cdt_step",
+    "embedding_gradients",
+    "integrated_gradients",
+    "lm_loss",
+    "make_batch",
+    "make_cdt_loss",
+    "noise_mask",
+    "noise_score",
+    "perturbation",
+    "saliency",
+    "sft_loss",
+    "sft_step",
+]

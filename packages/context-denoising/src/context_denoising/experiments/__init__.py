@@ -1,0 +1,1 @@
+"""Reproduced findings: `retrieval` (tiny transformer, SFT vs CDT) and `smollm` (SmolLM2-135M)."""

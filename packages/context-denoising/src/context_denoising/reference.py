@@ -1,0 +1,93 @@
+"""Slow, readable reference of the noise score and the CDT perturbation: the tests' oracle.
+
+One sequence at a time, its padding cut off, the loss written out token by token, the
+mask and the shift computed in Python loops over the tokens. It follows the paper's
+definitions (see `context_denoising.score` and `context_denoising.cdt`) literally:
+
+    CE_b = (1 / |A_b|) sum_{t in A_b} -log p(x_t | x_<t)          (A_b: answer positions)
+    g_i  = d CE_b / d e_i                                        (one gradient per token)
+    noise_i  <=>  ||g_i||_2 <= (1 / |C_b|) sum_{j in C_b} ||g_j||_2   (C_b: context tokens)
+    e_i' = e_i - sigma_i g_i   on noise tokens ("opposite")
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from context_denoising._checks import IGNORE_INDEX
+
+
+def sequence_gradient(model: Any, ids: list[int], labels: list[int]) -> torch.Tensor:
+    """``d CE / d e`` for ONE unpadded sequence; returns (time, dim)."""
+    emb = model.get_input_embeddings()
+    x = torch.tensor([ids], device=emb.weight.device)
+    e = emb(x).detach().requires_grad_(True)
+    logits = model(inputs_embeds=e).logits[0]
+    terms = []
+    for t in range(1, len(ids)):
+        if labels[t] != IGNORE_INDEX:
+            logp = torch.log_softmax(logits[t - 1].double(), dim=-1)
+            terms.append(-logp[labels[t]])
+    ce = torch.stack(terms).sum() / len(terms)
+    (g,) = torch.autograd.grad(ce, e)
+    return g[0]
+
+
+def reference_scores(model: Any, batch: dict[str, torch.Tensor], norm: str = "l2") -> torch.Tensor:
+    """Per-token scores (batch, time), sequence by sequence; 0 outside the context."""
+    ids, labels = batch["input_ids"], batch["labels"]
+    attn = batch.get("attention_mask", torch.ones_like(ids))
+    ctx = batch.get("context_mask")
+    out = torch.zeros(ids.shape, dtype=torch.float64)
+    for b in range(ids.shape[0]):
+        keep = [t for t in range(ids.shape[1]) if attn[b, t] == 1]
+        g = sequence_gradient(
+            model, [int(ids[b, t]) for t in keep], [int(labels[b, t]) for t in keep]
+        )
+        for k, t in enumerate(keep):
+            is_ctx = bool(ctx[b, t]) if ctx is not None else int(labels[b, t]) == IGNORE_INDEX
+            if not is_ctx:
+                continue
+            v = [float(c) for c in g[k]]
+            out[b, t] = sum(abs(c) for c in v) if norm == "l1" else math.sqrt(sum(c * c for c in v))
+    return out
+
+
+def reference_noise_mask(scores: torch.Tensor, context_mask: torch.Tensor) -> torch.Tensor:
+    """``score_i <= mean over the row's context tokens``, by loops."""
+    out = torch.zeros(scores.shape, dtype=torch.bool)
+    for b in range(scores.shape[0]):
+        members = [t for t in range(scores.shape[1]) if context_mask[b, t]]
+        mean = sum(float(scores[b, t]) for t in members) / len(members)
+        for t in members:
+            out[b, t] = float(scores[b, t]) <= mean
+    return out
+
+
+def reference_delta(
+    g: torch.Tensor,
+    context_mask: torch.Tensor,
+    variant: str,
+    eps: float | None,
+    lr_scale: float,
+) -> torch.Tensor:
+    """The embedding shift of each token, by loops; `lr_scale` is ``lr_t * scale``."""
+    norms = torch.linalg.vector_norm(g.double(), dim=-1)
+    noise = reference_noise_mask(norms, context_mask)
+    delta = torch.zeros_like(g, dtype=torch.float64)
+    for b in range(g.shape[0]):
+        for t in range(g.shape[1]):
+            if not context_mask[b, t]:
+                continue
+            sigma = eps / (1.0 + float(norms[b, t])) if eps is not None else lr_scale
+            if variant == "opposite":
+                sign = -1.0 if noise[b, t] else 0.0
+            elif variant == "other":
+                sign = 0.0 if noise[b, t] else -1.0
+            else:  # both
+                sign = -1.0 if noise[b, t] else 1.0
+            delta[b, t] = sign * sigma * g[b, t].double()
+    return delta

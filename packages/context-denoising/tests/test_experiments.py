@@ -1,0 +1,55 @@
+"""The planted signal after training, the evaluation's bookkeeping, and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from context_denoising.experiments.retrieval import SCALES, evaluate, summarise, train_arm
+
+
+@pytest.fixture(scope="module")
+def trained():
+    cfg = replace(SCALES["tiny"], steps=100, n_test=32, eval_batch=32)
+    model, losses = train_arm("SFT", cfg, seed=0)
+    return cfg, model, losses
+
+
+def test_planted_signal_needle_scores_above_haystack_after_training(trained):
+    cfg, model, losses = trained
+    metrics = evaluate(model, cfg.task, cfg, seed=0)
+    print(metrics)
+    assert losses[-1] < losses[0]
+    # scores are normalised to mean 1 over each sequence's context
+    assert metrics["score needle"] > metrics["score haystack"]
+    assert metrics["score needle"] > 1.0
+    assert 0.0 <= metrics["critical precision"] <= 1.0 and 0.0 <= metrics["noise recall"] <= 1.0
+
+
+def test_summary_has_one_row_per_arm_and_test():
+    runs = [
+        {"seed": s, "arm": a, "test": t, "accuracy": 0.5 + s}
+        for s in (0, 1)
+        for a in ("SFT", "CDT", "SFT equal-FLOPs")
+        for t in ("held-out", "long + distractors")
+    ]
+    rows = summarise({"runs": runs})
+    assert len(rows) == 6 and rows[0]["accuracy"] == "1.000 ± 0.500"
+
+
+def test_help_is_one_fast_command():
+    out = subprocess.run(
+        [sys.executable, "-m", "context_denoising.cli", "reproduce", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "--scale" in out and "micro" in out
+
+
+def test_cli_does_not_import_torch():
+    code = "import context_denoising.cli, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
