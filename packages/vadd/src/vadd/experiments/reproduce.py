@@ -50,9 +50,11 @@ def run(args: ReproduceArgs) -> int:
             "DELBO and linear KL annealing. tv/kl are exact over all bins^2 cells (the z integral "
             f"by {cfg.n_latent} shared draws per step); mass_on_support is the probability the "
             "sampler puts on the checkerboard's white cells (1 for the data). Digits: "
-            "bits_per_dim is the valid T-step bound on test images; mean_err / corr_err are the "
-            "mean absolute errors of pixel means / pixel-pair correlations of 400 samples vs the "
-            "test images (train vs test: digits_train_vs_test_*)."
+            f"bits_per_dim is the valid T-step bound on {digit_ref['bound_test_rows']} of the "
+            f"{digit_ref['test_rows']} test images (DigitsConfig.eval_rows); mean_err / corr_err "
+            "are the mean absolute errors of pixel means / pixel-pair correlations of "
+            f"{digits_cfg.n_samples} samples vs the test images (train vs test: "
+            "digits_train_vs_test_*)."
         ),
     )
     return 0
