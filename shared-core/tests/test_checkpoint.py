@@ -75,3 +75,14 @@ def test_interrupted_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
         save_checkpoint(path, model=model, step=2)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["c.safetensors"]
+
+
+def test_corrupt_checkpoint_names_the_file_and_the_fix(tmp_path):
+    model, opt, _ = _setup()
+    path = save_checkpoint(tmp_path / "ckpt.safetensors", model=model, optimizer=opt, step=1)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # truncated, as by a full disk
+    with pytest.raises(
+        ValueError, match=r"ckpt\.safetensors is not a readable checkpoint.*delete it"
+    ):
+        load_checkpoint(path, model=model, optimizer=opt)

@@ -137,11 +137,17 @@ def load_checkpoint(
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"path: no checkpoint at {p}")
-    with safe_open(str(p), framework="pt") as f:
-        meta = f.metadata() or {}
+    try:
+        with safe_open(str(p), framework="pt") as f:
+            meta = f.metadata() or {}
+        tensors = load_file(str(p), device=map_location)
+    except Exception as e:  # safetensors raises its own error type for truncated/corrupt files
+        raise ValueError(
+            f"path: {p} is not a readable checkpoint ({type(e).__name__}: {e}); it is truncated "
+            "or corrupt: delete it to start the run afresh, or point to an intact copy"
+        ) from e
     if _META_KEY not in meta:
         raise ValueError(f"path: {p} is a safetensors file but not a shared_core checkpoint")
-    tensors = load_file(str(p), device=map_location)
     payload = _unflatten(json.loads(meta[_META_KEY]), tensors)
     getattr(model, "module", model).load_state_dict(payload["model"])
     if optimizer is not None:
