@@ -172,8 +172,8 @@ def run(cfg: Config, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
     for s in range(seed, seed + cfg.seeds):
         for arm in ARMS:
             model, fitted = train_arm(arm, cfg, s, device)
-            # ||delta_i|| / ||e_i|| on the moved tokens, mean over training steps (0 for SFT)
-            shift = float(np.mean([h.get("shift_ratio", 0.0) for h in fitted.history]))
+            # ||delta_i|| / ||e_i|| on the moved tokens, median over training steps (0 for SFT)
+            shift = float(np.median([h.get("shift_ratio", 0.0) for h in fitted.history]))
             for name, task in (("held-out", cfg.task), ("long + distractors", cfg.long_task)):
                 metrics = evaluate(model, task, cfg, s)
                 results["runs"].append(
