@@ -172,3 +172,20 @@ def test_cdt_loss_on_the_sdpa_and_eager_paths_agree():
     model.set_attn_implementation("eager")
     b, _ = cdt_loss(model, batch(1), CDTConfig(eps=0.5))
     assert_close("cdt loss sdpa vs eager", a.detach(), b.detach(), 1e-9)
+
+
+@pytest.mark.parametrize("variant", ["opposite", "both", "other"])
+def test_shift_ratio_is_the_relative_move_of_the_moved_embeddings(variant):
+    model = tiny_llama(VOCAB, hidden_size=32, seed=0, dtype=torch.float64)
+    b = batch(4)
+    config = CDTConfig(scale=50.0, variant=variant)
+    _, parts = cdt_loss(model, b, config, lr=0.1)
+    e, g, checked = embedding_gradients(model, b)
+    ctx = checked["context_mask"]
+    delta, noise = perturbation(g, ctx, config, lr=0.1)
+    moved = {"opposite": noise, "both": ctx, "other": ctx & ~noise}[variant]
+    ratio = (delta.norm(dim=-1) / e.norm(dim=-1))[moved].mean()
+    assert parts["shift_ratio"] == pytest.approx(float(ratio), rel=1e-6)
+    assert parts["shift_ratio"] > 0
+    _, still = cdt_loss(model, b, CDTConfig(scale=0.0, variant=variant), lr=0.1)
+    assert still["shift_ratio"] == 0.0

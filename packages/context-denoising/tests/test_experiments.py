@@ -12,9 +12,10 @@ from context_denoising.experiments.retrieval import SCALES, evaluate, summarise,
 
 @pytest.fixture(scope="module")
 def trained():
-    cfg = replace(SCALES["tiny"], steps=100, n_test=32, eval_batch=32)
-    model, losses = train_arm("SFT", cfg, seed=0)
-    return cfg, model, losses
+    # batch 16 pinned: at batch 8, 100 steps do not separate needle from haystack
+    cfg = replace(SCALES["tiny"], steps=100, batch_size=16, n_test=32, eval_batch=32)
+    model, result = train_arm("SFT", cfg, seed=0)
+    return cfg, model, result.losses
 
 
 def test_planted_signal_needle_scores_above_haystack_after_training(trained):

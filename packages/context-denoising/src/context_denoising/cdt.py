@@ -101,7 +101,11 @@ def cdt_loss(
     config: CDTConfig | None = None,
     lr: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The CE of the perturbed pass, and what the step measured (noise fraction, mean norm).
+    """The CE of the perturbed pass, and what the step measured.
+
+    The measurements: ``noise_fraction`` (of the context), ``mean_grad_norm`` (``||g_i||_2``
+    over the context) and ``shift_ratio`` (``||delta_i|| / ||e_i||``, mean over the tokens the
+    variant moves: 0 means the step is plain SFT).
 
     `model` is any `transformers` causal LM (or a DDP wrapper of one); `batch` as in
     `check_batch`. Backpropagate the returned loss to train.
@@ -115,9 +119,15 @@ def cdt_loss(
                 "lr: sigma = lr_t * scale needs the current learning rate (or set CDTConfig.eps)"
             )
         check_number("lr", lr)
-    _e, g, checked = embedding_gradients(model, batch)
+    e, g, checked = embedding_gradients(model, batch)
     ctx = checked["context_mask"]
     delta, noise = perturbation(g, ctx, config, lr)
+    moved = noise if config.variant == "opposite" else ctx & ~noise
+    if config.variant == "both":
+        moved = ctx
+    shift = torch.linalg.vector_norm(delta.float(), dim=-1) / torch.linalg.vector_norm(
+        e.float(), dim=-1
+    ).clamp_min(1e-30)
     emb = unwrap(model).get_input_embeddings()(checked["input_ids"])
     logits = model(inputs_embeds=emb + delta, attention_mask=checked["attention_mask"]).logits
     loss = lm_loss(logits, checked["labels"])
@@ -125,6 +135,8 @@ def cdt_loss(
     parts = {
         "noise_fraction": float(noise.sum() / ctx.sum()),
         "mean_grad_norm": float((norms * ctx).sum() / ctx.sum()),
+        # how far the step moves an embedding, relative to its norm (mean over moved tokens)
+        "shift_ratio": float(shift[moved].mean()) if moved.any() else 0.0,
     }
     return loss, parts
 

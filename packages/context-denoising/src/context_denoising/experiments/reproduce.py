@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from context_denoising.experiments.retrieval import ARMS, Config, run, summarise
+from context_denoising.experiments.retrieval import Config, run, summarise
 
 
 def reproduce(args: Any) -> int:
@@ -38,7 +38,7 @@ def reproduce(args: Any) -> int:
                         for k in ("needle", "distractor", "haystack", "rare")
                     ],
                 )
-                for arm in ARMS
+                for arm in cfg.arms
             },
             xlabel="token kind (0 needle, 1 distractor, 2 haystack, 3 low-frequency)",
             ylabel="||g||_2 / mean over context",
@@ -47,8 +47,9 @@ def reproduce(args: Any) -> int:
         rep.finish(
             title="context-denoising: SFT vs CDT on key-value retrieval",
             notes=(
-                f"Scale {args.scale}: 2-layer d={cfg.hidden_size} Llama, {cfg.steps} steps "
-                f"(equal-FLOPs SFT: {round(cfg.steps * cfg.flops_ratio)}), batch {cfg.batch_size}, "
+                f"Scale {args.scale}: 2-layer d={cfg.hidden_size} Llama, arms {', '.join(cfg.arms)}; "
+                f"{cfg.steps} steps (equal-FLOPs SFT: {round(cfg.steps * cfg.flops_ratio)}), "
+                f"batch {cfg.batch_size}, CDT large step: scale {cfg.cdt_large.scale:g}, "
                 f"{cfg.seeds} seed(s), {cfg.n_test} test examples per set. Scores are "
                 "normalised so the mean over a sequence's context is 1."
             ),

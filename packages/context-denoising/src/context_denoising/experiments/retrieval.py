@@ -1,7 +1,8 @@
 """SFT vs CDT on the generated key-value retrieval task with a 2-layer d = 64 Llama.
 
-Three arms trained by `shared_core.train.fit` on the same batches: SFT and CDT for the same
-number of optimiser steps, and SFT for ``flops_ratio`` times as many steps (the same
+Four arms trained by `shared_core.train.fit` on the same batches: SFT, CDT with the trainer's
+default step (``sigma = lr_t``) and CDT with a step 1e4 times larger for the same number of
+optimiser steps, and (micro and paper scales) SFT for ``flops_ratio`` times as many steps (the same
 training FLOPs: a CDT step is a plain step, 3 forward-equivalents, plus the scoring pass,
 a forward and an input-only backward, ~2 more, so ~5/3). Each is scored on held-out
 examples and on longer examples with more distractors: answer accuracy, the attention
@@ -30,7 +31,7 @@ from context_denoising.data import (
 from context_denoising.model import tiny_llama
 from context_denoising.score import embedding_gradients, noise_mask, token_norms
 
-ARMS = ("SFT", "CDT", "SFT equal-FLOPs")
+ARMS = ("SFT", "CDT", "CDT large step", "SFT equal-FLOPs")
 
 
 @dataclass(frozen=True)
@@ -55,16 +56,20 @@ class Config:
     lr: float = 3e-3
     warmup: int = 20
     cdt: CDTConfig = field(default_factory=CDTConfig)  # sigma = lr_t * 1.0 (the trainer's default)
+    # the "CDT large step" arm: sigma = lr_t * 1e4, set from the shift the default step makes
+    # in training (||sigma g|| / ||e|| ~ 1e-5 on noise tokens), so that it becomes ~0.1
+    cdt_large: CDTConfig = field(default_factory=lambda: CDTConfig(scale=1e4))
     flops_ratio: float = 5 / 3  # CDT step cost in plain steps (see the module docstring)
-    seeds: int = 3
-    n_test: int = 128
+    seeds: int = 2  # 3 seeds of 3 arms at a batch that learns the task: ~300 s of CPU
+    n_test: int = 64
     eval_batch: int = 32
+    arms: tuple[str, ...] = ARMS[:3]  # the equal-FLOPs arm costs 5/3 of a CDT arm
 
 
 SCALES: dict[str, Config] = {  # "small" is SmolLM2-135M: see `smollm.SmallConfig`
-    "micro": Config(steps=8, batch_size=4, seeds=1, n_test=8, eval_batch=8, warmup=2),
+    "micro": Config(steps=8, batch_size=4, seeds=1, n_test=8, eval_batch=8, warmup=2, arms=ARMS),
     "tiny": Config(),
-    "paper": Config(steps=2000, batch_size=32, seeds=3, n_test=1024),
+    "paper": Config(steps=2000, batch_size=32, seeds=3, n_test=1024, arms=ARMS),
 }
 
 
@@ -74,8 +79,8 @@ def _train_config(cfg: Config, steps: int) -> Any:
     return TrainConfig(steps=steps, lr=cfg.lr, warmup=cfg.warmup, weight_decay=0.01)
 
 
-def train_arm(arm: str, cfg: Config, seed: int, device: str = "cpu") -> tuple[Any, list[float]]:
-    """Train one arm from the seed's initialisation; return the model and its losses."""
+def train_arm(arm: str, cfg: Config, seed: int, device: str = "cpu") -> tuple[Any, Any]:
+    """Train one arm from the seed's initialisation; return the model and `fit`'s result."""
     from shared_core.train import fit, lr_factor
 
     if arm not in ARMS:
@@ -96,9 +101,10 @@ def train_arm(arm: str, cfg: Config, seed: int, device: str = "cpu") -> tuple[An
         b["lr"] = tc.lr * lr_factor(step, tc)  # sigma = lr_t * scale needs the step's rate
         return b
 
-    loss_fn = make_cdt_loss(cfg.cdt) if arm == "CDT" else sft_loss
+    cdt = {"CDT": cfg.cdt, "CDT large step": cfg.cdt_large}.get(arm)
+    loss_fn = sft_loss if cdt is None else make_cdt_loss(cdt)
     result = fit(model, loss_fn, batch_fn, tc, desc=f"{arm} train seed {seed}", device=device)
-    return model, result.losses
+    return model, result
 
 
 def _batches(task: RetrievalTask, cfg: Config, seed: int):
@@ -130,7 +136,9 @@ def evaluate(model: Any, task: RetrievalTask, cfg: Config, seed: int) -> dict[st
         att = torch.stack([a[rows, :, ans - 1] for a in out.attentions]).mean(dim=(0, 2))
         needle = b["kinds"] == NEEDLE
         mass += (att * needle).sum(-1).tolist()
+        model.set_attn_implementation("sdpa")  # the same gradients, at a third of the cost
         _, g, checked = embedding_gradients(model, b)
+        model.set_attn_implementation("eager")
         ctx = checked["context_mask"]
         s = token_norms(g, "l2")
         s = s / ((s * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True))  # mean context = 1
@@ -160,15 +168,27 @@ def evaluate(model: Any, task: RetrievalTask, cfg: Config, seed: int) -> dict[st
 
 
 def run(cfg: Config, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
-    """Train every arm for each of ``cfg.seeds`` seeds; per-arm, per-test-set metrics."""
+    """Train each of ``cfg.arms`` for ``cfg.seeds`` seeds; per-arm, per-test-set metrics."""
+    for arm in cfg.arms:
+        if arm not in ARMS:
+            raise ValueError(f"arms: expected names among {ARMS}, got {arm!r}")
     results: dict[str, Any] = {"runs": []}
     for s in range(seed, seed + cfg.seeds):
-        for arm in ARMS:
-            model, losses = train_arm(arm, cfg, s, device)
+        for arm in cfg.arms:
+            model, fitted = train_arm(arm, cfg, s, device)
+            # ||delta_i|| / ||e_i|| on the moved tokens, median over training steps (0 for SFT)
+            shift = float(np.median([h.get("shift_ratio", 0.0) for h in fitted.history]))
             for name, task in (("held-out", cfg.task), ("long + distractors", cfg.long_task)):
                 metrics = evaluate(model, task, cfg, s)
                 results["runs"].append(
-                    {"seed": s, "arm": arm, "test": name, "final loss": losses[-1], **metrics}
+                    {
+                        "seed": s,
+                        "arm": arm,
+                        "test": name,
+                        "final loss": fitted.losses[-1],
+                        "shift ratio": shift,
+                        **metrics,
+                    }
                 )
     return results
 
@@ -178,11 +198,12 @@ def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     keys = [k for k in results["runs"][0] if k not in ("seed", "arm", "test")]
     for test in dict.fromkeys(r["test"] for r in results["runs"]):
-        for arm in ARMS:
+        for arm in dict.fromkeys(r["arm"] for r in results["runs"]):
             runs = [r for r in results["runs"] if r["arm"] == arm and r["test"] == test]
             row: dict[str, Any] = {"test": test, "arm": arm, "seeds": len(runs)}
             for k in keys:
                 v = np.array([r[k] for r in runs], dtype=float)
-                row[k] = f"{v.mean():.3f} ± {v.std():.3f}" if len(v) > 1 else f"{v.mean():.3f}"
+                f = ".2e" if k == "shift ratio" else ".3f"  # the default step's shift is ~1e-5
+                row[k] = f"{v.mean():{f}} ± {v.std():{f}}" if len(v) > 1 else f"{v.mean():{f}}"
             rows.append(row)
     return rows
