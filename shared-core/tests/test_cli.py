@@ -140,3 +140,20 @@ def test_extra_command():
     main = make_main("demo", [cmd], version="0")
     assert main(["audit", "x.xyz"]) == 3
     assert got == ["x.xyz"]
+
+
+def test_lazy_reproduce_command_imports_the_experiments_only_when_run(tmp_path, monkeypatch):
+    import sys
+
+    from shared_core.cli import lazy_reproduce_command
+
+    (tmp_path / "demo_exp.py").write_text(
+        "SCALES = {'micro': 'm', 'tiny': 't'}\n"
+        "def reproduce(args):\n    return 7 if args.config == 't' else 0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cmd = lazy_reproduce_command("demo_exp", "demo", scales=("micro", "tiny"))
+    main = make_main("demo", [cmd], version="0")
+    assert "demo_exp" not in sys.modules
+    assert main(["reproduce"]) == 7
+    assert "demo_exp" in sys.modules

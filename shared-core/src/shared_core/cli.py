@@ -145,6 +145,41 @@ def reproduce_command(
     return Command("reproduce", help, call, configure)
 
 
+class _LazyScales(dict[str, Any]):
+    """Scale names known up front (for ``--help``); each config is read from `module` on use."""
+
+    def __init__(self, module: str, names: Sequence[str]) -> None:
+        super().__init__(dict.fromkeys(names))
+        self.module = module
+
+    def __getitem__(self, scale: str) -> Any:
+        import importlib
+
+        return importlib.import_module(self.module).SCALES[scale]
+
+
+def lazy_reproduce_command(
+    module: str,
+    help: str,
+    scales: Sequence[str] = SCALES,
+    default: str = DEFAULT_SCALE,
+) -> Command:
+    """`reproduce_command` for an experiments module that is imported only when the command runs.
+
+    `module` (e.g. ``"mesa_layer.experiments.reproduce"``) defines ``SCALES: dict[str, Config]``
+    and ``reproduce(args: ReproduceArgs)``; importing it may pull in torch, so ``--help`` never
+    does. `scales` are the names it defines.
+    """
+    import importlib
+
+    lazy = _LazyScales(module, scales)
+
+    def run(args: ReproduceArgs) -> Any:
+        return importlib.import_module(module).reproduce(args)
+
+    return reproduce_command(run, lazy, help, default)
+
+
 class Main(Protocol):
     """A console-script entry point: ``main(argv=None) -> exit status``."""
 

@@ -6,32 +6,13 @@ stays fast.
 
 from __future__ import annotations
 
-from typing import Any
-
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-
-
-class _LazyScales(dict[str, Any]):
-    """The scale names for ``--help``; the configs (which import torch) load on first use."""
-
-    def __getitem__(self, scale: str) -> Any:
-        from free_energy_mixer.experiments.reproduce import SCALES
-
-        return SCALES[scale]
-
-
-def _reproduce(args: ReproduceArgs) -> int:
-    from free_energy_mixer.experiments.reproduce import reproduce
-
-    return reproduce(args)
-
+from shared_core.cli import lazy_reproduce_command, make_main
 
 main = make_main(
     "free-energy-mixer",
     [
-        reproduce_command(
-            _reproduce,
-            _LazyScales.fromkeys(("micro", "tiny", "small", "paper")),
+        lazy_reproduce_command(
+            "free_energy_mixer.experiments.reproduce",
             help=(
                 "Train softmax, linear and gated linear attention with and without FEM on "
                 "per-channel selective recall (accuracy vs heads) and a Shakespeare char-LM "

@@ -6,32 +6,13 @@ stays fast.
 
 from __future__ import annotations
 
-from typing import Any
-
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
-
-
-class _LazyScales(dict[str, Any]):
-    """The scale names for ``--help``; the configs (which import torch) load on first use."""
-
-    def __getitem__(self, scale: str) -> Any:
-        from mesa_layer.experiments.reproduce import SCALES
-
-        return SCALES[scale]
-
-
-def _reproduce(args: ReproduceArgs) -> int:
-    from mesa_layer.experiments.reproduce import reproduce
-
-    return reproduce(args)
-
+from shared_core.cli import lazy_reproduce_command, make_main
 
 main = make_main(
     "mesa-layer",
     [
-        reproduce_command(
-            _reproduce,
-            _LazyScales.fromkeys(("micro", "tiny", "small", "paper")),
+        lazy_reproduce_command(
+            "mesa_layer.experiments.reproduce",
             help=(
                 "Train MesaNet, GLA, DeltaNet and softmax attention on in-context regression, "
                 "MQAR and a Shakespeare char-LM and report error, recall accuracy, validation "
