@@ -64,7 +64,7 @@ KEPT = {
     "shared_core.bench.paired_ratio": "one ratio from two measurements",
     "shared_core.cli.device_arg": "argparse type for a package's extra --device-like options",
     "shared_core.cli.positive_int": "argparse type for a package's extra count options",
-    "shared_core.cli.seed_arg": "argparse type for a package's extra seed options",
+    "shared_core.cli.nonneg_int": "argparse type of --seed; quality-scaling's --bootstrap",
     "shared_core.distributed.is_main": "rank-0 guard for a package's own printing (crome)",
     "shared_core.distributed.shutdown": "ends a torchrun worker's process group",
     "shared_core.report.markdown_table": "a package's own tables in README-style output",

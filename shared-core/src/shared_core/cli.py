@@ -82,7 +82,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def seed_arg(text: str) -> int:
+def nonneg_int(text: str) -> int:
+    """argparse type of a seed or an optional count (``--seed``, ``--bootstrap``): an int >= 0."""
     try:
         value = int(text)
     except ValueError:
@@ -116,7 +117,7 @@ def reproduce_command(
         p.add_argument(
             "--device", type=device_arg, default="auto", help="auto, cpu, cuda or cuda:N"
         )
-        p.add_argument("--seed", type=seed_arg, default=0, help="random seed")
+        p.add_argument("--seed", type=nonneg_int, default=0, help="random seed")
         p.add_argument(
             "--threads", type=positive_int, default=1,
             help="CPU threads for torch/BLAS/OpenMP (1 is fastest on a busy machine)",

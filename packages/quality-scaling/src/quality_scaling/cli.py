@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from quality_scaling.experiments.scales import SCALES
-from shared_core.cli import Command, ReproduceArgs, UsageError, make_main, reproduce_command
+from shared_core.cli import (
+    Command,
+    ReproduceArgs,
+    UsageError,
+    make_main,
+    nonneg_int,
+    reproduce_command,
+)
 
 LAW_NAMES = ("chinchilla", "quality")
 
@@ -51,16 +58,6 @@ def _fit(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -79,9 +76,9 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loss-col", default="loss", help="column of final losses (nats)")
     p.add_argument("--q-col", default="q_proxy", help="column of data quality Q (quality law)")
     p.add_argument(
-        "--bootstrap", type=_nonneg_int, default=0, help="bootstrap resamples for CIs (0: none)"
+        "--bootstrap", type=nonneg_int, default=0, help="bootstrap resamples for CIs (0: none)"
     )
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="bootstrap seed")
 
 
 def _plan(ns: argparse.Namespace) -> int:
