@@ -106,3 +106,14 @@ def test_new_entries_are_registered():
         ("mutag", "grakel"),
     ]:
         assert dataset_info(name).requires == requires
+
+
+def test_require_extra_names_both_commands():
+    from shared_core.data import require_extra
+
+    require_extra("demo", "data", "json", "demo data")  # importable: no error
+    with pytest.raises(FileNotFoundError) as e:
+        require_extra("demo", "data", "no_such_module_xyz", "demo data", no_deps="w==1.0")
+    msg = str(e.value)
+    assert "needs the 'data' extra of demo" in msg and "uv sync --package demo --extra data" in msg
+    assert "pip install 'demo[data]'" in msg and "pip install --no-deps w==1.0" in msg

