@@ -10,6 +10,7 @@ import torch
 from paretovae import SymPareto
 from paretovae.reference import integrate_density, sympareto_logpdf
 from scipy import integrate, stats
+
 from shared_core.testing import assert_close
 
 F64 = torch.float64
@@ -46,7 +47,9 @@ def test_log_prob_matches_reference_formula() -> None:
     scale = torch.rand(4, 3, generator=gen, dtype=F64) + 0.3
     x = torch.randn(4, 3, generator=gen, dtype=F64) * 3
     got = SymPareto(loc, scale, 2.5).log_prob(x)
-    ref = [sympareto_logpdf(x[i].tolist(), loc[i].tolist(), scale[i].tolist(), 2.5) for i in range(4)]
+    ref = [
+        sympareto_logpdf(x[i].tolist(), loc[i].tolist(), scale[i].tolist(), 2.5) for i in range(4)
+    ]
     assert_close("log_prob", torch.tensor(ref, dtype=F64), got, 1e-12)
 
 
@@ -65,7 +68,9 @@ def test_1d_sampler_follows_two_sided_lomax() -> None:
     assert stats.kstest(x, _lomax_signed_cdf(nu)).pvalue > 1e-3
     # the survival of |x| is the Lomax (1 + t/nu)^{-nu}, checked at a far point too
     t = 20.0
-    assert abs((np.abs(x) > t).mean() - (1 + t / nu) ** (-nu)) < 4 * math.sqrt((1 + t / nu) ** (-nu) / 20_000)
+    assert abs((np.abs(x) > t).mean() - (1 + t / nu) ** (-nu)) < 4 * math.sqrt(
+        (1 + t / nu) ** (-nu) / 20_000
+    )
 
 
 def test_marginal_of_3d_sample_is_the_1d_law() -> None:
@@ -79,7 +84,10 @@ def test_marginal_of_3d_sample_is_the_1d_law() -> None:
 
 def test_large_nu_is_product_laplace() -> None:
     gen = torch.Generator().manual_seed(2)
-    loc, scale = torch.randn(5, 4, generator=gen, dtype=F64), torch.rand(5, 4, generator=gen, dtype=F64) + 0.5
+    loc, scale = (
+        torch.randn(5, 4, generator=gen, dtype=F64),
+        torch.rand(5, 4, generator=gen, dtype=F64) + 0.5,
+    )
     x = torch.randn(5, 4, generator=gen, dtype=F64) * 2
     lap = torch.distributions.Laplace(loc, scale).log_prob(x).sum(-1)
     assert_close("log_prob nu=1e8", lap, SymPareto(loc, scale, 1e8).log_prob(x), 1e-6)
@@ -179,7 +187,10 @@ def test_bad_arguments_raise() -> None:
 def test_fast_path_on_device(device: str) -> None:
     # float32 on `device` against the float64 CPU computation
     gen = torch.Generator().manual_seed(6)
-    loc, scale = torch.randn(64, 8, generator=gen, dtype=F64), torch.rand(64, 8, generator=gen, dtype=F64) + 0.2
+    loc, scale = (
+        torch.randn(64, 8, generator=gen, dtype=F64),
+        torch.rand(64, 8, generator=gen, dtype=F64) + 0.2,
+    )
     x = torch.randn(64, 8, generator=gen, dtype=F64) * 4
     ref = SymPareto(loc, scale, 3.0).log_prob(x)
     fast = SymPareto(loc.to(device, torch.float32), scale.to(device, torch.float32), 3.0).log_prob(
@@ -187,5 +198,7 @@ def test_fast_path_on_device(device: str) -> None:
     )
     assert_close("log_prob float32", ref, fast, 1e-5)
     torch.manual_seed(0)
-    s = SymPareto(loc.to(device, torch.float32), scale.to(device, torch.float32), 3.0).rsample((10,))
+    s = SymPareto(loc.to(device, torch.float32), scale.to(device, torch.float32), 3.0).rsample(
+        (10,)
+    )
     assert s.shape == (10, 64, 8) and bool(torch.isfinite(s).all())

@@ -14,8 +14,14 @@ from paretovae import (
     sympareto_gamma_divergence,
     sympareto_shift_bound,
 )
-from paretovae.reference import gamma_power_divergence_quad, kl_quad, laplace_logpdf, sympareto_logpdf
+from paretovae.reference import (
+    gamma_power_divergence_quad,
+    kl_quad,
+    laplace_logpdf,
+    sympareto_logpdf,
+)
 from scipy import integrate
+
 from shared_core.testing import assert_close
 
 F64 = torch.float64
@@ -52,7 +58,10 @@ def test_expected_abs_shift_equals_quadrature() -> None:
         def integrand(t: float, a=a, s=s, d=d) -> float:
             return abs(a + s * t) * math.exp(float(d.log_prob(_t([t]))))
 
-        quad = sum(integrate.quad(integrand, lo, hi, limit=200)[0] for lo, hi in ((-math.inf, 0), (0, math.inf)))
+        quad = sum(
+            integrate.quad(integrand, lo, hi, limit=200)[0]
+            for lo, hi in ((-math.inf, 0), (0, math.inf))
+        )
         assert abs(float(expected_abs_shift(_t(a), _t(s), nu)) - quad) < 1e-7
 
 
@@ -77,7 +86,9 @@ def test_shift_bound_holds_on_random_parameters() -> None:
         assert bool((bound >= d - 1e-12).all())
         # tight at zero shift
         same = sympareto_shift_bound(mu_p, s_q, mu_p, s_p, nu)
-        assert_close("bound at zero shift", sympareto_gamma_divergence(mu_p, s_q, mu_p, s_p, nu), same, 1e-12)
+        assert_close(
+            "bound at zero shift", sympareto_gamma_divergence(mu_p, s_q, mu_p, s_p, nu), same, 1e-12
+        )
 
 
 def test_tends_to_laplace_kl_as_nu_grows() -> None:
@@ -87,8 +98,18 @@ def test_tends_to_laplace_kl_as_nu_grows() -> None:
         for m1, b1, m2, b2 in zip(mq, sq, mp, sp, strict=True)
     )
     # the oracle itself against the closed Laplace KL (one coordinate: the KL of a product adds)
-    kl_num = kl_quad(lambda x: laplace_logpdf(x, mq[:1], sq[:1]), lambda x: laplace_logpdf(x, mp[:1], sp[:1]), mq[:1], sq[:1])
-    kl_first = math.log(sp[0] / sq[0]) + abs(mq[0] - mp[0]) / sp[0] + sq[0] / sp[0] * math.exp(-abs(mq[0] - mp[0]) / sq[0]) - 1
+    kl_num = kl_quad(
+        lambda x: laplace_logpdf(x, mq[:1], sq[:1]),
+        lambda x: laplace_logpdf(x, mp[:1], sp[:1]),
+        mq[:1],
+        sq[:1],
+    )
+    kl_first = (
+        math.log(sp[0] / sq[0])
+        + abs(mq[0] - mp[0]) / sp[0]
+        + sq[0] / sp[0] * math.exp(-abs(mq[0] - mp[0]) / sq[0])
+        - 1
+    )
     assert abs(kl_first - kl_num) < 1e-7
     errs = [
         abs(float(sympareto_gamma_divergence(_t(mq), _t(sq), _t(mp), _t(sp), nu)) - kl_closed)
@@ -100,7 +121,12 @@ def test_tends_to_laplace_kl_as_nu_grows() -> None:
 def test_distribution_objects_and_checks() -> None:
     q = SymPareto(_t([[0.1, 0.2]]), _t([[1.0, 0.5]]), 3.0)
     p = SymPareto(_t([[0.0, 0.0]]), _t([[1.0, 1.0]]), 3.0)
-    assert_close("objects", sympareto_gamma_divergence(q.loc, q.scale, p.loc, p.scale, 3.0), gamma_power_divergence(q, p), 1e-14)
+    assert_close(
+        "objects",
+        sympareto_gamma_divergence(q.loc, q.scale, p.loc, p.scale, 3.0),
+        gamma_power_divergence(q, p),
+        1e-14,
+    )
     with pytest.raises(ValueError, match="one common nu"):
         gamma_power_divergence(q, SymPareto(p.loc, p.scale, 4.0))
     with pytest.raises(TypeError, match="two SymPareto"):
@@ -126,4 +152,6 @@ def test_differentiable_in_float32() -> None:
     sig = torch.ones(4, 3, requires_grad=True)
     d = sympareto_gamma_divergence(mu + 0.1, sig * 1.5, torch.zeros(4, 3), torch.ones(4, 3), 6.0)
     d.sum().backward()
-    assert mu.grad is not None and bool(torch.isfinite(mu.grad).all()) and float(d.detach().min()) > 0
+    assert (
+        mu.grad is not None and bool(torch.isfinite(mu.grad).all()) and float(d.detach().min()) > 0
+    )

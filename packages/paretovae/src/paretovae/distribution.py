@@ -18,7 +18,7 @@ H = -log C_{n,nu} + sum_j log sigma_j + (nu + n)(psi(nu + n) - psi(nu)).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch.distributions import Distribution, constraints
@@ -61,7 +61,7 @@ class SymPareto(Distribution):
     `variance` ``nu > 2``; otherwise they raise ValueError (torch's StudentT returns inf/nan).
     """
 
-    arg_constraints = {
+    arg_constraints: ClassVar[dict[str, constraints.Constraint]] = {
         "loc": constraints.independent(constraints.real, 1),
         "scale": constraints.independent(constraints.positive, 1),
         "nu": constraints.positive,
@@ -137,7 +137,7 @@ class SymPareto(Distribution):
         nu = self.nu.unsqueeze(-1)
         return self.scale.pow(2) * 2.0 * nu.pow(2) / ((nu - 1.0) * (nu - 2.0))
 
-    def rsample(self, sample_shape: torch.Size | tuple[int, ...] = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
         """``x = mu + sigma (nu / W) Z``: Z iid Laplace(0, 1) first, then W ~ Gamma(nu, 1)."""
         shape = self._extended_shape(torch.Size(sample_shape))
         z = laplace_noise(shape, self.loc)
@@ -163,4 +163,3 @@ class SymPareto(Distribution):
 
     def __repr__(self) -> str:
         return f"SymPareto(n={self.n}, batch_shape={tuple(self.batch_shape)})"
-

@@ -36,13 +36,19 @@ def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None) ->
     a, b = a.double(), b.double()
     pooled = torch.cat([a, b])
     d2 = torch.cdist(pooled, pooled).pow(2)
-    h = float(d2[d2 > 0].median()) if bandwidth is None and bool((d2 > 0).any()) else (bandwidth or 1.0)
+    h = (
+        float(d2[d2 > 0].median())
+        if bandwidth is None and bool((d2 > 0).any())
+        else (bandwidth or 1.0)
+    )
     k = torch.exp(-d2 / h)
     na = len(a)
     return float(k[:na, :na].mean() + k[na:, na:].mean() - 2 * k[:na, na:].mean())
 
 
-def sliced_wasserstein(a: torch.Tensor, b: torch.Tensor, projections: int = 64, seed: int = 0) -> float:
+def sliced_wasserstein(
+    a: torch.Tensor, b: torch.Tensor, projections: int = 64, seed: int = 0
+) -> float:
     """Mean over random unit directions of the 1-D Wasserstein-1 distance (quantile matching)."""
     _check_points("a", a)
     _check_points("b", b)
@@ -59,7 +65,7 @@ def sliced_wasserstein(a: torch.Tensor, b: torch.Tensor, projections: int = 64, 
 
 
 def tail_metrics(
-    test: torch.Tensor, generated: torch.Tensor, quantile: float = 0.95, max_points: int = 2000
+    test: torch.Tensor, generated: torch.Tensor, quantile: float = 0.95, max_points: int = 1000
 ) -> dict[str, float]:
     """MMD and sliced Wasserstein between the tails, and the generated/held-out tail mass ratio.
 
@@ -96,7 +102,9 @@ def word_set_scores(
     union (or empty A, for the overlap) are skipped.
     """
     if counts.shape != recon.shape:
-        raise ValueError(f"recon: expected the shape of counts {tuple(counts.shape)}, got {tuple(recon.shape)}")
+        raise ValueError(
+            f"recon: expected the shape of counts {tuple(counts.shape)}, got {tuple(recon.shape)}"
+        )
     out: dict[str, float] = {}
     for name, cols in (("head", head), ("tail", tail)):
         a = counts[:, cols] > 0
@@ -114,11 +122,14 @@ def psnr_ssim(clean: torch.Tensor, restored: torch.Tensor, side: int = 8) -> dic
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
     if clean.shape != restored.shape:
-        raise ValueError(f"restored: expected the shape of clean {tuple(clean.shape)}, got {tuple(restored.shape)}")
+        raise ValueError(
+            f"restored: expected the shape of clean {tuple(clean.shape)}, got {tuple(restored.shape)}"
+        )
     c = clean.double().clamp(0, 1).numpy().reshape(-1, side, side)
     r = restored.double().clamp(0, 1).numpy().reshape(-1, side, side)
     psnr = [peak_signal_noise_ratio(ci, ri, data_range=1.0) for ci, ri in zip(c, r, strict=True)]
     ssim = [
-        structural_similarity(ci, ri, data_range=1.0, win_size=min(7, side)) for ci, ri in zip(c, r, strict=True)
+        structural_similarity(ci, ri, data_range=1.0, win_size=min(7, side))
+        for ci, ri in zip(c, r, strict=True)
     ]
     return {"psnr": float(np.mean(psnr)), "ssim": float(np.mean(ssim))}

@@ -113,7 +113,9 @@ def _mlp(sizes: list[int]) -> nn.Sequential:
 
 def _log_t_normaliser(nu: float, d: int) -> float:
     """log of the multivariate t normaliser (t3VAE's ``log_t_normalizing_const``)."""
-    return math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * (math.log(nu) + math.log(math.pi))
+    return (
+        math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * (math.log(nu) + math.log(math.pi))
+    )
 
 
 class HeavyTailVAE(nn.Module):
@@ -172,7 +174,9 @@ class HeavyTailVAE(nn.Module):
             return mu + scale * torch.randn_like(mu)
         if c.family == "laplace":
             return mu + scale * laplace_noise(mu.shape, mu)
-        if c.family == "t3vae":  # t3VAE's encoder_reparameterize: std = sqrt(nu/(nu+n)) e^{logvar/2}
+        if (
+            c.family == "t3vae"
+        ):  # t3VAE's encoder_reparameterize: std = sqrt(nu/(nu+n)) e^{logvar/2}
             nu_n = c.nu + c.n
             std = math.sqrt(c.nu / nu_n) * scale
             v = torch._standard_gamma(torch.full(mu.shape[:1], nu_n / 2, dtype=mu.dtype)) * 2.0
@@ -255,7 +259,9 @@ class HeavyTailVAE(nn.Module):
             v = torch._standard_gamma(torch.full((num,), nu / 2, dtype=p.dtype)) * 2.0
             z = torch.randn(shape, dtype=p.dtype) * torch.sqrt(nu / v).unsqueeze(-1)
         else:
-            z = SymPareto(torch.zeros(shape, dtype=p.dtype), torch.ones(shape, dtype=p.dtype), nu).sample()
+            z = SymPareto(
+                torch.zeros(shape, dtype=p.dtype), torch.ones(shape, dtype=p.dtype), nu
+            ).sample()
         x_mean = self.decode(z)
         if not decoder_noise:
             return x_mean

@@ -36,9 +36,7 @@ def sympareto_logpdf(
 
 def laplace_logpdf(x: Sequence[float], mu: Sequence[float], b: Sequence[float]) -> float:
     """Product Laplace ``sum_j -log(2 b_j) - |x_j - mu_j| / b_j``."""
-    return sum(
-        -math.log(2.0 * bj) - abs(xj - mj) / bj for xj, mj, bj in zip(x, mu, b, strict=True)
-    )
+    return sum(-math.log(2.0 * bj) - abs(xj - mj) / bj for xj, mj, bj in zip(x, mu, b, strict=True))
 
 
 def _integrate(f: LogPdf, centre: Sequence[float], width: Sequence[float]) -> float:
@@ -91,9 +89,7 @@ def gamma_power_divergence_quad(
 
 def kl_quad(log_q: LogPdf, log_p: LogPdf, centre: Sequence[float], width: Sequence[float]) -> float:
     """``int q (log q - log p)`` by quadrature (d = 1 or 2)."""
-    return _integrate(
-        lambda x: math.exp(log_q(x)) * (log_q(x) - log_p(x)), centre, width
-    )
+    return _integrate(lambda x: math.exp(log_q(x)) * (log_q(x) - log_p(x)), centre, width)
 
 
 def integrate_density(log_f: LogPdf, centre: Sequence[float], width: Sequence[float]) -> float:

@@ -40,9 +40,13 @@ class Budget:
     def __post_init__(self) -> None:
         bad = [f for f in self.families if f not in FAMILIES]
         if bad or not self.families:
-            raise ValueError(f"families: expected a non-empty subset of {FAMILIES}, got {self.families}")
+            raise ValueError(
+                f"families: expected a non-empty subset of {FAMILIES}, got {self.families}"
+            )
         if self.seeds < 1 or self.batch_size < 1:
-            raise ValueError(f"seeds, batch_size: expected >= 1, got {self.seeds}, {self.batch_size}")
+            raise ValueError(
+                f"seeds, batch_size: expected >= 1, got {self.seeds}, {self.batch_size}"
+            )
 
 
 def train_family(
@@ -74,5 +78,13 @@ def train_family(
         assert isinstance(inner, HeavyTailVAE)
         return inner.loss(batch)
 
-    fit(model, loss_fn, batch_fn, budget.train, desc=f"{family} seed {seed}", show_progress=False, device=device)
+    fit(
+        model,
+        loss_fn,
+        batch_fn,
+        budget.train,
+        desc=f"{family} seed {seed}",
+        show_progress=False,
+        device=device,
+    )
     return model.cpu()

@@ -25,7 +25,9 @@ from shared_core.data import split_indices
 class DenoiseConfig:
     noise: float = 0.5  # salt-and-pepper probability p
     strip: int = 8  # test images shown in the denoising strip
-    vae: VAEConfig = field(default_factory=lambda: VAEConfig(n=64, m=8, hidden=64, nu=5.0, recon_sigma=0.1))
+    vae: VAEConfig = field(
+        default_factory=lambda: VAEConfig(n=64, m=8, hidden=64, nu=5.0, recon_sigma=0.1)
+    )
     budget: Budget = field(default_factory=Budget)
 
 
@@ -46,7 +48,9 @@ def run(cfg: DenoiseConfig, seed: int = 0, device: str = "cpu") -> dict[str, Any
     for family in cfg.budget.families:
         rows = []
         for k in range(cfg.budget.seeds):
-            model = train_family(family, cfg.vae, x_train, cfg.budget, seed + k, corrupt=corrupt, device=device)
+            model = train_family(
+                family, cfg.vae, x_train, cfg.budget, seed + k, corrupt=corrupt, device=device
+            )
             restored = model.reconstruct(noisy_test)
             rows.append(psnr_ssim(x_test, restored))
             if k == 0:

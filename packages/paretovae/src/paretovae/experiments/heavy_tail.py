@@ -34,8 +34,14 @@ class HeavyTailConfig:
 
 def _datasets(cfg: HeavyTailConfig, seed: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     return {
-        "synthetic": (heavy_tailed_2d(cfg.num_train, seed=1), heavy_tailed_2d(cfg.num_test, seed=3)),
-        "degrees": (scale_free_degrees(cfg.num_nodes, seed=1), scale_free_degrees(cfg.num_nodes, seed=3)),
+        "synthetic": (
+            heavy_tailed_2d(cfg.num_train, seed=1),
+            heavy_tailed_2d(cfg.num_test, seed=3),
+        ),
+        "degrees": (
+            scale_free_degrees(cfg.num_nodes, seed=1),
+            scale_free_degrees(cfg.num_nodes, seed=3),
+        ),
     }
 
 

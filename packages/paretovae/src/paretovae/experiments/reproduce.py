@@ -26,7 +26,11 @@ class ReproduceConfig:
 
 
 def _budget(steps: int, seeds: int, batch_size: int = 128, lr: float = 2e-3) -> Budget:
-    return Budget(seeds=seeds, batch_size=batch_size, train=train_config(steps, lr=lr, warmup=min(20, steps // 5)))
+    return Budget(
+        seeds=seeds,
+        batch_size=batch_size,
+        train=train_config(steps, lr=lr, warmup=min(20, steps // 5)),
+    )
 
 
 def _scale(
@@ -104,7 +108,9 @@ def _plot_strip(run: Any, strip: dict[str, Any], p: float) -> None:
             ax.set_xticks([])
             ax.set_yticks([])
         axes[i, 0].set_ylabel(LABELS.get(key, key), rotation=0, ha="right", va="center", fontsize=7)
-    fig.suptitle(f"Digits under salt-and-pepper noise p = {p}: clean, noisy, reconstructions (seed 0)")
+    fig.suptitle(
+        f"Digits under salt-and-pepper noise p = {p}: clean, noisy, reconstructions (seed 0)"
+    )
     fig.tight_layout()
     run.save_figure("denoising_strip", fig)
 
@@ -119,7 +125,11 @@ def reproduce(args: ReproduceArgs) -> int:
     require_experiment_extras()  # fail before the first experiment, not after it
     device = str(resolve_device(args.device))
     seed_everything(args.seed)
-    run = Run("paretovae", {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)}, out=args.out)
+    run = Run(
+        "paretovae",
+        {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)},
+        out=args.out,
+    )
     timings: dict[str, float] = {}
 
     t0 = time.time()
@@ -164,7 +174,9 @@ def reproduce(args: ReproduceArgs) -> int:
     run.add_row(title, model="noisy input (no model)", PSNR=f"{dn['noisy_input']['psnr']:.4g}",
                 SSIM=f"{dn['noisy_input']['ssim']:.4g}")  # fmt: skip
     for family, rows in dn["metrics"].items():
-        run.add_row(title, model=LABELS[family], PSNR=_mean_sd(rows, "psnr"), SSIM=_mean_sd(rows, "ssim"))
+        run.add_row(
+            title, model=LABELS[family], PSNR=_mean_sd(rows, "psnr"), SSIM=_mean_sd(rows, "ssim")
+        )
     _plot_strip(run, dn["strip"], cfg.denoise.noise)
 
     run.log(

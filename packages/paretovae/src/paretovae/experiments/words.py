@@ -10,6 +10,7 @@ different plays (`shared_core.data.group_split`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +39,9 @@ def run(cfg: WordsConfig, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
     train_counts, vocab = bag_of_words([docs[i] for i in train_idx], cfg.vocab_size)
     test_counts, _ = bag_of_words([docs[i] for i in test_idx], cfg.vocab_size, vocab=vocab)
     v = len(vocab)
-    head = np.arange(int(round(cfg.head_fraction * v)))
-    tail = np.arange(v - int(round(cfg.tail_fraction * v)), v)
-    vae = VAEConfig(**{**cfg.vae.__dict__, "n": v})
+    head = np.arange(round(cfg.head_fraction * v))
+    tail = np.arange(v - round(cfg.tail_fraction * v), v)
+    vae = dataclasses.replace(cfg.vae, n=v)
     out: dict[str, Any] = {
         "metrics": {},
         "num_train_docs": len(train_idx),
