@@ -24,7 +24,7 @@ import torch
 from torch.distributions import Distribution, constraints
 from torch.distributions.utils import broadcast_all
 
-__all__ = ["SymPareto", "laplace_noise", "sympareto_log_normaliser"]
+__all__ = ["SymPareto", "laplace_noise", "sympareto_log_normaliser", "sympareto_rsample"]
 
 
 def sympareto_log_normaliser(nu: torch.Tensor | float, n: int) -> torch.Tensor:
@@ -43,6 +43,17 @@ def laplace_noise(shape: torch.Size | tuple[int, ...], like: torch.Tensor) -> to
     u = torch.rand(shape, dtype=like.dtype, device=like.device) * 2.0 - 1.0
     u = u.clamp(-1.0 + finfo.eps, 1.0 - finfo.eps)  # keeps log1p finite at the edges
     return -torch.sign(u) * torch.log1p(-u.abs())
+
+
+def sympareto_rsample(
+    loc: torch.Tensor, scale: torch.Tensor, nu: torch.Tensor | float
+) -> torch.Tensor:
+    """One reparameterised draw per row: ``loc + scale (nu / W) Z``, Z ~ Laplace(0, 1) iid
+    (drawn first), W ~ Gamma(nu, 1) per row (no argument checks: `SymPareto.rsample` checks)."""
+    z = laplace_noise(loc.shape, loc)
+    nu_t = torch.as_tensor(nu, dtype=loc.dtype, device=loc.device).expand(loc.shape[:-1])
+    w = torch._standard_gamma(nu_t)
+    return loc + scale * (nu_t / w).unsqueeze(-1) * z
 
 
 class SymPareto(Distribution):
@@ -140,9 +151,9 @@ class SymPareto(Distribution):
     def rsample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
         """``x = mu + sigma (nu / W) Z``: Z iid Laplace(0, 1) first, then W ~ Gamma(nu, 1)."""
         shape = self._extended_shape(torch.Size(sample_shape))
-        z = laplace_noise(shape, self.loc)
-        w = torch._standard_gamma(self.nu.expand(shape[:-1]))
-        return self.loc + self.scale * (self.nu / w).unsqueeze(-1) * z
+        return sympareto_rsample(
+            self.loc.expand(shape), self.scale.expand(shape), self.nu.expand(shape[:-1])
+        )
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         if self._validate_args:

@@ -30,10 +30,12 @@ of p diverges otherwise).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from paretovae._checks import check_finite_tensor, check_positive_tensor, check_tail_index
-from paretovae.distribution import SymPareto, sympareto_log_normaliser
+from paretovae.distribution import SymPareto
 
 __all__ = [
     "expected_abs_shift",
@@ -52,21 +54,37 @@ def sympareto_gamma(nu: float, d: int) -> float:
     return -1.0 / (nu + d)
 
 
-def expected_abs_shift(a: torch.Tensor, s: torch.Tensor, nu: float) -> torch.Tensor:
+def expected_abs_shift(
+    a: torch.Tensor, s: torch.Tensor, nu: float, check: bool = True
+) -> torch.Tensor:
     """``E|a + s T|`` for ``T ~ P_1(0, 1, nu)`` (two-sided Lomax), elementwise; ``nu > 1``.
 
     ``|a| + 2 E[(sT - |a|)_+]`` and ``E[(sT - c)_+] = s/2 int_{c/s}^inf (1 + t/nu)^{-nu} dt``.
     Smooth in `a` (its derivative ``sign(a)(1 - (1 + |a|/(s nu))^{-nu})`` vanishes at 0).
     """
-    check_tail_index("nu", nu, above=1.0)
+    if check:
+        check_tail_index("nu", nu, above=1.0)
     b = a.abs()
     return b + s * (nu / (nu - 1.0)) * torch.exp(-(nu - 1.0) * torch.log1p(b / (s * nu)))
 
 
-def _log_A(nu: float, d: int, like: torch.Tensor) -> torch.Tensor:
-    """``log A = d log(nu / (nu - 1)) - log C_{d, nu - 1}``."""
-    nu_m1 = torch.tensor(nu - 1.0, dtype=like.dtype, device=like.device)
-    return d * torch.log(nu_m1 + 1.0) - d * torch.log(nu_m1) - sympareto_log_normaliser(nu_m1, d)
+def _log_k(nu: float, d: int) -> float:
+    """``log((nu + d) A^e)`` with ``log A = d log(nu / (nu - 1)) - log C_{d, nu - 1}``."""
+    log_c = math.lgamma(nu - 1.0 + d) - math.lgamma(nu - 1.0) - d * math.log(2.0 * (nu - 1.0))
+    log_a = d * math.log(nu / (nu - 1.0)) - log_c
+    return math.log(nu + d) + log_a / (nu + d - 1.0)
+
+
+def _divergence(
+    mu_q: torch.Tensor, sigma_q: torch.Tensor, mu_p: torch.Tensor, sigma_p: torch.Tensor, nu: float
+) -> torch.Tensor:
+    """The closed form without the argument checks (the training loss calls it every step)."""
+    d = mu_q.shape[-1]
+    e = 1.0 / (nu + d - 1.0)
+    eabs = expected_abs_shift(mu_q - mu_p, sigma_q, nu, check=False)
+    cross = torch.exp(e * sigma_p.log().sum(-1)) * (1.0 + (eabs / sigma_p).sum(-1) / nu)
+    self_term = (nu + d - 1.0) / (nu - 1.0) * torch.exp(e * sigma_q.log().sum(-1))
+    return math.exp(_log_k(nu, d)) * (cross - self_term)
 
 
 def _check_pair(
@@ -99,13 +117,7 @@ def sympareto_gamma_divergence(
         ``(*batch,)``, >= 0 (up to rounding).
     """
     _check_pair(mu_q, sigma_q, mu_p, sigma_p, nu)
-    d = mu_q.shape[-1]
-    e = 1.0 / (nu + d - 1.0)
-    log_k = torch.log(torch.tensor(nu + d, dtype=mu_q.dtype)) + e * _log_A(nu, d, mu_q)
-    eabs = expected_abs_shift(mu_q - mu_p, sigma_q, nu)
-    cross = torch.exp(e * sigma_p.log().sum(-1)) * (1.0 + (eabs / sigma_p).sum(-1) / nu)
-    self_term = (nu + d - 1.0) / (nu - 1.0) * torch.exp(e * sigma_q.log().sum(-1))
-    return torch.exp(log_k) * (cross - self_term)
+    return _divergence(mu_q, sigma_q, mu_p, sigma_p, nu)
 
 
 def sympareto_shift_bound(
@@ -119,9 +131,8 @@ def sympareto_shift_bound(
     _check_pair(mu_q, sigma_q, mu_p, sigma_p, nu)
     d = mu_q.shape[-1]
     e = 1.0 / (nu + d - 1.0)
-    centred = sympareto_gamma_divergence(mu_p.expand_as(mu_q), sigma_q, mu_p, sigma_p, nu)
-    log_k = torch.log(torch.tensor(nu + d, dtype=mu_q.dtype)) + e * _log_A(nu, d, mu_q)
-    slope = torch.exp(log_k + e * sigma_p.log().sum(-1)) / nu
+    centred = _divergence(mu_p.expand_as(mu_q), sigma_q, mu_p, sigma_p, nu)
+    slope = torch.exp(_log_k(nu, d) + e * sigma_p.log().sum(-1)) / nu
     return centred + slope * ((mu_q - mu_p) / sigma_p).abs().sum(-1)
 
 

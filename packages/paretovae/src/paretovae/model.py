@@ -41,8 +41,8 @@ import torch
 from torch import nn
 
 from paretovae._checks import check_nonneg_float, check_positive_float, check_tail_index
-from paretovae.distribution import SymPareto, laplace_noise
-from paretovae.divergence import sympareto_gamma_divergence
+from paretovae.distribution import SymPareto, laplace_noise, sympareto_rsample
+from paretovae.divergence import _divergence
 
 __all__ = ["FAMILIES", "HeavyTailVAE", "VAEConfig"]
 
@@ -181,7 +181,7 @@ class HeavyTailVAE(nn.Module):
             std = math.sqrt(c.nu / nu_n) * scale
             v = torch._standard_gamma(torch.full(mu.shape[:1], nu_n / 2, dtype=mu.dtype)) * 2.0
             return mu + std * torch.randn_like(mu) * torch.sqrt(nu_n / v).unsqueeze(-1)
-        return SymPareto(mu, scale, c.encoder_nu).rsample()
+        return sympareto_rsample(mu, scale, c.encoder_nu)
 
     # -- the loss ----------------------------------------------------------------------------
     def recon_term(self, x: torch.Tensor, x_hat: torch.Tensor) -> torch.Tensor:
@@ -216,7 +216,9 @@ class HeavyTailVAE(nn.Module):
             return c.alpha * reg
         nu_e = c.encoder_nu
         tau = torch.full_like(mu, c.tau)
-        div = sympareto_gamma_divergence(mu, log_scale.exp(), torch.zeros_like(mu), tau, nu_e)
+        div = _divergence(
+            mu, log_scale.exp(), torch.zeros_like(mu), tau, nu_e
+        )  # nu_e > 1 by config
         return c.alpha * (div + c.beta * mu.abs().sum(-1))
 
     def loss(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
