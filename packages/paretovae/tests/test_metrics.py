@@ -8,7 +8,14 @@ import math
 import numpy as np
 import pytest
 import torch
-from paretovae.metrics import mmd_rbf, psnr_ssim, sliced_wasserstein, tail_metrics, word_set_scores
+from paretovae.metrics import (
+    frequency_rank_scores,
+    mmd_rbf,
+    psnr_ssim,
+    sliced_wasserstein,
+    tail_metrics,
+    word_set_scores,
+)
 
 
 def test_mmd_and_sliced_wasserstein() -> None:
@@ -54,3 +61,15 @@ def test_psnr_ssim() -> None:
     out = psnr_ssim(clean, clean + 0.1)
     assert out["psnr"] == pytest.approx(20.0, abs=1e-4)  # 10 log10(1 / 0.01); float32 input
     assert psnr_ssim(clean, clean.clone())["ssim"] == pytest.approx(1.0)
+
+
+def test_frequency_rank_scores_by_hand() -> None:
+    counts = torch.tensor([[5.0, 3.0, 1.0, 0.0], [4.0, 2.0, 0.0, 1.0]])  # totals 9, 5, 1, 1
+    perfect = frequency_rank_scores(counts, counts, head=1, tail=2)
+    assert perfect == {"corpus_head_jaccard": 1.0, "corpus_tail_jaccard": 1.0}
+    flat = torch.tensor([[0.1, 3.0, 2.0, -5.0], [0.1, 3.0, 2.0, 0.0]])  # totals 0.2, 6, 4, 0
+    s = frequency_rank_scores(counts, flat, head=1, tail=2)
+    # head {0} vs {1} -> 0; tail {2, 3} vs {0, 3} -> 1/3
+    assert s["corpus_head_jaccard"] == 0.0 and s["corpus_tail_jaccard"] == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="head, tail"):
+        frequency_rank_scores(counts, counts, head=0, tail=1)

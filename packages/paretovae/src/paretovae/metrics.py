@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "frequency_rank_scores",
     "mmd_rbf",
     "psnr_ssim",
     "sliced_wasserstein",
@@ -114,6 +115,32 @@ def word_set_scores(
         size_a = a.sum(1).double()
         out[f"{name}_jaccard"] = float((inter[union > 0] / union[union > 0]).mean())
         out[f"{name}_overlap"] = float((inter[size_a > 0] / size_a[size_a > 0]).mean())
+    return out
+
+
+def frequency_rank_scores(
+    counts: torch.Tensor, recon: torch.Tensor, head: int, tail: int
+) -> dict[str, float]:
+    """Corpus level: the `head` most and `tail` least frequent words of the summed counts vs
+    of the summed reconstructions (clamped at 0), as Jaccard indices of the two word sets.
+
+    Ties in the true frequencies are broken by column index (the training-frequency order).
+    """
+    if counts.shape != recon.shape:
+        raise ValueError(
+            f"recon: expected the shape of counts {tuple(counts.shape)}, got {tuple(recon.shape)}"
+        )
+    v = counts.shape[1]
+    if not (0 < head <= v and 0 < tail <= v):
+        raise ValueError(f"head, tail: expected 1..{v} words each, got {head}, {tail}")
+    order = torch.arange(v, dtype=torch.float64) * 1e-9  # stable tie-break
+    true_f = counts.double().sum(0) - order
+    rec_f = recon.double().clamp_min(0).sum(0) - order
+    out = {}
+    for name, k, largest in (("head", head, True), ("tail", tail, False)):
+        a = set(torch.topk(true_f, k, largest=largest).indices.tolist())
+        b = set(torch.topk(rec_f, k, largest=largest).indices.tolist())
+        out[f"corpus_{name}_jaccard"] = len(a & b) / len(a | b)
     return out
 
 

@@ -162,6 +162,8 @@ def reproduce(args: ReproduceArgs) -> int:
             title, model=LABELS[family], head_jaccard=_mean_sd(rows, "head_jaccard"),
             head_overlap=_mean_sd(rows, "head_overlap"), tail_jaccard=_mean_sd(rows, "tail_jaccard"),
             tail_overlap=_mean_sd(rows, "tail_overlap"),
+            corpus_head_jaccard=_mean_sd(rows, "corpus_head_jaccard"),
+            corpus_tail_jaccard=_mean_sd(rows, "corpus_tail_jaccard"),
         )  # fmt: skip
 
     t0 = time.time()
