@@ -1,0 +1,63 @@
+"""ParetoVAE: the symmetric Pareto (symPareto) distribution, its closed-form gamma-power
+divergence, and heavy-tailed VAEs (ParetoVAE with t or symPareto decoder, and the VAE,
+LaplaceVAE and t3VAE baselines on the same MLP).
+
+The API is importable from here (``paretovae.SymPareto``, ``paretovae.HeavyTailVAE``, ...);
+each name is loaded on first use, so ``import paretovae`` (and ``paretovae --help``) does not
+import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from paretovae.distribution import SymPareto
+    from paretovae.divergence import (
+        expected_abs_shift,
+        gamma_power_divergence,
+        sympareto_gamma,
+        sympareto_gamma_divergence,
+        sympareto_shift_bound,
+    )
+    from paretovae.model import FAMILIES, HeavyTailVAE, VAEConfig
+
+_WHERE = {
+    "SymPareto": "paretovae.distribution",
+    "expected_abs_shift": "paretovae.divergence",
+    "gamma_power_divergence": "paretovae.divergence",
+    "sympareto_gamma": "paretovae.divergence",
+    "sympareto_gamma_divergence": "paretovae.divergence",
+    "sympareto_shift_bound": "paretovae.divergence",
+    "FAMILIES": "paretovae.model",
+    "HeavyTailVAE": "paretovae.model",
+    "VAEConfig": "paretovae.model",
+}
+
+__all__ = [
+    "FAMILIES",
+    "HeavyTailVAE",
+    "SymPareto",
+    "VAEConfig",
+    "__version__",
+    "expected_abs_shift",
+    "gamma_power_divergence",
+    "sympareto_gamma",
+    "sympareto_gamma_divergence",
+    "sympareto_shift_bound",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("paretovae")
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'paretovae' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

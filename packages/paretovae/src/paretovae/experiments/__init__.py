@@ -1,0 +1,1 @@
+"""The experiments behind ``paretovae reproduce`` (one module per data set family)."""

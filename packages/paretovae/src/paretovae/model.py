@@ -1,0 +1,287 @@
+r"""Five VAEs on one MLP: Gaussian VAE, LaplaceVAE, t3VAE and ParetoVAE (t or symPareto decoder).
+
+Every family shares the encoder ``x -> (mu_phi(x), log sigma_phi(x))`` and decoder
+``z -> mu_theta(z)`` (two hidden LeakyReLU layers each, as t3VAE's synthetic models), so a
+comparison changes only the distributions and the loss (`VAEConfig.family`):
+
+| family | prior / encoder | decoder (recon term) | regulariser |
+| --- | --- | --- | --- |
+| ``vae`` | N(0, I) / N(mu, sigma^2) | Gaussian: ``||x - x_hat||^2 / (2 s^2)`` | ``alpha KL`` |
+| ``laplace`` | Laplace(0, 1) / Laplace(mu, sigma) | Laplace: ``||x - x_hat||_1 / s`` | ``alpha KL`` |
+| ``t3vae`` | t_nu / t_{nu+n} | Student t: ``||x - x_hat||^2 / s^2`` | t3VAE's gamma regulariser |
+| ``pareto-t`` | P_m(0, 1, nu) / P_m(mu, sigma, nu + n/2) | t, 2(nu+m) dof: ``||x - x_hat||^2 / (2 s^2)`` | ``alpha D_g + alpha beta ||mu||_1`` |
+| ``pareto-sympareto`` | P_m(0, 1, nu) / P_m(mu, sigma, nu + n) | P_n(., ., nu+m): ``||x - x_hat||_1 / s`` | ``alpha D_g + alpha beta ||mu||_1`` |
+
+ParetoVAE (the joint-minimisation view). With the t decoder ``t_n(mu_theta(z), s^2 (1 +
+||z||_1/nu), 2(nu + m) dof)`` the joint density is one power form,
+
+    p(x, z) ~ (1 + ||z||_1 / nu + ||x - mu_theta(z)||^2 / (2 (nu + m) s^2))^{-(nu + m + n/2)},
+
+so ``gamma = -1/(nu + m + n/2) = -2/(2 nu + 2 m + n)`` makes ``p^gamma`` affine in the
+reconstruction error and ``||z||_1``; the conditional of z given x is symPareto with index
+``nu + n/2`` (hence the encoder family). The symPareto decoder ``P_n(mu_theta(z), s (1 +
+||z||_1/nu), nu + m)`` gives ``(1 + ||z||_1/nu + ||x - mu_theta(z)||_1 / ((nu + m) s))^{-(nu+m+n)}``,
+``gamma = -1/(nu + m + n)`` and encoder index ``nu + n``. As in t3VAE, the practical loss is the
+reconstruction term plus ``alpha`` times the gamma-power divergence from the encoder
+``P_m(mu_phi, sigma_phi, nu_e)`` to an alternative prior ``P_m(0, tau, nu_e)`` (closed form,
+divergence.py; its gamma is exactly ``-1/(nu_e + m)`` above) plus ``alpha beta ||mu_phi||_1``.
+As nu -> inf the symPareto laws become Laplace laws, gamma -> 0, ``D_g -> KL``, and
+``pareto-sympareto`` becomes ``laplace`` (tested).
+
+t3VAE is Mincheol2/t3VAE's ``synthetic_data_analyses/models/t3VAE.py`` loss, term for term
+(its ``recon_sigma``, ``reg_weight`` = our ``recon_sigma``, ``alpha``; `logvar` = 2 log sigma).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from paretovae._checks import check_nonneg_float, check_positive_float, check_tail_index
+from paretovae.distribution import SymPareto, laplace_noise, sympareto_rsample
+from paretovae.divergence import _divergence
+
+__all__ = ["FAMILIES", "HeavyTailVAE", "VAEConfig"]
+
+FAMILIES = ("vae", "laplace", "t3vae", "pareto-t", "pareto-sympareto")
+
+
+@dataclass
+class VAEConfig:
+    """One VAE; the defaults are the synthetic 2-D setting (n = 2, m = 1, as t3VAE)."""
+
+    family: str = "pareto-t"  # one of FAMILIES
+    n: int = 2  # data dimension
+    m: int = 1  # latent dimension
+    hidden: int = 64  # width of the two hidden layers of encoder and decoder (t3VAE: 64)
+    nu: float = 5.0  # tail index of the prior (t3VAE, ParetoVAE); > 2 for t3VAE's constants
+    alpha: float = 1.0  # weight of the regulariser (t3VAE's reg_weight, beta-VAE's beta)
+    beta: float = 0.0  # ParetoVAE's extra l1 penalty on mu_phi (weight alpha * beta)
+    tau: float = 1.0  # scale of ParetoVAE's alternative prior P_m(0, tau, nu_e)
+    recon_sigma: float = 1.0  # decoder scale s (t3VAE's recon_sigma)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"family: expected one of {FAMILIES}, got {self.family!r}")
+        for name in ("n", "m", "hidden"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        check_tail_index("nu", self.nu, above=2.0 if self.family == "t3vae" else 0.0)
+        check_positive_float("alpha", self.alpha)
+        check_nonneg_float("beta", self.beta)
+        check_positive_float("tau", self.tau)
+        check_positive_float("recon_sigma", self.recon_sigma)
+        if self.family.startswith("pareto") and self.encoder_nu <= 1.0:
+            raise ValueError(
+                f"nu: the encoder index nu_e = {self.encoder_nu:g} must exceed 1 for the "
+                f"gamma-power divergence (family {self.family!r}, n = {self.n}), got nu = {self.nu!r}"
+            )
+
+    @property
+    def encoder_nu(self) -> float:
+        """The encoder's tail index: nu + n/2 (t decoder), nu + n (symPareto decoder)."""
+        if self.family == "pareto-t":
+            return self.nu + self.n / 2.0
+        if self.family == "pareto-sympareto":
+            return self.nu + self.n
+        if self.family == "t3vae":
+            return self.nu + self.n
+        return math.inf
+
+    @property
+    def gamma(self) -> float:
+        """The gamma of the family's gamma-power divergence (0 for the KL families)."""
+        if self.family == "t3vae":
+            return -2.0 / (self.nu + self.n + self.m)
+        if self.family in ("pareto-t", "pareto-sympareto"):
+            return -1.0 / (self.encoder_nu + self.m)
+        return 0.0
+
+
+def _mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.LeakyReLU())
+    return nn.Sequential(*layers)
+
+
+def _log_t_normaliser(nu: float, d: int) -> float:
+    """log of the multivariate t normaliser (t3VAE's ``log_t_normalizing_const``)."""
+    return (
+        math.lgamma((nu + d) / 2) - math.lgamma(nu / 2) - d / 2 * (math.log(nu) + math.log(math.pi))
+    )
+
+
+class HeavyTailVAE(nn.Module):
+    """A VAE of one `VAEConfig.family`; `loss` is what `shared_core.train.fit` minimises.
+
+    Shapes: ``x`` is ``(batch, n)``, ``z`` is ``(batch, m)``.
+    """
+
+    def __init__(self, config: VAEConfig) -> None:
+        super().__init__()
+        if not isinstance(config, VAEConfig):
+            raise TypeError(f"config: expected a VAEConfig, got {type(config).__name__}")
+        self.config = config
+        c = config
+        self.encoder = _mlp([c.n, c.hidden, c.hidden])
+        self.encoder.append(nn.LeakyReLU())
+        self.mu_head = nn.Linear(c.hidden, c.m)
+        self.log_scale_head = nn.Linear(c.hidden, c.m)
+        self.decoder = _mlp([c.m, c.hidden, c.hidden, c.n])
+        if c.family == "t3vae":
+            self._t3vae_constants()
+
+    def _t3vae_constants(self) -> None:
+        """t3VAE's ``const_2bar1`` and ``tau`` (their ``__init__``), kept as floats."""
+        c = self.config
+        nu, n, m, s = c.nu, c.n, c.m, c.recon_sigma
+        gamma = c.gamma
+        log_tau_base = (
+            -n * math.log(s) + _log_t_normaliser(nu, n) - math.log(nu + n - 2) + math.log(nu - 2)
+        )
+        self.t3_const = (1 + m / (nu + n - 2)) * math.exp(-gamma / (1 + gamma) * log_tau_base)
+        self.t3_tau = math.exp(2 / (nu + n - 2) * log_tau_base)
+
+    # -- encoder and decoder ---------------------------------------------------------------
+    def _check_x(self, x: torch.Tensor) -> None:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError(f"x: expected a floating-point torch.Tensor, got {type(x).__name__}")
+        if x.ndim != 2 or x.shape[1] != self.config.n:
+            raise ValueError(f"x: expected shape (batch, n={self.config.n}), got {tuple(x.shape)}")
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mu_phi(x), log sigma_phi(x))``, each ``(batch, m)``."""
+        self._check_x(x)
+        h = self.encoder(x)
+        return self.mu_head(h), self.log_scale_head(h)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """``mu_theta(z)``: ``(batch, m) -> (batch, n)``."""
+        return self.decoder(z)
+
+    def posterior_sample(self, mu: torch.Tensor, log_scale: torch.Tensor) -> torch.Tensor:
+        """A reparameterised draw from the family's encoder."""
+        c = self.config
+        scale = log_scale.exp()
+        if c.family == "vae":
+            return mu + scale * torch.randn_like(mu)
+        if c.family == "laplace":
+            return mu + scale * laplace_noise(mu.shape, mu)
+        if (
+            c.family == "t3vae"
+        ):  # t3VAE's encoder_reparameterize: std = sqrt(nu/(nu+n)) e^{logvar/2}
+            nu_n = c.nu + c.n
+            std = math.sqrt(c.nu / nu_n) * scale
+            v = torch._standard_gamma(torch.full(mu.shape[:1], nu_n / 2, dtype=mu.dtype)) * 2.0
+            return mu + std * torch.randn_like(mu) * torch.sqrt(nu_n / v).unsqueeze(-1)
+        return sympareto_rsample(mu, scale, c.encoder_nu)
+
+    # -- the loss ----------------------------------------------------------------------------
+    def recon_term(self, x: torch.Tensor, x_hat: torch.Tensor) -> torch.Tensor:
+        """Per-sample reconstruction term, ``(batch,)``."""
+        c = self.config
+        s = c.recon_sigma
+        if c.family in ("laplace", "pareto-sympareto"):
+            return (x - x_hat).abs().sum(-1) / s
+        if c.family == "t3vae":
+            return (x - x_hat).pow(2).sum(-1) / s**2
+        return (x - x_hat).pow(2).sum(-1) / (2 * s**2)
+
+    def regulariser(self, mu: torch.Tensor, log_scale: torch.Tensor) -> torch.Tensor:
+        """Per-sample regulariser (already weighted by alpha), ``(batch,)``."""
+        c = self.config
+        if c.family == "vae":
+            kl = 0.5 * (mu.pow(2) + (2 * log_scale).exp() - 1.0 - 2 * log_scale).sum(-1)
+            return c.alpha * kl
+        if c.family == "laplace":  # KL(Laplace(mu, b) || Laplace(0, 1))
+            b = log_scale.exp()
+            kl = (-log_scale + mu.abs() + b * torch.exp(-mu.abs() / b) - 1.0).sum(-1)
+            return c.alpha * kl
+        if c.family == "t3vae":  # t3VAE's gamma_regularizer, per sample
+            logvar = 2 * log_scale
+            nu, n, g = c.nu, c.n, c.gamma
+            reg = (
+                mu.pow(2).sum(-1)
+                + nu / (nu + n - 2) * logvar.exp().sum(-1)
+                - nu * self.t3_const * torch.exp(-g / (2 + 2 * g) * logvar.sum(-1))
+                + nu * self.t3_tau
+            )
+            return c.alpha * reg
+        nu_e = c.encoder_nu
+        tau = torch.full_like(mu, c.tau)
+        div = _divergence(
+            mu, log_scale.exp(), torch.zeros_like(mu), tau, nu_e
+        )  # nu_e > 1 by config
+        return c.alpha * (div + c.beta * mu.abs().sum(-1))
+
+    def loss(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        """Batch mean of recon + regulariser, and the two parts (for `fit`'s log)."""
+        mu, log_scale = self.encode(x)
+        z = self.posterior_sample(mu, log_scale)
+        recon = self.recon_term(x, self.decode(z)).mean()
+        reg = self.regulariser(mu, log_scale).mean()
+        return recon + reg, {"recon": float(recon.detach()), "reg": float(reg.detach())}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The loss (so that `fit`'s DDP wrapper sees a forward)."""
+        return self.loss(x)[0]
+
+    # -- use ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
+        """``mu_theta(mu_phi(x))``: the deterministic reconstruction (denoising, word counts)."""
+        mu, _ = self.encode(x)
+        return self.decode(mu)
+
+    @torch.no_grad()
+    def sample(self, num: int, decoder_noise: bool = True) -> torch.Tensor:
+        """``num`` draws from the generative model: z from the prior, x from the decoder.
+
+        The decoder noise follows each family's generative story (t3VAE: their
+        ``decoder_sampling``; ParetoVAE: the z-dependent scales of the joint power form).
+        """
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise ValueError(f"num: expected a positive int, got {num!r}")
+        c = self.config
+        p = next(self.parameters())
+        shape = (num, c.m)
+        nu, s = c.nu, c.recon_sigma
+        if c.family == "vae":
+            z = torch.randn(shape, dtype=p.dtype)
+        elif c.family == "laplace":
+            z = laplace_noise(shape, p)
+        elif c.family == "t3vae":
+            v = torch._standard_gamma(torch.full((num,), nu / 2, dtype=p.dtype)) * 2.0
+            z = torch.randn(shape, dtype=p.dtype) * torch.sqrt(nu / v).unsqueeze(-1)
+        else:
+            z = SymPareto(
+                torch.zeros(shape, dtype=p.dtype), torch.ones(shape, dtype=p.dtype), nu
+            ).sample()
+        x_mean = self.decode(z)
+        if not decoder_noise:
+            return x_mean
+        if c.family == "vae":
+            return x_mean + s * torch.randn_like(x_mean)
+        if c.family == "laplace":
+            return x_mean + s * laplace_noise(x_mean.shape, x_mean)
+        if c.family == "t3vae":
+            nu_m = nu + c.m
+            v = torch._standard_gamma(torch.full((num,), nu_m / 2, dtype=p.dtype)) * 2.0
+            std = s * torch.sqrt((nu + z.pow(2).sum(-1)) / nu_m)
+            scale = (std * torch.sqrt(nu_m / v)).unsqueeze(-1)
+            return x_mean + scale * torch.randn_like(x_mean)
+        spread = 1.0 + z.abs().sum(-1, keepdim=True) / nu  # (1 + ||z||_1 / nu)
+        if c.family == "pareto-t":
+            dof = 2.0 * (nu + c.m)
+            v = torch._standard_gamma(torch.full((num,), dof / 2, dtype=p.dtype)) * 2.0
+            t = torch.randn_like(x_mean) * torch.sqrt(dof / v).unsqueeze(-1)
+            return x_mean + s * spread.sqrt() * t
+        noise = SymPareto(torch.zeros_like(x_mean), torch.ones_like(x_mean), nu + c.m).sample()
+        return x_mean + s * spread * noise
