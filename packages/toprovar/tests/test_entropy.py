@@ -23,7 +23,7 @@ def _inputs(b=2, h=3, nq=37, nk=53, d=16, seed=0, spread=3.0):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("block_size", [1, 7, 16, 53, 128])
+@pytest.mark.parametrize("block_size", [1, 7, 53, 128])
 def test_online_entropy_matches_naive(device, dtype, block_size):
     q, k, v = _inputs()
     out_ref, h_ref = reference.attention_entropy(q, k, v)
@@ -63,7 +63,7 @@ def test_block_causal_mask_matches_naive():
     assert_close("block-causal H", h_ref, h, 1e-10)
 
 
-@pytest.mark.parametrize("n", [1, 5, 64, 300])
+@pytest.mark.parametrize("n", [1, 5, 300])
 def test_uniform_attention_has_entropy_log_n(n):
     q = torch.zeros(1, 2, 3, 8, dtype=torch.float64)
     k = torch.randn(1, 2, n, 8, dtype=torch.float64)

@@ -119,7 +119,8 @@ class MultiScaleVQ(nn.Module):
     ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """Residual quantisation of ``f (B, latent, H, W)``: ``(f_hat, [idx_k (B, pn_k^2)], vq_loss)``.
 
-        `f_hat` carries the straight-through gradient to `f`.
+        `f_hat` is the exact sum of the scales' phi-mapped codes (`fhat_from_codes` of the
+        codes gives it bit for bit); `forward` adds the straight-through gradient.
         """
         f_rest = f.detach().clone()
         f_hat = torch.zeros_like(f_rest)
@@ -139,8 +140,7 @@ class MultiScaleVQ(nn.Module):
             vq_loss = vq_loss + self.beta * F.mse_loss(f_hat.detach(), f) + F.mse_loss(
                 f_hat, f.detach()
             )
-        f_st = f + (f_hat - f).detach()  # straight-through
-        return f_st, idx_list, vq_loss / len(self.scales)
+        return f_hat, idx_list, vq_loss / len(self.scales)
 
     def fhat_from_codes(self, idx_list: Sequence[torch.Tensor]) -> torch.Tensor:
         """Sum of the upsampled, phi-mapped codes of the given (first len(idx_list)) scales."""
@@ -174,5 +174,7 @@ class MultiScaleVQ(nn.Module):
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """``(reconstruction, codes, vq_loss)`` of images ``(B, C, H, W)`` in [-1, 1]."""
-        f_hat, idx, vq_loss = self.quantise(self.encoder(images))
-        return self.decode(f_hat), idx, vq_loss
+        f = self.encoder(images)
+        f_hat, idx, vq_loss = self.quantise(f)
+        f_st = f + (f_hat - f).detach()  # straight-through: the decoder's gradient reaches f
+        return self.decode(f_st), idx, vq_loss
