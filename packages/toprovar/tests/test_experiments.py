@@ -74,3 +74,12 @@ def test_reproduce_micro(tmp_path, monkeypatch):
     assert base["MSE vs unpruned"] == 0 and base["codes agree"] == 1
     assert all(r["MAC speed-up"] >= 1 for r in rows)
     assert (run / "digits_mse.png").exists() and (run / "report.md").exists()
+
+
+def test_public_names_resolve():
+    import toprovar
+
+    for name in toprovar.__all__:
+        assert getattr(toprovar, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        toprovar.nope  # noqa: B018

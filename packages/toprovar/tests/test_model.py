@@ -58,7 +58,7 @@ def test_perturbing_a_scale_never_changes_earlier_logits():
     torch.manual_seed(0)
     var = TinyVAR(vocab=16, latent=8, scales=(1, 2, 4), num_classes=3, dim=32, depth=2, heads=2)
     for blk in var.blocks:  # non-zero gates so every branch carries signal
-        torch.nn.init.normal_(blk.ada[1].weight, std=0.5)
+        torch.nn.init.normal_(blk.ada_lin.weight, std=0.5)
     var.eval()
     labels = torch.tensor([0, 2])
     inputs = torch.randn(2, 4 + 16, 8)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from toprovar.generate import calibrate, count_macs, generate
@@ -25,7 +27,7 @@ def models() -> tuple[TinyVAR, MultiScaleVQ]:
     vq = MultiScaleVQ(hidden=8, latent=8, vocab=16, scales=(1, 2, 4, 8), downsample=2).eval()
     var = TinyVAR(vocab=16, latent=8, scales=(1, 2, 4, 8), num_classes=3, dim=32, depth=3, heads=2)
     for blk in var.blocks:
-        torch.nn.init.normal_(blk.ada[1].weight, std=0.3)
+        torch.nn.init.normal_(blk.ada_lin.weight, std=0.3)
     return var.eval(), vq
 
 
@@ -99,13 +101,13 @@ def _macs(models, policy) -> int:
 def test_macs_non_increasing_in_pruning_ratio(models, calibration):
     base = _macs(models, PruningPolicy())
     fast = [_macs(models, FastVARPolicy({2: r, 3: r})) for r in (0.0, 0.5, 0.9)]
-    assert fast[0] == base and all(a >= b for a, b in zip(fast, fast[1:]))
+    assert fast[0] == base and all(a >= b for a, b in itertools.pairwise(fast))
     assert fast[-1] < base
     ours = [
         _macs(models, ToProVARPolicy(calibration, lo, hi))
         for lo, hi in ((0.0, 0.0), (0.25, 0.75), (0.9, 1.0))
     ]
-    assert ours[0] == base and all(a >= b for a, b in zip(ours, ours[1:]))
+    assert ours[0] == base and all(a >= b for a, b in itertools.pairwise(ours))
     assert ours[-1] < base
     assert _macs(models, SkipVARPolicy(1)) < _macs(models, FastVARPolicy({3: 0.9}))
 

@@ -24,11 +24,15 @@ NUM_CLASSES = {"digits": 10, "faces": 2}
 def _resize(x: np.ndarray, side: int) -> torch.Tensor:
     t = torch.as_tensor(x, dtype=torch.float32).unsqueeze(1)
     if t.shape[-1] != side:
-        t = F.interpolate(t, size=(side, side), mode="bilinear", antialias=True, align_corners=False)
+        t = F.interpolate(
+            t, size=(side, side), mode="bilinear", antialias=True, align_corners=False
+        )
     return t.clamp(0.0, 1.0) * 2.0 - 1.0
 
 
-def load_domain(name: str, side: int = 16, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+def load_domain(
+    name: str, side: int = 16, split: str = "train"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Images and labels of domain `name` (``"digits"`` or ``"faces"``) at `side` x `side`."""
     if name not in DOMAINS:
         raise ValueError(f"name: expected one of {DOMAINS}, got {name!r}")

@@ -83,7 +83,9 @@ def attention_with_entropy(
                 f"got {tuple(mask.shape)}"
             )
         if not bool(mask.any(-1).all()):
-            raise ValueError("mask: every query needs at least one allowed key (a row is all False)")
+            raise ValueError(
+                "mask: every query needs at least one allowed key (a row is all False)"
+            )
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     scale = 1.0 / math.sqrt(q.shape[-1])
     shape = q.shape[:3]
@@ -102,7 +104,9 @@ def attention_with_entropy(
         p = torch.exp(s - m_safe[..., None])  # 0 at masked keys
         if a is not None:
             shift = torch.where(torch.isfinite(m), m - m_safe, torch.zeros_like(m))
-            centred = torch.where(p > 0, p * (s - m_safe[..., None]), torch.zeros_like(p))
+            centred = p * (s - m_safe[..., None])
+            if mask is not None:  # 0 * -inf at masked keys: those terms are 0
+                centred = torch.where(p > 0, centred, torch.zeros_like(p))
             a = alpha * (a + shift * z) + centred.sum(-1)
         z = alpha * z + p.sum(-1)
         out = alpha[..., None] * out + p.to(v.dtype) @ v[:, :, j0:j1]
@@ -120,7 +124,9 @@ def scale_sparsity(entropy: torch.Tensor) -> torch.Tensor:
     """
     _checks.tensor("entropy", entropy)
     if entropy.ndim < 1 or entropy.shape[-1] < 1:
-        raise ValueError(f"entropy: expected (..., n_tokens) with n_tokens >= 1, got {tuple(entropy.shape)}")
+        raise ValueError(
+            f"entropy: expected (..., n_tokens) with n_tokens >= 1, got {tuple(entropy.shape)}"
+        )
     below = entropy < entropy.mean(-1, keepdim=True)
     return below.to(torch.float64).mean(-1)
 

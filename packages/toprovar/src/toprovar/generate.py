@@ -134,8 +134,9 @@ def generate(
     guided = cfg > 0
     lab = torch.cat([labels, torch.full_like(labels, var.num_classes)]) if guided else labels
     cond = var.condition(lab)
-    mods = [blk.modulation(cond) for blk in var.blocks]
-    caches: list[list[list[torch.Tensor]]] = [[[], []] for _ in var.blocks]
+    blocks = var.block_list()
+    mods = [blk.modulation(cond) for blk in blocks]
+    caches: list[list[list[torch.Tensor]]] = [[[], []] for _ in blocks]
     gen = torch.Generator().manual_seed(seed)
     f_hat = torch.zeros(b, vq.latent, vq.side, vq.side, device=device)
     codes: list[torch.Tensor] = []
@@ -145,7 +146,7 @@ def generate(
         if policy.skip_scale(k, n_scales):
             break
         x = var.embed(tokens if tokens is not None else cond, k, cond)
-        for layer, blk in enumerate(var.blocks):
+        for layer, blk in enumerate(blocks):
             x = _block_step(blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size)
         logits = var.head_logits(x, cond).double()
         if guided:
@@ -203,7 +204,9 @@ def calibrate(
         raise ValueError(f"dense_layers: expected <= depth={var.depth}, got {dense_layers}")
     _checks.positive_int("min_depth", min_depth)
     if min_depth < 2:
-        raise ValueError(f"min_depth: expected >= 2 (scale 1 has no earlier scale), got {min_depth}")
+        raise ValueError(
+            f"min_depth: expected >= 2 (scale 1 has no earlier scale), got {min_depth}"
+        )
     rec = _Recorder()
     generate(var, vq, labels, rec, cfg=cfg, seed=seed)
     n_scales, depth, b = len(var.scales), var.depth, len(labels)
@@ -230,6 +233,12 @@ def calibrate(
         score[layer, k] = torch.exp(-beta * (r - 1.0)).mean()
     d = max(min_depth, pruning_depth(rho, tau))
     return Calibration(
-        rho=rho, depth=d, varrho=varrho, score=score, beta=float(beta), tau=tau,
-        dense_layers=dense_layers, source=source,
+        rho=rho,
+        depth=d,
+        varrho=varrho,
+        score=score,
+        beta=float(beta),
+        tau=tau,
+        dense_layers=dense_layers,
+        source=source,
     )

@@ -53,12 +53,17 @@ class Block(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
         hidden = int(dim * mlp_ratio)
-        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(approximate="tanh"), nn.Linear(hidden, dim))
-        self.ada = nn.Sequential(nn.SiLU(), nn.Linear(dim, 6 * dim))
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, hidden), nn.GELU(approximate="tanh"), nn.Linear(hidden, dim)
+        )
+        self.ada_lin = nn.Linear(dim, 6 * dim)
+        # adaLN-zero: every residual branch starts closed (gates 0), so the block starts as identity
+        nn.init.zeros_(self.ada_lin.weight)
+        nn.init.zeros_(self.ada_lin.bias)
 
     def modulation(self, cond: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``(gamma1, scale1, shift1, gamma2, scale2, shift2)``, each ``(B, 1, dim)``."""
-        return tuple(t.unsqueeze(1) for t in self.ada(cond).chunk(6, dim=-1))
+        return tuple(t.unsqueeze(1) for t in self.ada_lin(F.silu(cond)).chunk(6, dim=-1))
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, d = t.shape
@@ -83,6 +88,10 @@ class TinyVAR(nn.Module):
         dim, depth, heads, mlp_ratio: transformer size.
         cond_drop: probability of the null class in training (for CFG).
     """
+
+    pos_2d: torch.Tensor  # (L, dim) buffers, declared for the type checker
+    level: torch.Tensor  # (L,)
+    mask: torch.Tensor  # (L, L)
 
     def __init__(
         self,
@@ -115,9 +124,10 @@ class TinyVAR(nn.Module):
         self.head_norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
         self.head_ada = nn.Sequential(nn.SiLU(), nn.Linear(dim, 2 * dim))
         self.head = nn.Linear(dim, vocab)
-        for blk in self.blocks:  # start every residual branch at zero gate (adaLN-zero)
-            nn.init.zeros_(blk.ada[1].weight)
-            nn.init.zeros_(blk.ada[1].bias)
+
+    def block_list(self) -> list[Block]:
+        """The transformer blocks, typed."""
+        return [b for b in self.blocks if isinstance(b, Block)]
 
     @property
     def seq_len(self) -> int:
@@ -133,10 +143,7 @@ class TinyVAR(nn.Module):
     def embed(self, tokens: torch.Tensor, k: int, cond: torch.Tensor) -> torch.Tensor:
         """Scale k's input ``(B, pn_k^2, dim)``: start token (k = 0) or word embedding, plus positions."""
         lo, hi = self.offsets()[k], self.offsets()[k + 1]
-        if k == 0:
-            x = cond.unsqueeze(1) + self.pos_start
-        else:
-            x = self.word_embed(tokens)
+        x = cond.unsqueeze(1) + self.pos_start if k == 0 else self.word_embed(tokens)
         return x + self.pos_2d[lo:hi] + self.level_emb.weight[k]
 
     def head_logits(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
@@ -156,6 +163,6 @@ class TinyVAR(nn.Module):
         x0 = cond.unsqueeze(1) + self.pos_start
         x = torch.cat([x0, self.word_embed(next_inputs)], 1)
         x = x + self.pos_2d + self.level_emb(self.level)
-        for blk in self.blocks:
+        for blk in self.block_list():
             x = blk(x, cond, self.mask)
         return self.head_logits(x, cond)

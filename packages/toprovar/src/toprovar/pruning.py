@@ -61,7 +61,9 @@ def restore_tokens(
     if idx is None:
         return kept
     if fallback is None:
-        raise ValueError("fallback: a pruned sublayer needs an earlier dense output to restore from")
+        raise ValueError(
+            "fallback: a pruned sublayer needs an earlier dense output to restore from"
+        )
     return fallback.scatter(1, idx.unsqueeze(-1).expand(-1, -1, kept.shape[-1]), kept)
 
 
@@ -123,14 +125,18 @@ class FastVARPolicy(PruningPolicy):
 
     name = "fastvar"
 
-    def __init__(self, drop: Mapping[int, float], first_layer: int = 1, last_layer: int | None = None) -> None:
+    def __init__(
+        self, drop: Mapping[int, float], first_layer: int = 1, last_layer: int | None = None
+    ) -> None:
         super().__init__()
         for k, r in drop.items():
             _checks.number(f"drop[{k}]", r, 0.0, 1.0)
             if r >= 1.0:
                 raise ValueError(f"drop[{k}]: expected a ratio in [0, 1), got {r}")
             if k < 1:
-                raise ValueError(f"drop: scale index {k} cannot be pruned (needs an earlier dense scale)")
+                raise ValueError(
+                    f"drop: scale index {k} cannot be pruned (needs an earlier dense scale)"
+                )
         self.drop = dict(drop)
         self.first_layer, self.last_layer = first_layer, last_layer
 
@@ -212,7 +218,9 @@ class ToProVARPolicy(PruningPolicy):
     def __init__(self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75) -> None:
         super().__init__()
         if not isinstance(calibration, Calibration):
-            raise TypeError(f"calibration: expected a Calibration, got {type(calibration).__name__}")
+            raise TypeError(
+                f"calibration: expected a Calibration, got {type(calibration).__name__}"
+            )
         self.a_min = _checks.number("a_min", a_min, 0.0, 1.0)
         self.a_max = _checks.number("a_max", a_max, 0.0, 1.0)
         if self.a_max < self.a_min:
@@ -255,8 +263,13 @@ class ToProVARPolicy(PruningPolicy):
             raise ValueError("ToProVAR: no entropy of this scale was observed (dense_layers >= 1?)")
         score = float(self.cal.score[layer, k])
         p = keep_probability(
-            normalise_entropy(self._source), k + 1, self.cal.n_scales, self.cal.depth,
-            score, self.a_min, self.a_max,
+            normalise_entropy(self._source),
+            k + 1,
+            self.cal.n_scales,
+            self.cal.depth,
+            score,
+            self.a_min,
+            self.a_max,
         )
         # ties (equal P_keep) are broken towards lower entropy
         return _sorted_topk(p - 1e-6 * normalise_entropy(self._source), keep)

@@ -114,9 +114,7 @@ class MultiScaleVQ(nn.Module):
         pn = self.scales[k]
         return self.codebook(idx).transpose(1, 2).reshape(idx.shape[0], self.latent, pn, pn)
 
-    def quantise(
-        self, f: torch.Tensor
-    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+    def quantise(self, f: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """Residual quantisation of ``f (B, latent, H, W)``: ``(f_hat, [idx_k (B, pn_k^2)], vq_loss)``.
 
         `f_hat` is the exact sum of the scales' phi-mapped codes (`fhat_from_codes` of the
@@ -137,8 +135,8 @@ class MultiScaleVQ(nn.Module):
             h = self._up(self.codes_to_map(idx, k), k)
             f_hat = f_hat + h
             f_rest = f_rest - h.detach()
-            vq_loss = vq_loss + self.beta * F.mse_loss(f_hat.detach(), f) + F.mse_loss(
-                f_hat, f.detach()
+            vq_loss = (
+                vq_loss + self.beta * F.mse_loss(f_hat.detach(), f) + F.mse_loss(f_hat, f.detach())
             )
         return f_hat, idx_list, vq_loss / len(self.scales)
 
@@ -172,7 +170,9 @@ class MultiScaleVQ(nn.Module):
         """``f_hat (B, latent, H, W)`` -> images ``(B, C, H, W)``."""
         return self.decoder(f_hat)
 
-    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+    def forward(
+        self, images: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """``(reconstruction, codes, vq_loss)`` of images ``(B, C, H, W)`` in [-1, 1]."""
         f = self.encoder(images)
         f_hat, idx, vq_loss = self.quantise(f)

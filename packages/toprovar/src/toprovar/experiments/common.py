@@ -75,8 +75,11 @@ class Classifier(nn.Module):
         return self.out(self.body(x))
 
 
+CACHE_VERSION = 2  # bump when a model's parameters change names or meaning
+
+
 def _ckpt(kind: str, domain: str, *parts: Any) -> Path:
-    key = json.dumps([kind, domain, *parts], sort_keys=True, default=str)
+    key = json.dumps([CACHE_VERSION, kind, domain, *parts], sort_keys=True, default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_dir("toprovar") / f"{domain}-{kind}-{digest}.safetensors"
 
@@ -102,7 +105,9 @@ def train_tokenizer(
         return l2 + vq_loss, {"l2": float(l2.detach()), "vq": float(vq_loss.detach())}
 
     cfg = TrainConfig(steps=steps.vq_steps, lr=steps.vq_lr, warmup=20, weight_decay=0.0)
-    ckpt = _ckpt("vq", domain, asdict(model), steps.vq_steps, steps.vq_lr, steps.batch, seed, len(images))
+    ckpt = _ckpt(
+        "vq", domain, asdict(model), steps.vq_steps, steps.vq_lr, steps.batch, seed, len(images)
+    )
     fit(vq, loss_fn, batch_fn, cfg, checkpoint=ckpt, desc=f"{domain} tokenizer", device=device)
     return vq.eval()
 
@@ -142,9 +147,7 @@ def train_generator(
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1))
 
     cfg = TrainConfig(steps=steps.var_steps, lr=steps.var_lr, warmup=50)
-    ckpt = _ckpt(
-        "var", domain, asdict(model), asdict(steps), seed, len(images), num_classes
-    )
+    ckpt = _ckpt("var", domain, asdict(model), asdict(steps), seed, len(images), num_classes)
     fit(var, loss_fn, batch_fn, cfg, checkpoint=ckpt, desc=f"{domain} VAR", device=device)
     return var.eval()
 

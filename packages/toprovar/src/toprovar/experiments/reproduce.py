@@ -60,15 +60,19 @@ SCALES: dict[str, Config] = {
         domains=("digits",),
         model=ModelConfig(scales=(1, 2, 4), dim=32, depth=2, heads=2, hidden=16),
         steps=TrainSteps(vq_steps=30, var_steps=40, clf_steps=30, batch=32),
-        n_eval=20, n_calib=10, eval_batch=20,
-        toprovar_budgets=((0.5, 0.9),), fastvar_drops=(0.5,),
-    ),  # fmt: skip
+        n_eval=20,
+        n_calib=10,
+        eval_batch=20,
+        toprovar_budgets=((0.5, 0.9),),
+        fastvar_drops=(0.5,),
+    ),
     "tiny": Config(steps=TrainSteps(vq_steps=300, var_steps=600, clf_steps=150, batch=32)),
     "small": Config(
         model=ModelConfig(scales=(1, 2, 4, 8, 16), downsample=1, dim=96, depth=6, heads=4),
         steps=TrainSteps(vq_steps=1000, var_steps=3000, clf_steps=300, batch=32),
-        faces_var_steps=1500, n_eval=500,
-    ),  # fmt: skip
+        faces_var_steps=1500,
+        n_eval=500,
+    ),
 }
 
 
@@ -101,7 +105,11 @@ def run_domain(domain: str, config: Config, seed: int, device: str) -> list[dict
     x, y = load_domain(domain, side, "train")
     real, _ = load_domain(domain, side, "all")
     n_cls = NUM_CLASSES[domain]
-    steps = config.steps if domain == "digits" else replace(config.steps, var_steps=config.faces_var_steps)
+    steps = (
+        config.steps
+        if domain == "digits"
+        else replace(config.steps, var_steps=config.faces_var_steps)
+    )
     vq = train_tokenizer(x, domain, model, steps, seed, device).cpu()
     clf = train_classifier(x, y, domain, n_cls, steps, seed, device).cpu()
     var = train_generator(x, y, vq, domain, n_cls, model, steps, seed, device).cpu()
@@ -125,7 +133,7 @@ def run_domain(domain: str, config: Config, seed: int, device: str) -> list[dict
     methods += [("SkipVAR", f"skip {n}", SkipVARPolicy(n)) for n in config.skip_scales]
     labels = torch.arange(config.n_eval) % n_cls
     batches = [labels[i : i + config.eval_batch] for i in range(0, len(labels), config.eval_batch)]
-    kw = {"cfg": config.cfg, "top_k": config.top_k, "top_p": config.top_p}
+    kw: dict[str, Any] = {"cfg": config.cfg, "top_k": config.top_k, "top_p": config.top_p}
     rows: list[dict[str, Any]] = []
     ref_images: torch.Tensor | None = None
     ref_codes: torch.Tensor | None = None
@@ -146,7 +154,11 @@ def run_domain(domain: str, config: Config, seed: int, device: str) -> list[dict
         if name == "none":
             ref_images, ref_codes, base_macs, base_wall = images, last, macs, wall
         assert ref_images is not None
-        agree = float((last == ref_codes).float().mean()) if last is not None and ref_codes is not None else 0.0
+        agree = (
+            float((last == ref_codes).float().mean())
+            if last is not None and ref_codes is not None
+            else 0.0
+        )
         rows.append({
             "domain": domain,
             "method": name,
@@ -201,7 +213,10 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             rows = run_domain(domain, config, args.seed, device)
             all_rows += rows
             for r in rows:
-                run.add_row(f"{domain}: quality vs cost", **{k: v for k, v in r.items() if k != "calibration"})
+                run.add_row(
+                    f"{domain}: quality vs cost",
+                    **{k: v for k, v in r.items() if k != "calibration"},
+                )
             run.log(**{f"{domain}_calibration": rows[0]["calibration"],
                        f"{domain}_wall_s": time.perf_counter() - t0,
                        f"{domain}_cpu_s": time.process_time() - c0})  # fmt: skip
@@ -209,9 +224,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             for metric in ("MSE vs unpruned", "FD"):
                 for m in matched(rows, metric):
                     run.add_row("ToProVAR vs FastVAR at matched MACs", **m)
-            for metric, label in (("MSE vs unpruned", "image MSE to the unpruned generation"),
-                                  ("FD", "Frechet distance to real images (evaluator features)"),
-                                  ("accuracy", "evaluator accuracy on the requested class")):
+            for metric, label in (
+                ("MSE vs unpruned", "image MSE to the unpruned generation"),
+                ("FD", "Frechet distance to real images (evaluator features)"),
+                ("accuracy", "evaluator accuracy on the requested class"),
+            ):
                 series = {}
                 for method in ("ToProVAR", "FastVAR", "SkipVAR"):
                     pts = [r for r in rows if r["method"] in (method, "none")]
