@@ -66,7 +66,10 @@ SCALES: dict[str, Config] = {
         toprovar_budgets=((0.5, 0.9),),
         fastvar_drops=(0.5,),
     ),
-    "tiny": Config(steps=TrainSteps(vq_steps=300, var_steps=600, clf_steps=150, batch=32)),
+    "tiny": Config(
+        steps=TrainSteps(vq_steps=300, var_steps=400, clf_steps=150, batch=32),
+        faces_var_steps=250,
+    ),
     "small": Config(
         model=ModelConfig(scales=(1, 2, 4, 8, 16), downsample=1, dim=96, depth=6, heads=4),
         steps=TrainSteps(vq_steps=1000, var_steps=3000, clf_steps=300, batch=32),
@@ -90,8 +93,13 @@ def _sig(v: float) -> float:
     return float(f"{v:.4g}")
 
 
-def run_domain(domain: str, config: Config, seed: int, device: str) -> list[dict[str, Any]]:
-    """Train (cached), calibrate and evaluate every method on one domain; one row per point."""
+def run_domain(
+    domain: str, config: Config, seed: int, device: str, samples: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Train (cached), calibrate and evaluate every method on one domain; one row per point.
+
+    `samples`, if given, receives the first images of each method and budget (for a figure).
+    """
     import torch
 
     from shared_core.metrics import frechet_distance
@@ -153,6 +161,8 @@ def run_domain(domain: str, config: Config, seed: int, device: str) -> list[dict
             feats = clf.features(images).numpy()
         if name == "none":
             ref_images, ref_codes, base_macs, base_wall = images, last, macs, wall
+        if samples is not None:
+            samples[f"{name} {budget}" if name != "none" else "unpruned"] = images[:10]
         assert ref_images is not None
         agree = (
             float((last == ref_codes).float().mean())
@@ -196,6 +206,35 @@ def matched(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     return out
 
 
+def _wins(table: list[dict[str, Any]]) -> str:
+    """'k of n': ToProVAR points below FastVAR's interpolated value (lower is better)."""
+    pts = [r for r in table if r["FastVAR (interp.)"] is not None]
+    wins = sum(r["ToProVAR"] < r["FastVAR (interp.)"] for r in pts)
+    return f"{wins} of {len(pts)}"
+
+
+def _sample_figure(run: Any, domain: str, samples: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(samples)
+    cols = max(len(v) for v in samples.values())
+    fig, axes = plt.subplots(len(names), cols, figsize=(cols * 0.8 + 2.2, len(names) * 0.85))
+    for i, name in enumerate(names):
+        for j in range(cols):
+            ax = axes[i, j]
+            ax.axis("off")
+            if j < len(samples[name]):
+                ax.imshow(samples[name][j, 0].clamp(-1, 1).numpy(), cmap="gray", vmin=-1, vmax=1)
+        axes[i, 0].text(-0.15, 0.5, name, transform=axes[i, 0].transAxes, ha="right",
+                        va="center", fontsize=7)  # fmt: skip
+    fig.suptitle(f"{domain}: the same classes and random numbers, by method and budget", fontsize=9)
+    fig.subplots_adjust(left=0.22, wspace=0.05, hspace=0.05)
+    run.save_figure(f"{domain}_samples", fig)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     import torch
 
@@ -210,7 +249,9 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         all_rows: list[dict[str, Any]] = []
         for domain in config.domains:
             t0, c0 = time.perf_counter(), time.process_time()
-            rows = run_domain(domain, config, args.seed, device)
+            samples: dict[str, Any] = {}
+            rows = run_domain(domain, config, args.seed, device, samples)
+            _sample_figure(run, domain, samples)
             all_rows += rows
             for r in rows:
                 run.add_row(
@@ -222,8 +263,13 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                        f"{domain}_cpu_s": time.process_time() - c0})  # fmt: skip
             print(f"{domain}: calibration {rows[0]['calibration']}")
             for metric in ("MSE vs unpruned", "FD"):
-                for m in matched(rows, metric):
+                table = matched(rows, metric)
+                for m in table:
                     run.add_row("ToProVAR vs FastVAR at matched MACs", **m)
+                run.log(**{f"{domain}_{metric.split()[0]}_toprovar_better": _wins(table)})
+                print(
+                    f"{domain}: ToProVAR below FastVAR in {metric} at matched MACs: {_wins(table)}"
+                )
             for metric, label in (
                 ("MSE vs unpruned", "image MSE to the unpruned generation"),
                 ("FD", "Frechet distance to real images (evaluator features)"),
