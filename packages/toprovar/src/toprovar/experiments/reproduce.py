@@ -277,7 +277,9 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             ):
                 series = {}
                 for method in ("ToProVAR", "FastVAR", "SkipVAR"):
-                    pts = [r for r in rows if r["method"] in (method, "none")]
+                    # SkipVAR has one point: no line from the unpruned point through it
+                    keep = (method,) if method == "SkipVAR" else (method, "none")
+                    pts = [r for r in rows if r["method"] in keep]
                     series[method] = ([p["MAC speed-up"] for p in pts], [p[metric] for p in pts])
                 slug = metric.split()[0].lower()
                 run.plot(
