@@ -169,10 +169,22 @@ def run_domain(
             if last is not None and ref_codes is not None
             else 0.0
         )
+        keep = "-"
+        if isinstance(policy, ToProVARPolicy):  # calibrated keep ratio per layer, last scale
+            keep = "/".join(
+                f"{cal.keep_ratio(n_scales - 1, layer, policy.a_min, policy.a_max):.2f}"
+                for layer in range(model.depth)
+            )
+        elif isinstance(policy, FastVARPolicy):
+            r = 1 - policy.drop[n_scales - 1]
+            keep = "/".join(
+                "1.00" if layer < policy.first_layer else f"{r:.2f}" for layer in range(model.depth)
+            )
         rows.append({
             "domain": domain,
             "method": name,
             "budget": budget,
+            "keep per layer": keep,
             "MMACs/img": round(macs / 1e6, 3),
             "MAC speed-up": round(base_macs / macs, 3),
             "wall speed-up": round(base_wall / wall, 2),
@@ -181,8 +193,11 @@ def run_domain(
             "accuracy": round(float((logits.argmax(1) == labels).float().mean()), 3),
             "FD": round(frechet_distance(feats, real_feats), 3),
         })  # fmt: skip
+    finite = ~torch.isnan(cal.score)
     rows[0]["calibration"] = (
-        f"D={cal.depth}, rho={[round(float(r), 3) for r in cal.rho]}, beta={cal.beta:.3g}"
+        f"D={cal.depth}, rho={[round(float(r), 3) for r in cal.rho]}, beta={cal.beta:.3g}, "
+        f"varrho {float(cal.varrho[finite].min()):.3g}..{float(cal.varrho[finite].max()):.3g}, "
+        f"R {float(cal.score[finite].min()):.3g}..{float(cal.score[finite].max()):.3g}"
     )
     return rows
 
