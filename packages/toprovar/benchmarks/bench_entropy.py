@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from toprovar import reference
 from toprovar.entropy import attention_with_entropy
-from toprovar.generate import calibrate, generate
+from toprovar.generation import calibrate, generate
 from toprovar.model import TinyVAR
 from toprovar.pruning import FastVARPolicy, SkipVARPolicy, ToProVARPolicy
 from toprovar.vq import MultiScaleVQ

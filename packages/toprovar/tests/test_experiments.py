@@ -83,3 +83,10 @@ def test_public_names_resolve():
         assert getattr(toprovar, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         toprovar.nope  # noqa: B018
+
+
+def test_function_names_are_not_shadowed_by_submodules():
+    import toprovar
+    import toprovar.generation  # importing the submodule must not shadow the function
+
+    assert callable(toprovar.generate) and callable(toprovar.calibrate)

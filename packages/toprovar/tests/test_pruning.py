@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 import torch
-from toprovar.generate import calibrate, count_macs, generate
+from toprovar.generation import calibrate, count_macs, generate
 from toprovar.model import TinyVAR
 from toprovar.pruning import (
     Calibration,
@@ -155,3 +155,17 @@ def test_bad_arguments_raise(models, calibration):
         calibrate(var, vq, LABELS, dense_layers=9)
     with pytest.raises(TypeError, match="fn: expected a callable"):
         count_macs(3)
+
+
+def test_top_k_one_and_tiny_top_p_are_both_greedy(models):
+    var, vq = models
+    a = generate(var, vq, LABELS, top_k=1, seed=0)
+    b = generate(var, vq, LABELS, top_p=1e-9, seed=1)  # other random numbers, same argmax
+    assert all(torch.equal(x, y) for x, y in zip(a.codes, b.codes, strict=True))
+
+
+def test_mismatched_tokenizer_is_refused(models):
+    var, _ = models
+    other = MultiScaleVQ(hidden=8, latent=8, vocab=16, scales=(1, 2, 4), downsample=2)
+    with pytest.raises(ValueError, match="var, vq: expected the same scales and vocab"):
+        generate(var, other, LABELS)

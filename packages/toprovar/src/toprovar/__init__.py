@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         scale_sparsity,
         spectral_ratio,
     )
-    from toprovar.generate import Generation, calibrate, count_macs, generate
+    from toprovar.generation import Generation, calibrate, count_macs, generate
     from toprovar.model import TinyVAR, block_causal_mask
     from toprovar.pruning import (
         Calibration,
@@ -48,10 +48,10 @@ _HOME = {
     "pruning_depth": "entropy",
     "scale_sparsity": "entropy",
     "spectral_ratio": "entropy",
-    "Generation": "generate",
-    "calibrate": "generate",
-    "count_macs": "generate",
-    "generate": "generate",
+    "Generation": "generation",
+    "calibrate": "generation",
+    "count_macs": "generation",
+    "generate": "generation",
     "TinyVAR": "model",
     "block_causal_mask": "model",
     "Calibration": "pruning",

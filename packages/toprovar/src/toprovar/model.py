@@ -11,7 +11,7 @@ block-causal: token i sees token j iff ``scale(j) <= scale(i)``. The head predic
 index of every token of the scale; the loss is cross-entropy. Classifier-free guidance drops
 the class to a null class with probability `cond_drop` in training.
 
-Inference uses the same weights step by step with a KV cache (`toprovar.generate`); the
+Inference uses the same weights step by step with a KV cache (`toprovar.generation`); the
 blocks expose their pieces (`Block.modulation`, `qkv`, `proj`, `mlp`) for that.
 """
 

@@ -171,7 +171,7 @@ class SkipVARPolicy(PruningPolicy):
 
 @dataclass
 class Calibration:
-    """ToProVAR's statistics of the unpruned model (`toprovar.generate.calibrate`).
+    """ToProVAR's statistics of the unpruned model (`toprovar.generation.calibrate`).
 
     rho: ``(K,)`` share of below-mean-entropy tokens per scale (mean over layers, samples).
     depth: D, the first pruned scale (1-based).

@@ -105,7 +105,7 @@ def run_domain(
     from shared_core.metrics import frechet_distance
     from toprovar.data import NUM_CLASSES, load_domain
     from toprovar.experiments.common import train_classifier, train_generator, train_tokenizer
-    from toprovar.generate import calibrate, count_macs, generate
+    from toprovar.generation import calibrate, count_macs, generate
     from toprovar.pruning import FastVARPolicy, PruningPolicy, SkipVARPolicy, ToProVARPolicy
 
     model = config.model
