@@ -1,0 +1,93 @@
+"""Cost of the attention entropy inside attention, and end-to-end pruned generation speed.
+
+    python benchmarks/bench_entropy.py [--quick] [--repeats N] [--threads N] [--json out.json]
+
+Table 1, attention with each query's entropy (batch 2, 4 heads, head dim 32, n queries over
+n keys, CPU):
+
+- ours: `attention_with_entropy` (blockwise, entropy accumulated online, block 128);
+- ours, no entropy: the same blockwise attention with ``need_entropy=False`` (the overhead of
+  the entropy is ours / this);
+- sdpa + naive H: `F.scaled_dot_product_attention` for the output plus a second pass that
+  materialises softmax(QK^T) and takes -sum a log a: what a user would otherwise write;
+- naive: `toprovar.reference.attention_entropy` (one materialised softmax for both).
+
+Table 2, generation of a batch (1 and 16 images) with an untrained tiny VAR (4 blocks, width
+64, scales 1-2-4-8, CFG): the unpruned generation against ToProVAR (a = 0.5..0.9), FastVAR
+(drop 0.5 of the last scale) and SkipVAR (last scale skipped). The ratio column is peer time
+/ ours, so with ours = the unpruned generation a ratio < 1 is a method's wall speed-up
+inverted: speed-up = 1 / ratio.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from toprovar import reference
+from toprovar.entropy import attention_with_entropy
+from toprovar.generation import calibrate, generate
+from toprovar.model import TinyVAR
+from toprovar.pruning import FastVARPolicy, SkipVARPolicy, ToProVARPolicy
+from toprovar.vq import MultiScaleVQ
+
+from shared_core.bench import BenchTable, bench_parser, finish, measure
+
+
+def _sdpa_plus_entropy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    F.scaled_dot_product_attention(q, k, v)
+    a = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, -1)
+    (-(a * torch.log(a.clamp_min(1e-30))).sum(-1)).sum()
+
+
+def main() -> None:
+    p = bench_parser(__doc__.splitlines()[0])
+    args = p.parse_args()
+    repeats = min(args.repeats, 3) if args.quick else args.repeats
+    g = torch.Generator().manual_seed(0)
+    attn = BenchTable(
+        f"attention + per-query entropy, batch 2, 4 heads, dim 32, CPU, {args.threads} thread(s)",
+        candidate="ours",
+    )
+    for n in [256] if args.quick else [256, 1024, 2048]:
+        q, k, v = (torch.randn(2, 4, n, 32, generator=g) for _ in range(3))
+        results = measure(
+            {
+                "ours": lambda q=q, k=k, v=v: attention_with_entropy(q, k, v),
+                "ours, no entropy": lambda q=q, k=k, v=v: attention_with_entropy(
+                    q, k, v, need_entropy=False
+                ),
+                "sdpa + naive H": lambda q=q, k=k, v=v: _sdpa_plus_entropy(q, k, v),
+                "naive": lambda q=q, k=k, v=v: reference.attention_entropy(q, k, v),
+            },
+            repeats=repeats,
+            threads=args.threads,
+        )
+        attn.add(f"n = {n}", results)
+
+    torch.manual_seed(0)
+    vq = MultiScaleVQ(scales=(1, 2, 4, 8), downsample=2).eval()
+    var = TinyVAR(64, 16, (1, 2, 4, 8), 10).eval()
+    for blk in var.blocks:
+        torch.nn.init.normal_(blk.ada_lin.weight, std=0.1)
+    cal = calibrate(var, vq, torch.arange(20) % 10, tau=0.0, min_depth=4, seed=1)
+    gen = BenchTable(
+        f"tiny-VAR generation (scales 1-2-4-8, CFG 1.5), CPU, {args.threads} thread(s); "
+        "ratio = method time / unpruned time",
+        candidate="unpruned",
+    )
+    for batch in [1] if args.quick else [1, 16]:
+        labels = torch.arange(batch) % 10
+        policies = {
+            "ToProVAR a=0.5..0.9": ToProVARPolicy(cal, 0.5, 0.9),
+            "FastVAR drop 0.5": FastVARPolicy({3: 0.5}),
+            "SkipVAR skip 1": SkipVARPolicy(1),
+        }
+        fns = {"unpruned": lambda labels=labels: generate(var, vq, labels)}
+        for name, pol in policies.items():
+            fns[name] = lambda labels=labels, pol=pol: generate(var, vq, labels, pol)
+        gen.add(f"batch {batch}", measure(fns, repeats=repeats, threads=args.threads))
+    finish([attn, gen], args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""ToProVAR (Chen et al., ICLR 2026): attention-entropy-guided token, layer and scale sparsity
+for Visual AutoRegressive (VAR) generation.
+
+``attention_with_entropy(q, k, v)`` is blockwise softmax attention that also returns every
+query's attention entropy, accumulated online (Flash-Attention-Entropy). From the entropies
+of an unpruned model, `calibrate` derives the pruning depth D (scale), the layer scores R
+(layer) and the token statistics; `ToProVARPolicy` then prunes a generation (`generate`), as
+`FastVARPolicy` and `SkipVARPolicy` do by their rules. `MultiScaleVQ` and `TinyVAR` are a
+small, CPU-trainable VAR.
+
+The names below are imported on first use, so that ``toprovar --help`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toprovar.entropy import (
+        attention_with_entropy,
+        keep_probability,
+        layer_score,
+        normalise_entropy,
+        pruning_depth,
+        scale_sparsity,
+        spectral_ratio,
+    )
+    from toprovar.generation import Generation, calibrate, count_macs, generate
+    from toprovar.model import TinyVAR, block_causal_mask
+    from toprovar.pruning import (
+        Calibration,
+        FastVARPolicy,
+        PruningPolicy,
+        SkipVARPolicy,
+        ToProVARPolicy,
+        gather_tokens,
+        restore_tokens,
+        upsample_tokens,
+    )
+    from toprovar.vq import MultiScaleVQ
+
+_HOME = {
+    "attention_with_entropy": "entropy",
+    "keep_probability": "entropy",
+    "layer_score": "entropy",
+    "normalise_entropy": "entropy",
+    "pruning_depth": "entropy",
+    "scale_sparsity": "entropy",
+    "spectral_ratio": "entropy",
+    "Generation": "generation",
+    "calibrate": "generation",
+    "count_macs": "generation",
+    "generate": "generation",
+    "TinyVAR": "model",
+    "block_causal_mask": "model",
+    "Calibration": "pruning",
+    "FastVARPolicy": "pruning",
+    "PruningPolicy": "pruning",
+    "SkipVARPolicy": "pruning",
+    "ToProVARPolicy": "pruning",
+    "gather_tokens": "pruning",
+    "restore_tokens": "pruning",
+    "upsample_tokens": "pruning",
+    "MultiScaleVQ": "vq",
+}
+__all__ = [
+    "Calibration",
+    "FastVARPolicy",
+    "Generation",
+    "MultiScaleVQ",
+    "PruningPolicy",
+    "SkipVARPolicy",
+    "TinyVAR",
+    "ToProVARPolicy",
+    "attention_with_entropy",
+    "block_causal_mask",
+    "calibrate",
+    "count_macs",
+    "gather_tokens",
+    "generate",
+    "keep_probability",
+    "layer_score",
+    "normalise_entropy",
+    "pruning_depth",
+    "restore_tokens",
+    "scale_sparsity",
+    "spectral_ratio",
+    "upsample_tokens",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"toprovar.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'toprovar' has no attribute {name!r}")

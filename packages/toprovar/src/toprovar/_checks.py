@@ -1,0 +1,36 @@
+"""Boundary checks shared by the public functions: each error names the argument, what was
+expected and what was received."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+
+def tensor(name: str, x: Any, ndim: int | None = None) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name}: expected {ndim} dimensions, got shape {tuple(x.shape)}")
+    return x
+
+
+def floating(name: str, x: torch.Tensor) -> None:
+    if not x.is_floating_point():
+        raise TypeError(f"{name}: expected a floating-point tensor, got dtype {x.dtype}")
+
+
+def positive_int(name: str, v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    return v
+
+
+def number(name: str, v: Any, lo: float = -math.inf, hi: float = math.inf) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise TypeError(f"{name}: expected a finite number, got {v!r}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}: expected a number in [{lo}, {hi}], got {v!r}")
+    return float(v)

@@ -1,0 +1,1 @@
+"""The reproduction: train a tiny VAR on digits and faces, then prune its generation."""

@@ -1,0 +1,244 @@
+"""Next-scale generation with a KV cache and pruning hooks; MAC counting; ToProVAR calibration.
+
+Sampling: classifier-free guidance as VAR (``logits = (1 + t) l_c - t l_u`` with ``t = cfg
+k / (K - 1)`` at scale index k), optional top-k / top-p, then inverse-CDF sampling with
+uniforms drawn from a generator seeded by `seed`, one ``(B, n_k)`` draw per scale. Every
+method therefore sees the same random numbers: a pruned generation differs from the
+unpruned one at the same seed only where its logits moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from toprovar import _checks
+from toprovar.entropy import (
+    attention_with_entropy,
+    normalise_entropy,
+    pruning_depth,
+    scale_sparsity,
+    spectral_ratio,
+)
+from toprovar.model import Block, TinyVAR
+from toprovar.pruning import Calibration, PruningPolicy, gather_tokens
+from toprovar.vq import MultiScaleVQ
+
+
+@dataclass
+class Generation:
+    """What `generate` returns: images ``(B, C, H, W)``, codes per generated scale, logits."""
+
+    images: torch.Tensor
+    codes: list[torch.Tensor]
+    entropy: dict[tuple[int, int], torch.Tensor] = field(default_factory=dict)
+
+
+class _Recorder(PruningPolicy):
+    """No pruning; keeps the head-mean attention entropy of every (scale, layer)."""
+
+    name = "record"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entropy: dict[tuple[int, int], torch.Tensor] = {}
+
+    def wants_entropy(self, k: int, layer: int) -> bool:
+        return True
+
+    def observe(self, k: int, layer: int, entropy: torch.Tensor) -> None:
+        self.entropy[(k, layer)] = entropy
+
+
+def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    if top_k > 0 and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if 0.0 < top_p < 1.0:
+        srt, order = logits.sort(-1, descending=True)
+        cum = srt.softmax(-1).cumsum(-1)
+        drop = cum - srt.softmax(-1) > top_p  # keep the smallest prefix reaching top_p
+        logits = logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+    return logits
+
+
+def _block_step(
+    blk: Block,
+    x: torch.Tensor,
+    mods: tuple[torch.Tensor, ...],
+    cache: list[list[torch.Tensor]],
+    policy: PruningPolicy,
+    k: int,
+    layer: int,
+    side: int,
+    block_size: int,
+) -> torch.Tensor:
+    g1, s1, b1, g2, s2, b2 = mods
+    idx = policy.select(k, layer, "attn", x, side)
+    h = blk.norm1(gather_tokens(x, idx)) * (1 + s1) + b1
+    q, kk, v = (blk.split_heads(t) for t in blk.qkv(h).chunk(3, dim=-1))
+    cache[0].append(kk)
+    cache[1].append(v)
+    keys, values = torch.cat(cache[0], 2), torch.cat(cache[1], 2)
+    want = idx is None and policy.wants_entropy(k, layer)
+    out, ent = attention_with_entropy(q, keys, values, block_size=block_size, need_entropy=want)
+    if ent is not None:
+        policy.observe(k, layer, ent.mean(1))
+    y = blk.proj(out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)) * g1
+    x = x + policy.restore(layer, "attn", y, idx, side)
+    idx = policy.select(k, layer, "mlp", x, side)
+    y = blk.mlp(blk.norm2(gather_tokens(x, idx)) * (1 + s2) + b2) * g2
+    return x + policy.restore(layer, "mlp", y, idx, side)
+
+
+@torch.no_grad()
+def generate(
+    var: TinyVAR,
+    vq: MultiScaleVQ,
+    labels: torch.Tensor,
+    policy: PruningPolicy | None = None,
+    cfg: float = 1.5,
+    top_k: int = 0,
+    top_p: float = 0.0,
+    seed: int = 0,
+    block_size: int = 128,
+) -> Generation:
+    """Generate images of classes `labels` ``(B,)`` under a pruning `policy` (None: unpruned).
+
+    Returns a `Generation`; ``images`` are the decoder's output (about [-1, 1]).
+    """
+    _checks.tensor("labels", labels, 1)
+    if labels.dtype != torch.long:
+        raise TypeError(f"labels: expected int64 class indices, got dtype {labels.dtype}")
+    if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= var.num_classes):
+        raise ValueError(
+            f"labels: expected classes in 0..{var.num_classes - 1}, got "
+            f"{int(labels.min())}..{int(labels.max())}"
+        )
+    cfg = _checks.number("cfg", cfg, 0.0)
+    if not isinstance(top_k, int) or top_k < 0:
+        raise ValueError(f"top_k: expected an int >= 0 (0: off), got {top_k!r}")
+    _checks.number("top_p", top_p, 0.0, 1.0)
+    if tuple(var.scales) != tuple(vq.scales) or var.vocab != vq.vocab:
+        raise ValueError(
+            f"var, vq: expected the same scales and vocab, got {var.scales}/{var.vocab} and "
+            f"{vq.scales}/{vq.vocab}"
+        )
+    policy = policy or PruningPolicy()
+    policy.reset()
+    device = labels.device
+    b = len(labels)
+    n_scales = len(var.scales)
+    guided = cfg > 0
+    lab = torch.cat([labels, torch.full_like(labels, var.num_classes)]) if guided else labels
+    cond = var.condition(lab)
+    blocks = var.block_list()
+    mods = [blk.modulation(cond) for blk in blocks]
+    caches: list[list[list[torch.Tensor]]] = [[[], []] for _ in blocks]
+    gen = torch.Generator().manual_seed(seed)
+    f_hat = torch.zeros(b, vq.latent, vq.side, vq.side, device=device)
+    codes: list[torch.Tensor] = []
+    tokens: torch.Tensor | None = None
+    for k, side in enumerate(var.scales):
+        u = torch.rand(b, side * side, generator=gen, dtype=torch.float64).to(device)
+        if policy.skip_scale(k, n_scales):
+            break
+        x = var.embed(tokens if tokens is not None else cond, k, cond)
+        for layer, blk in enumerate(blocks):
+            x = _block_step(blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size)
+        logits = var.head_logits(x, cond).double()
+        if guided:
+            t = cfg * k / max(1, n_scales - 1)
+            logits = (1 + t) * logits[:b] - t * logits[b:]
+        probs = _filter(logits, top_k, top_p).softmax(-1)
+        cdf = probs.cumsum(-1)
+        idx = torch.searchsorted(cdf, (u * cdf[..., -1]).unsqueeze(-1)).squeeze(-1)
+        idx = idx.clamp(max=var.vocab - 1)
+        codes.append(idx)
+        f_hat = f_hat + vq._up(vq.codes_to_map(idx, k), k)
+        if k + 1 < n_scales:
+            nxt = vq.downsample(f_hat, k + 1)
+            tokens = torch.cat([nxt, nxt]) if guided else nxt
+    images = vq.decode(f_hat)
+    return Generation(images=images, codes=codes)
+
+
+def count_macs(fn: object, *args: object, **kwargs: object) -> tuple[object, int]:
+    """Run ``fn(*args, **kwargs)`` under `torch.utils.flop_counter.FlopCounterMode`; ``(result, MACs)``.
+
+    MACs = counted FLOPs / 2 (matmuls, linears, convolutions, attention products).
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
+    with FlopCounterMode(display=False) as counter:
+        result = fn(*args, **kwargs)
+    return result, counter.get_total_flops() // 2
+
+
+@torch.no_grad()
+def calibrate(
+    var: TinyVAR,
+    vq: MultiScaleVQ,
+    labels: torch.Tensor,
+    tau: float = 0.5,
+    beta: float | None = None,
+    dense_layers: int = 1,
+    min_depth: int = 2,
+    cfg: float = 1.5,
+    seed: int = 0,
+) -> Calibration:
+    """ToProVAR's offline statistics from unpruned generations of `labels` (the calibration set).
+
+    - ``rho_s``: mean over layers and samples (conditional rows) of the below-mean share;
+      ``D = max(min_depth, min{s : rho_s >= tau})``.
+    - ``varrho_{l,s}``: spectral ratio of each sample's entropy map; ``beta`` (None: chosen so
+      that the median (layer, scale) gets R = 1/2, i.e. ``ln 2 / median(varrho - 1)``);
+      ``R_{l,s}`` = mean over samples of ``exp(-beta (varrho - 1))``.
+    - the source entropy (mean of the first `dense_layers` layers), normalised per sample.
+    """
+    _checks.number("tau", tau, 0.0, 1.0)
+    _checks.positive_int("dense_layers", dense_layers)
+    if dense_layers > var.depth:
+        raise ValueError(f"dense_layers: expected <= depth={var.depth}, got {dense_layers}")
+    _checks.positive_int("min_depth", min_depth)
+    if min_depth < 2:
+        raise ValueError(
+            f"min_depth: expected >= 2 (scale 1 has no earlier scale), got {min_depth}"
+        )
+    rec = _Recorder()
+    generate(var, vq, labels, rec, cfg=cfg, seed=seed)
+    n_scales, depth, b = len(var.scales), var.depth, len(labels)
+    rho = torch.zeros(n_scales, dtype=torch.float64)
+    varrho = torch.full((depth, n_scales), float("nan"), dtype=torch.float64)
+    per_sample: dict[tuple[int, int], torch.Tensor] = {}
+    source: list[torch.Tensor] = []
+    for k, side in enumerate(var.scales):
+        ents = [rec.entropy[(k, layer)][:b] for layer in range(depth)]
+        rho[k] = torch.stack([scale_sparsity(e).mean() for e in ents]).mean()
+        source.append(normalise_entropy(torch.stack(ents[:dense_layers]).mean(0)).cpu())
+        if side >= 2:
+            for layer, e in enumerate(ents):
+                r = spectral_ratio(e.reshape(b, side, side))
+                per_sample[(layer, k)] = r
+                varrho[layer, k] = r.mean()
+    if beta is None:
+        excess = torch.cat([r - 1.0 for r in per_sample.values()])
+        med = float(excess.median()) if len(excess) else 1.0
+        beta = float(torch.log(torch.tensor(2.0))) / max(med, 1e-12)
+    _checks.number("beta", beta, 0.0)
+    score = torch.full((depth, n_scales), float("nan"), dtype=torch.float64)
+    for (layer, k), r in per_sample.items():
+        score[layer, k] = torch.exp(-beta * (r - 1.0)).mean()
+    d = max(min_depth, pruning_depth(rho, tau))
+    return Calibration(
+        rho=rho,
+        depth=d,
+        varrho=varrho,
+        score=score,
+        beta=float(beta),
+        tau=tau,
+        dense_layers=dense_layers,
+        source=source,
+    )
