@@ -167,7 +167,7 @@ class MixtureDensityNetwork:
         k, dy = self.k, y.shape[1]
         logits = out[:, :k]
         mu = out[:, k : k + k * dy].reshape(-1, k, dy)
-        log_sigma = out[:, k + k * dy :].reshape(-1, k, dy).clamp(-7.0, 5.0)
+        log_sigma = out[:, k + k * dy :].reshape(-1, k, dy).clamp(-3.0, 5.0)  # sigma >= 0.05 target std
         z = (y[:, None, :] - mu) / torch.exp(log_sigma)
         log_n = (-0.5 * z**2 - log_sigma - 0.5 * math.log(2 * math.pi)).sum(-1)
         return torch.logsumexp(torch.log_softmax(logits, -1) + log_n, -1)

@@ -12,8 +12,9 @@ The learning procedure (Sec. 4 of the paper), in order:
 3. Between ``prune_rounds + 1`` equal stages, prune dead rules (empty box on a used feature,
    or a share of the data below ``min_share``) and merge redundant ones (covered sets with
    Jaccard above ``merge_jaccard`` and components closer than ``merge_hellinger``).
-4. Select the rule set by BIC (``2 NLL + |Theta| log n``): drop rules one at a time while BIC
-   falls, then polish the survivors for one more stage at ``tau_end``.
+4. Select the rule set by BIC (``2 NLL + |Theta| log n``): drop a rule or merge two that cover
+   the same rows, one step at a time while BIC falls; then drop conditions (open a side of a
+   box) while BIC falls; then polish the survivors for one more stage at ``tau_end``.
 """
 
 from __future__ import annotations
@@ -192,10 +193,9 @@ class ExplainableMixture:
             if stage < stages - 1:
                 model = _prune_and_merge(model, xt, self._tau(stage, per_stage, stages), self)
         if self.bic_select:
-            selected = _select_by_bic(model, xt, yt, self.tau_end)
-            if selected.k < model.k:
-                model = selected
-                self._train(model, xt, yt, per_stage, per_stage * stages, per_stage * stages)
+            model = _select_by_bic(model, xt, yt, self.tau_end, self.merge_jaccard)
+            model = _simplify_by_bic(model, xt, yt, self.tau_end)
+            self._train(model, xt, yt, per_stage, per_stage * stages, per_stage * stages)
         self.model_ = model.eval()
         self.rules_ = self._rules(xt)
         return self
@@ -446,41 +446,90 @@ def _hellinger(mean: np.ndarray, cov: np.ndarray, i: int, j: int) -> float:
     return math.sqrt(max(0.0, 1.0 - math.exp(log_bc)))
 
 
-def _prune_and_merge(model: Any, x: Any, tau: float, est: ExplainableMixture) -> Any:
-    """Drop dead rules, then merge redundant pairs; returns a new model (or the same)."""
+def _coverage(model: Any, x: Any, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows each rule covers (``e_i(x) > 1/2``, ``(n, k)`` bool) and each rule's share."""
     import torch
 
     with torch.no_grad():
         log_e = model.log_activation(x, tau)
-        share = torch.exp(log_e - torch.logsumexp(log_e, -1, keepdim=True)).mean(0).numpy()
+        share = torch.exp(log_e - torch.logsumexp(log_e, -1, keepdim=True)).mean(0)
+        return (torch.exp(log_e) > 0.5).numpy(), share.double().numpy()
+
+
+def _jaccard(covered: np.ndarray, i: int, j: int) -> float:
+    union = np.logical_or(covered[:, i], covered[:, j]).sum()
+    return float(np.logical_and(covered[:, i], covered[:, j]).sum() / union) if union else 0.0
+
+
+def _containment(covered: np.ndarray, i: int, j: int) -> float:
+    """Share of the smaller of the two rules' covered rows that the other also covers."""
+    smaller = min(covered[:, i].sum(), covered[:, j].sum())
+    return float(np.logical_and(covered[:, i], covered[:, j]).sum() / smaller) if smaller else 0.0
+
+
+def _merge(model: Any, i: int, j: int, share: np.ndarray) -> Any:
+    """Rule ``i`` absorbs rule ``j``: the hull of both boxes, the larger feature weights, and
+    the moment-matched Gaussian of their two components (weighted by share)."""
+    import torch
+
+    merged = _subset(model, [r for r in range(model.k) if r != j])
+    at = i if i < j else i - 1
+    with torch.no_grad():
+        c = model.components
+        rho = torch.softmax(c.sub_logits, -1)
+        s = torch.as_tensor(share[[i, j]], dtype=c.mu.dtype)
+        w = (s[:, None] * rho[[i, j]]).reshape(-1)
+        w = w / w.sum()
+        mu = c.mu[[i, j]].reshape(-1, c.mu.shape[-1])
+        cov = c.covariance()[[i, j]].reshape(-1, *c.mu.shape[-1:], c.mu.shape[-1])
+        mean = (w[:, None] * mu).sum(0)
+        dev = mu - mean
+        cov_m = (w[:, None, None] * (cov + dev[:, :, None] * dev[:, None, :])).sum(0)
+        chol = torch.linalg.cholesky(cov_m)
+        mc = merged.components
+        mc.mu[at] = mean
+        mc.log_diag[at] = torch.log(torch.diagonal(chol))
+        mc.lower[at] = torch.tril(chol, diagonal=-1)
+        mc.sub_logits[at] = 0.0
+        merged.alpha[at] = torch.minimum(model.alpha[i], model.alpha[j])
+        merged.beta[at] = torch.maximum(model.beta[i], model.beta[j])
+        a = torch.maximum(model.feature_weights()[i], model.feature_weights()[j])
+        merged.a_raw[at] = a + torch.log(-torch.expm1(-a))
+    return merged
+
+
+def _prune_and_merge(model: Any, x: Any, tau: float, est: ExplainableMixture) -> Any:
+    """Drop dead rules, then merge redundant pairs; returns a new model (or the same)."""
+    import torch
+
+    covered, share = _coverage(model, x, tau)
+    with torch.no_grad():
         a = model.feature_weights()
         used = (a >= FEATURE_USE * a.max(dim=1, keepdim=True).values).numpy()
         empty = ((model.alpha > model.beta).numpy() & used).any(1)
-        covered = (torch.exp(log_e) > 0.5).numpy()
     alive = [i for i in range(model.k) if share[i] >= est.min_share and not empty[i]]
     if not alive:
         alive = [int(np.argmax(share))]
-    mean, cov = _component_moments(model)
-    merged: set[int] = set()
-    for i in sorted(alive, key=lambda r: -share[r]):
-        if i in merged:
-            continue
-        for j in alive:
-            if j == i or j in merged or share[j] > share[i]:
-                continue
-            union = np.logical_or(covered[:, i], covered[:, j]).sum()
-            inter = np.logical_and(covered[:, i], covered[:, j]).sum()
-            if (
-                union
-                and inter / union > est.merge_jaccard
-                and _hellinger(mean, cov, i, j) < est.merge_hellinger
-            ):
-                merged.add(j)
-                with torch.no_grad():  # the survivor's box becomes the hull of both
-                    model.alpha[i] = torch.minimum(model.alpha[i], model.alpha[j])
-                    model.beta[i] = torch.maximum(model.beta[i], model.beta[j])
-    keep = [i for i in alive if i not in merged]
-    return model if len(keep) == model.k else _subset(model, keep)
+    if len(alive) < model.k:
+        model = _subset(model, alive)
+        covered, share = covered[:, alive], share[alive]
+    while model.k > 1:
+        mean, cov = _component_moments(model)
+        pairs = [
+            (i, j)
+            for i in range(model.k)
+            for j in range(model.k)
+            if share[i] >= share[j]
+            and i != j
+            and _jaccard(covered, i, j) > est.merge_jaccard
+            and _hellinger(mean, cov, i, j) < est.merge_hellinger
+        ]
+        if not pairs:
+            break
+        i, j = pairs[0]
+        model = _merge(model, i, j, share)
+        covered, share = _coverage(model, x, tau)
+    return model
 
 
 def _n_parameters(model: Any, x: Any) -> int:
@@ -504,11 +553,66 @@ def _bic(model: Any, x: Any, y: Any, tau: float) -> float:
     return 2.0 * nll + _n_parameters(model, x) * math.log(len(x))
 
 
-def _select_by_bic(model: Any, x: Any, y: Any, tau: float) -> Any:
-    """Backward elimination: drop the rule whose removal lowers BIC most, while BIC falls."""
+def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float) -> Any:
+    """Drop rule conditions while BIC falls: each pass scores opening every closed side of
+    every used condition (moving its threshold far outside the data) and applies the ones
+    that lower BIC, best first, each re-checked against the model as it then is."""
+    import torch
+
+    with torch.no_grad():
+        z = (x - model.x_loc) / model.x_scale
+        z_min, z_max = z.min(0).values - 10.0, z.max(0).values + 10.0
+    best_bic = _bic(model, x, y, tau)
+    changed = True
+    while changed:
+        changed = False
+        used = _used_features(model, x)
+        sides = [
+            (i, j, side)
+            for i, j in zip(*np.nonzero(used), strict=True)
+            for side in ("alpha", "beta")
+        ]
+        scored = []
+        for i, j, side in sides:
+            score = _bic(_opened(model, i, j, side, z_min, z_max), x, y, tau)
+            if score < best_bic:
+                scored.append((score, i, j, side))
+        for _, i, j, side in sorted(scored):
+            candidate = _opened(model, i, j, side, z_min, z_max)
+            score = _bic(candidate, x, y, tau)
+            if score < best_bic:
+                model, best_bic, changed = candidate, score, True
+    return model
+
+
+def _opened(model: Any, i: int, j: int, side: str, z_min: Any, z_max: Any) -> Any:
+    """A copy of `model` with the `side` threshold of rule i on feature j opened."""
+    import torch
+
+    out = _subset(model, list(range(model.k)))
+    with torch.no_grad():
+        if side == "alpha":
+            out.alpha[i, j] = z_min[j]
+        else:
+            out.beta[i, j] = z_max[j]
+    return out
+
+
+def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float) -> Any:
+    """Greedy BIC descent over the rule set: at each step take the candidate with the lowest
+    BIC among dropping one rule and merging two rules one of which mostly lies inside the
+    other (`_containment` of their covered rows above `merge_jaccard`, components
+    moment-matched); stop when none lowers BIC."""
     best, best_bic = model, _bic(model, x, y, tau)
     while best.k > 1:
+        covered, share = _coverage(best, x, tau)
         candidates = [_subset(best, [r for r in range(best.k) if r != i]) for i in range(best.k)]
+        candidates += [
+            _merge(best, i, j, share)
+            for i in range(best.k)
+            for j in range(i + 1, best.k)
+            if _containment(covered, i, j) > merge_jaccard
+        ]
         scores = [_bic(c, x, y, tau) for c in candidates]
         i = int(np.argmin(scores))
         if scores[i] >= best_bic:
