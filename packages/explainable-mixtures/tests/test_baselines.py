@@ -33,9 +33,13 @@ def test_gmm_ignores_x_and_is_worse_than_conditional_models(data):
     gmm = GaussianMixtureBaseline(6).fit(train.X, train.y)
     assert 1 <= gmm.n_components_ <= 6
     shuffled = test.X[np.random.default_rng(0).permutation(len(test.X))]
-    np.testing.assert_array_equal(gmm.log_density(test.X, test.y), gmm.log_density(shuffled, test.y))
+    np.testing.assert_array_equal(
+        gmm.log_density(test.X, test.y), gmm.log_density(shuffled, test.y)
+    )
     tree = TreeGaussian(4).fit(train.X, train.y)
-    assert np.mean(tree.log_density(test.X, test.y)) > np.mean(gmm.log_density(test.X, test.y)) + 0.5
+    assert (
+        np.mean(tree.log_density(test.X, test.y)) > np.mean(gmm.log_density(test.X, test.y)) + 0.5
+    )
 
 
 def test_mdn_learns_the_conditional(data):

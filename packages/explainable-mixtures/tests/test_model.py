@@ -60,7 +60,9 @@ def test_log_density_matches_loop_oracle(device, dtype, dy, S):
     ref = torch.as_tensor(_oracle(model, x, y, 0.3))
     fast = model.to(device, dtype).log_density(x.to(device, dtype), y.to(device, dtype), 0.3)
     assert fast.dtype == dtype
-    assert_close("log p(y|x)", ref, fast.double().cpu(), {torch.float64: 1e-10, torch.float32: 1e-5}[dtype])
+    assert_close(
+        "log p(y|x)", ref, fast.double().cpu(), {torch.float64: 1e-10, torch.float32: 1e-5}[dtype]
+    )
 
 
 def test_partition_rules_give_the_true_conditional_nll():

@@ -39,7 +39,11 @@ def test_activation_matches_loop_oracle(device, dtype, tau):
     ref = torch.tensor(
         [
             [
-                math.log(reference.rule_activation(xn.tolist(), al.tolist(), be.tolist(), ai.tolist(), tau))
+                math.log(
+                    reference.rule_activation(
+                        xn.tolist(), al.tolist(), be.tolist(), ai.tolist(), tau
+                    )
+                )
                 for al, be, ai in zip(alpha, beta, a, strict=True)
             ]
             for xn in x
@@ -74,7 +78,9 @@ def test_zero_weight_drops_the_feature():
     x, alpha, beta, a = _rules(k=2, d=3, seed=2)
     a[:, 1] = 0.0
     x2 = x.clone()
-    x2[:, 1] = torch.rand(len(x), generator=torch.Generator().manual_seed(9), dtype=torch.float64) * 50
+    x2[:, 1] = (
+        torch.rand(len(x), generator=torch.Generator().manual_seed(9), dtype=torch.float64) * 50
+    )
     e1 = log_rule_activation(log_soft_condition(x, alpha, beta, 0.1), a)
     e2 = log_rule_activation(log_soft_condition(x2, alpha, beta, 0.1), a)
     assert torch.equal(e1, e2)

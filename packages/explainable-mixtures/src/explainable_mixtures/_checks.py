@@ -40,9 +40,7 @@ def as_matrix(name: str, value: Any, *, columns: int | None = None) -> np.ndarra
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"{name}: expected at least one row and one column, got shape {arr.shape}")
     if columns is not None and arr.shape[1] != columns:
-        raise ValueError(
-            f"{name}: expected {columns} column(s) (as in fit), got shape {arr.shape}"
-        )
+        raise ValueError(f"{name}: expected {columns} column(s) (as in fit), got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
         row, col = map(int, np.argwhere(bad)[0])
@@ -72,7 +70,7 @@ def check_names(name: str, names: Sequence[str] | None, count: int, prefix: str)
 
 def check_not_constant(name: str, arr: np.ndarray, names: Sequence[str]) -> None:
     scale = arr.std(axis=0)
-    constant = [names[j] for j in np.flatnonzero(scale == 0)]
+    constant = [names[int(j)] for j in np.flatnonzero(scale == 0)]
     if constant:
         raise ValueError(
             f"{name}: column(s) {constant} are constant; a rule cannot split on them and "

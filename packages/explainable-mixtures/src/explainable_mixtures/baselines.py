@@ -44,7 +44,9 @@ class GaussianMixtureBaseline:
 
         _, t = _xy(X, y)
         fits = [
-            GaussianMixture(k, covariance_type="full", random_state=self.seed, reg_covar=1e-6).fit(t)
+            GaussianMixture(k, covariance_type="full", random_state=self.seed, reg_covar=1e-6).fit(
+                t
+            )
             for k in range(1, self.max_components + 1)
         ]
         self.model_ = min(fits, key=lambda g: g.bic(t))
@@ -69,7 +71,8 @@ class TreeGaussian:
 
         x, t = _xy(X, y)
         self.tree_ = DecisionTreeRegressor(
-            max_leaf_nodes=max(2, self.max_leaves), min_samples_leaf=self.min_leaf,
+            max_leaf_nodes=max(2, self.max_leaves),
+            min_samples_leaf=self.min_leaf,
             random_state=self.seed,
         ).fit(x, t)
         leaves = self.tree_.apply(x)
@@ -167,7 +170,9 @@ class MixtureDensityNetwork:
         k, dy = self.k, y.shape[1]
         logits = out[:, :k]
         mu = out[:, k : k + k * dy].reshape(-1, k, dy)
-        log_sigma = out[:, k + k * dy :].reshape(-1, k, dy).clamp(-3.0, 5.0)  # sigma >= 0.05 target std
+        log_sigma = (
+            out[:, k + k * dy :].reshape(-1, k, dy).clamp(-3.0, 5.0)
+        )  # sigma >= 0.05 target std
         z = (y[:, None, :] - mu) / torch.exp(log_sigma)
         log_n = (-0.5 * z**2 - log_sigma - 0.5 * math.log(2 * math.pi)).sum(-1)
         return torch.logsumexp(torch.log_softmax(logits, -1) + log_n, -1)

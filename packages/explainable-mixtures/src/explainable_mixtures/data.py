@@ -60,7 +60,9 @@ def planted(n: int, *, targets: int = 1, seed: int = 0) -> Table:
     rng = np.random.default_rng(seed)
     X = rng.uniform(0.0, 1.0, (n, 5))
     boxes = planted_boxes()
-    inside = np.all((X[:, None, :] >= boxes[None, :, :, 0]) & (X[:, None, :] <= boxes[None, :, :, 1]), -1)
+    inside = np.all(
+        (X[:, None, :] >= boxes[None, :, :, 0]) & (X[:, None, :] <= boxes[None, :, :, 1]), -1
+    )
     labels = inside.argmax(1)
     if targets == 1:
         means = np.array([[-3.0], [0.0], [3.0], [6.0]])
@@ -103,7 +105,7 @@ def qm9_gap(n: int, *, seed: int = 0) -> Table:
 
     from shared_core.data import QM9_PROPERTIES
 
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     smiles, targets = load("qm9-smiles")
     gap = targets[:, QM9_PROPERTIES.index("gap")] * HARTREE_EV
     rng = np.random.default_rng(seed)
@@ -130,7 +132,9 @@ def qm9_gap(n: int, *, seed: int = 0) -> Table:
         ys.append(gap[i])
         if len(rows) == n:
             break
-    return Table(np.array(rows, dtype=np.float64), np.array(ys)[:, None], QM9_DESCRIPTORS, ("gap_eV",))
+    return Table(
+        np.array(rows, dtype=np.float64), np.array(ys)[:, None], QM9_DESCRIPTORS, ("gap_eV",)
+    )
 
 
 def diabetes() -> Table:
@@ -141,9 +145,7 @@ def diabetes() -> Table:
     return Table(d.data, d.target[:, None], tuple(d.feature_names), ("progression",))
 
 
-def read_csv(
-    path: str | Path, features: list[str] | None, targets: list[str]
-) -> Table:
+def read_csv(path: str | Path, features: list[str] | None, targets: list[str]) -> Table:
     """A numeric CSV with a header row: `targets` columns as y, `features` (default: all the
     others) as X. Raises FileNotFoundError / ValueError naming the file, column and row."""
     path = Path(path)
@@ -188,7 +190,7 @@ def split(table: Table, test: float, seed: int) -> tuple[Table, Table]:
     """A random train/test split of the rows (labels and truths carried along)."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(table.X))
-    cut = int(round(len(order) * (1 - test)))
+    cut = round(len(order) * (1 - test))
 
     def take(idx: np.ndarray) -> Table:
         extra: dict[str, Any] = {}

@@ -208,12 +208,10 @@ class ExplainableMixture:
         frac = min(1.0, step / max(1, total - 1))
         return self.tau_start * (self.tau_end / self.tau_start) ** frac
 
-    def _train(
-        self, model: Any, x: Any, y: Any, steps: int, offset: int, total: int
-    ) -> None:
-        from shared_core.train import TrainConfig, fit, step_generator
-
+    def _train(self, model: Any, x: Any, y: Any, steps: int, offset: int, total: int) -> None:
         import torch
+
+        from shared_core.train import TrainConfig, fit, step_generator
 
         n = len(x)
         lam, gamma = self.lam, self.gamma

@@ -17,10 +17,10 @@ from torch import nn
 
 from explainable_mixtures.components import GaussianComponents
 from explainable_mixtures.rules import (
+    coverage_penalty,
     log_conditional_weights,
     log_rule_activation,
     log_soft_condition,
-    coverage_penalty,
     overlap_penalty,
 )
 
@@ -38,6 +38,11 @@ class RuleMixture(nn.Module):
         components: the ``k`` component densities (in standard target units).
         x_loc, x_scale: ``(d,)`` feature standardisation; y_loc, y_scale: ``(d_y,)``.
     """
+
+    x_loc: torch.Tensor
+    x_scale: torch.Tensor
+    y_loc: torch.Tensor
+    y_scale: torch.Tensor
 
     def __init__(
         self,

@@ -25,7 +25,11 @@ def soft_condition(x_j: float, alpha_j: float, beta_j: float, tau: float) -> flo
 
 
 def rule_activation(
-    x: Sequence[float], alpha: Sequence[float], beta: Sequence[float], a: Sequence[float], tau: float
+    x: Sequence[float],
+    alpha: Sequence[float],
+    beta: Sequence[float],
+    a: Sequence[float],
+    tau: float,
 ) -> float:
     """``e(x) = sum_j a_j / sum_j a_j / pi_tau(x_j)`` (features with ``a_j = 0`` skipped)."""
     num = sum(a)
@@ -52,7 +56,8 @@ def component_log_pdf(
 ) -> float:
     """``log sum_s rho_s N(y; mu_s, Sigma_s)`` for one rule's Gaussian mixture."""
     terms = [
-        math.log(w) + gaussian_log_pdf(y, m, c) for w, m, c in zip(weights, means, covs, strict=True)
+        math.log(w) + gaussian_log_pdf(y, m, c)
+        for w, m, c in zip(weights, means, covs, strict=True)
     ]
     top = max(terms)
     return top + math.log(sum(math.exp(t - top) for t in terms))

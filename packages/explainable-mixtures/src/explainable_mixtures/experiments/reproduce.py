@@ -40,7 +40,12 @@ class Config:
 
 SCALES: dict[str, Config] = {
     "micro": Config(
-        planted_n=600, planted_targets=(1,), seeds=1, qm9_n=300, diabetes=False, steps=120,
+        planted_n=600,
+        planted_targets=(1,),
+        seeds=1,
+        qm9_n=300,
+        diabetes=False,
+        steps=120,
         mdn_steps=60,
     ),
     "tiny": Config(),
@@ -119,6 +124,8 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 fits = _fit_all(train, test, config, seed, args.device)
                 for m in METHODS:
                     cells[m].append(fits[m][0])
+                assert train.boxes is not None and train.means is not None
+                assert train.covs is not None
                 boxes = [list(map(tuple, b)) for b in train.boxes]
                 truth = partition_log_density(test.X, test.y, boxes, train.means, train.covs)
                 cells["truth"].append(-float(truth.mean()))
@@ -167,7 +174,9 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         for key, _ in real:
             notes.append(f"\nRules learned on {key} (seed {args.seed}):\n")
             notes += [f"    {line}" for line in results[f"{key}-rules"]]
-        run.finish("Explainable mixture models: planted rules and real data", notes="\n".join(notes))
+        run.finish(
+            "Explainable mixture models: planted rules and real data", notes="\n".join(notes)
+        )
     return results
 
 
@@ -197,8 +206,13 @@ def _plots(run: Any, fits: dict[str, tuple[Any, Any]]) -> None:
                     continue
                 ax.add_patch(
                     Rectangle(
-                        (box[fx, 0], box[fy, 0]), box[fx, 1] - box[fx, 0], box[fy, 1] - box[fy, 0],
-                        fill=False, lw=2.5, ec="0.6", label="planted box" if b == 0 else None,
+                        (box[fx, 0], box[fy, 0]),
+                        box[fx, 1] - box[fx, 0],
+                        box[fy, 1] - box[fy, 0],
+                        fill=False,
+                        lw=2.5,
+                        ec="0.6",
+                        label="planted box" if b == 0 else None,
                     )
                 )
             for i, rule in enumerate(emm.rules_):
@@ -207,8 +221,14 @@ def _plots(run: Any, fits: dict[str, tuple[Any, Any]]) -> None:
                     continue
                 ax.add_patch(
                     Rectangle(
-                        (box[fx, 0], box[fy, 0]), box[fx, 1] - box[fx, 0], box[fy, 1] - box[fy, 0],
-                        fill=False, lw=1.2, ls="--", ec=f"C{i % 10}", label=f"learned rule {i + 1}",
+                        (box[fx, 0], box[fy, 0]),
+                        box[fx, 1] - box[fx, 0],
+                        box[fy, 1] - box[fy, 0],
+                        fill=False,
+                        lw=1.2,
+                        ls="--",
+                        ec=f"C{i % 10}",
+                        label=f"learned rule {i + 1}",
                     )
                 )
             ax.set_xlim(-0.05, 1.05)
@@ -235,7 +255,7 @@ def _plots(run: Any, fits: dict[str, tuple[Any, Any]]) -> None:
             rows = train.y[assign == i, 0]
             if len(rows) == 0:
                 continue
-            ax.hist(rows, bins=bins, density=False, alpha=0.35, color=f"C{i % 10}")
+            ax.hist(rows, bins=list(bins), density=False, alpha=0.35, color=f"C{i % 10}")
             pdf = np.exp(-0.5 * ((grid - rule.mean[0]) / rule.std[0]) ** 2) / (
                 rule.std[0] * np.sqrt(2 * np.pi)
             )
