@@ -57,3 +57,15 @@ def test_baselines_refuse_bad_input(data):
         GaussianMixtureBaseline(2).fit(train.X, train.y[:10])
     with pytest.raises(ValueError, match="X: expected finite"):
         MixtureDensityNetwork(2, steps=1).fit(np.full_like(train.X, np.inf), train.y)
+
+
+def test_mdn_early_stopping_keeps_the_best_held_out_weights():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(120, 8))
+    y = rng.normal(size=120)  # pure noise: a long run overfits, the held-out check must not
+    long = MixtureDensityNetwork(5, steps=600, eval_every=25, seed=0).fit(X, y)
+    free = MixtureDensityNetwork(5, steps=600, valid=0.0, seed=0).fit(X, y)
+    Xt, yt = rng.uniform(size=(2000, 8)), rng.normal(size=2000)
+    assert np.mean(long.log_density(Xt, yt)) > np.mean(free.log_density(Xt, yt))
+    with pytest.raises(ValueError, match="valid: expected a held-out share"):
+        MixtureDensityNetwork(valid=1.0)

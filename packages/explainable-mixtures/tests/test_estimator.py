@@ -124,3 +124,16 @@ def test_bad_data_raises():
         est.score(X[:, :2], y)
     with pytest.raises(ValueError, match="X: expected at least 2 \\* n_rules"):
         ExplainableMixture(40, steps=5).fit(X, y)
+
+
+def test_marginal_mixture_matches_the_population_shares(planted_fit):
+    est, _, test = planted_fit
+    w = est.marginal_weights(test.X)
+    assert w.shape == (4,) and abs(w.sum() - 1) < 1e-5  # float32 model
+    # hard rules: the marginal weights are the shares of rows each rule covers
+    counts = np.bincount(est.assign(test.X), minlength=4) / len(test.X)
+    np.testing.assert_allclose(w, counts, atol=0.03)
+    # the marginal density of y integrates to 1 over a grid
+    grid = np.linspace(-8, 11, 4001)
+    dens = np.exp(est.marginal_log_density(test.X, grid))
+    assert abs(dens.sum() * (grid[1] - grid[0]) - 1) < 1e-3

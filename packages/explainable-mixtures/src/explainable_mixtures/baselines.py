@@ -98,7 +98,9 @@ class TreeGaussian:
 class MixtureDensityNetwork:
     """MLP ``x -> (pi, mu, sigma)`` of a diagonal Gaussian mixture with `k` components.
 
-    Features and targets are standardised; trained by AdamW through `shared_core.train.fit`.
+    Features and targets are standardised; trained by AdamW through `shared_core.train.fit`,
+    with early stopping: a `valid` share of the training rows is held out and the weights with
+    the best held-out NLL (checked every `eval_every` steps) are kept, as a user would.
     """
 
     def __init__(
@@ -108,9 +110,15 @@ class MixtureDensityNetwork:
         steps: int = 1500,
         lr: float = 3e-3,
         batch_size: int = 512,
+        valid: float = 0.2,
+        eval_every: int = 50,
         seed: int = 0,
         device: str = "cpu",
     ) -> None:
+        if not 0.0 <= valid < 1.0:
+            raise ValueError(f"valid: expected a held-out share in [0, 1), got {valid!r}")
+        self.valid = valid
+        self.eval_every = check_positive_int("eval_every", eval_every)
         self.k = check_positive_int("k", k)
         self.hidden = check_positive_int("hidden", hidden)
         self.steps = check_positive_int("steps", steps)
@@ -140,7 +148,24 @@ class MixtureDensityNetwork:
         )
         xs = torch.as_tensor((x - self.x_loc_) / self.x_scale_, dtype=torch.float32)
         ys = torch.as_tensor((t - self.y_loc_) / self.y_scale_, dtype=torch.float32)
+        order = torch.randperm(len(xs), generator=torch.Generator().manual_seed(self.seed))
+        cut = len(xs) - int(self.valid * len(xs))
+        xv, yv = xs[order[cut:]], ys[order[cut:]]
+        xs, ys = xs[order[:cut]], ys[order[:cut]]
         n = len(xs)
+        best: dict[str, Any] = {"nll": math.inf, "state": None}
+
+        def keep_best(step: int, record: dict[str, float]) -> None:
+            if len(xv) == 0 or (step % self.eval_every and step != self.steps):  # 1-based
+                return
+            with torch.no_grad():
+                dev = next(self.net_.parameters()).device
+                nll = -float(self._log_density_std(self.net_, xv.to(dev), yv.to(dev)).mean())
+            if nll < best["nll"]:
+                best["nll"] = nll
+                best["state"] = {
+                    k: v.detach().cpu().clone() for k, v in self.net_.state_dict().items()
+                }
 
         def batch_fn(step: int) -> dict[str, Any]:
             if n <= self.batch_size:
@@ -156,11 +181,14 @@ class MixtureDensityNetwork:
             loss_fn,
             batch_fn,
             TrainConfig(steps=self.steps, lr=self.lr, warmup=50, weight_decay=0.0),
+            callback=keep_best,
             desc="mdn train",
             show_progress=False,
             device=self.device,
         )
         self.net_.to("cpu")
+        if best["state"] is not None:
+            self.net_.load_state_dict(best["state"])
         return self
 
     def _log_density_std(self, net: Any, x: Any, y: Any) -> Any:

@@ -282,6 +282,27 @@ class ExplainableMixture:
         with torch.no_grad():
             return torch.exp(self.model_.log_weights(x, self.tau_end)).double().numpy()
 
+    def marginal_weights(self, X: Any) -> np.ndarray:
+        """Marginal EMM weights ``w_i = E[e_i(X)] / sum_l E[e_l(X)]`` over the rows of X, ``(k,)``."""
+        import torch
+
+        from explainable_mixtures.rules import marginal_weights
+
+        x, _ = self._tensors(X)
+        with torch.no_grad():
+            return marginal_weights(self.model_.log_activation(x, self.tau_end)).double().numpy()
+
+    def marginal_log_density(self, X: Any, y: Any) -> np.ndarray:
+        """``log p(y) = log sum_i w_i p_i(y)`` with the marginal weights of the population X,
+        for each row of y, ``(m,)``."""
+        import torch
+
+        w = torch.as_tensor(self.marginal_weights(X), dtype=self.model_.alpha.dtype)
+        t = torch.as_tensor(as_matrix("y", y, columns=self.n_targets_), dtype=w.dtype)
+        with torch.no_grad():
+            log_p = self.model_.component_log_prob(t)
+            return torch.logsumexp(torch.log(w) + log_p, dim=-1).double().numpy()
+
     def assign(self, X: Any) -> np.ndarray:
         """The rule with the largest weight for each row, ``(n,)`` int."""
         return self.weights(X).argmax(axis=1)
