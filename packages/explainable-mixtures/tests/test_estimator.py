@@ -47,6 +47,9 @@ def test_weights_assignments_and_predictions(planted_fit):
     np.testing.assert_allclose(est.predict(test.X[:50]), w @ means, atol=1e-9)
     text = est.describe()
     assert text.count("\n") == 3 and "IF" in text and "THEN" in text
+    shares = [r.share for r in est.rules_]  # rule i = column i of weights, by share
+    assert shares == sorted(shares, reverse=True)
+    np.testing.assert_allclose(est.weights(test.X).mean(0), shares, atol=0.05)
     assert np.isfinite(est.bic(test.X, test.y))
 
 

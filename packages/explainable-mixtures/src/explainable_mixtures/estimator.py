@@ -196,7 +196,8 @@ class ExplainableMixture:
             model = _select_by_bic(model, xt, yt, self.tau_end, self.merge_jaccard)
             model = _simplify_by_bic(model, xt, yt, self.tau_end)
             self._train(model, xt, yt, per_stage, per_stage * stages, per_stage * stages)
-        self.model_ = model.eval()
+        _, share = _coverage(model, xt, self.tau_end)
+        self.model_ = _subset(model, list(np.argsort(-share, kind="stable"))).eval()
         self.rules_ = self._rules(xt)
         return self
 
@@ -317,10 +318,10 @@ class ExplainableMixture:
         return _bic(self.model_, x, t, self.tau_end)
 
     def describe(self) -> str:
-        """The rules, one per line, largest share first."""
+        """The rules, one per line (``rule i`` is column ``i - 1`` of `weights`; rules are
+        ordered by their share of the training rows)."""
         self._check_fitted()
-        rules = sorted(self.rules_, key=lambda r: -r.share)
-        return "\n".join(f"rule {i + 1}: {r}" for i, r in enumerate(rules))
+        return "\n".join(f"rule {i + 1}: {r}" for i, r in enumerate(self.rules_))
 
     def _rules(self, x: Any) -> list[Rule]:
         import torch
