@@ -195,42 +195,18 @@ def _plots(run: Any, fits: dict[str, tuple[Any, Any]]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     if "planted-1d" in fits:
         emm, train = fits["planted-1d"]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), dpi=120)
         for ax, (fx, fy) in zip(axes, ((0, 1), (0, 2)), strict=True):
             for b, box in enumerate(train.boxes):
-                if np.allclose(box[[fx, fy]], [[0, 1], [0, 1]]):
-                    continue
-                ax.add_patch(
-                    Rectangle(
-                        (box[fx, 0], box[fy, 0]),
-                        box[fx, 1] - box[fx, 0],
-                        box[fy, 1] - box[fy, 0],
-                        fill=False,
-                        lw=2.5,
-                        ec="0.6",
-                        label="planted box" if b == 0 else None,
-                    )
-                )
+                label = "planted box" if b == 0 else None
+                _draw_box(ax, box, fx, fy, lw=2.5, ec="0.6", label=label)
             for i, rule in enumerate(emm.rules_):
                 box = rule.box(train.feature_names, train.bounds)
-                if np.allclose(box[[fx, fy]], [[0, 1], [0, 1]], atol=0.02):
-                    continue
-                ax.add_patch(
-                    Rectangle(
-                        (box[fx, 0], box[fy, 0]),
-                        box[fx, 1] - box[fx, 0],
-                        box[fy, 1] - box[fy, 0],
-                        fill=False,
-                        lw=1.2,
-                        ls="--",
-                        ec=f"C{i % 10}",
-                        label=f"learned rule {i + 1}",
-                    )
-                )
+                style = {"lw": 1.2, "ls": "--", "ec": f"C{i % 10}"}
+                _draw_box(ax, box, fx, fy, label=f"learned rule {i + 1}", **style)
             ax.set_xlim(-0.05, 1.05)
             ax.set_ylim(-0.05, 1.05)
             ax.set_xlabel(f"feature x{fx} (unitless, planted domain [0, 1])")
@@ -267,3 +243,14 @@ def _plots(run: Any, fits: dict[str, tuple[Any, Any]]) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
         fig.tight_layout()
         run.save_figure(f"{key}_rule_densities", fig)
+
+
+def _draw_box(ax: Any, box: np.ndarray, fx: int, fy: int, **style: Any) -> None:
+    """Outline the ``(fx, fy)`` face of a ``(d, 2)`` box, unless it is the whole unit square."""
+    from matplotlib.patches import Rectangle
+
+    if np.allclose(box[[fx, fy]], [[0, 1], [0, 1]], atol=0.02):
+        return
+    corner = (box[fx, 0], box[fy, 0])
+    size = (box[fx, 1] - box[fx, 0], box[fy, 1] - box[fy, 0])
+    ax.add_patch(Rectangle(corner, *size, fill=False, **style))
