@@ -1,0 +1,1 @@
+"""One module per reproduced finding; `reproduce` runs them all."""
