@@ -264,3 +264,13 @@ class TopoScan:
     def fit_transform(self, graphs: Sequence[Any]) -> dict[str, np.ndarray]:
         fg = self._filtered(graphs)
         return self.fit(fg).transform(fg)
+
+
+def minmax_scale(sequences: np.ndarray) -> np.ndarray:
+    """The authors' molecular-task scaling: each graph's tokens to [0, 1] per feature over
+    its T slices, ``(x - min) / (max - min + 1e-8)`` (``module.min_max_scaling``)."""
+    x = np.asarray(sequences, dtype=np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"sequences: expected shape (graphs, T, features), got {x.shape}")
+    lo, hi = x.min(1, keepdims=True), x.max(1, keepdims=True)
+    return (x - lo) / (hi - lo + 1e-8)
