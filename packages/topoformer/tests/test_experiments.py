@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 from topoformer.experiments.common import TrainSettings
 from topoformer.experiments.mutag import MutagConfig, run_mutag
 from topoformer.model import TopoFormerConfig

@@ -8,9 +8,11 @@ import os
 import networkx as nx
 import numpy as np
 import pytest
-
 from topoformer.filtrations import (
-    degree_centrality, filtration_values, heat_kernel_signature, ollivier_ricci,
+    degree_centrality,
+    filtration_values,
+    heat_kernel_signature,
+    ollivier_ricci,
 )  # fmt: skip
 from topoformer.graph import as_graph, make_graph
 from topoformer.reference import reference_ollivier_ricci
@@ -41,7 +43,9 @@ def test_ricci_of_complete_graph_is_n_over_2_n_minus_1(n):
 
 @pytest.mark.parametrize("leaves", [1, 2, 4, 7])
 def test_ricci_of_star_edges_is_one_over_leaves(leaves):
-    np.testing.assert_allclose(ollivier_ricci(as_graph(nx.star_graph(leaves))), 1 / leaves, atol=1e-12)
+    np.testing.assert_allclose(
+        ollivier_ricci(as_graph(nx.star_graph(leaves))), 1 / leaves, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize(("n", "kappa"), [(3, 0.75), (4, 0.5), (5, 0.25), (6, 0.0), (9, 0.0)])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-
 from topoformer.graph import as_graph, triangles
 from topoformer.homology import flag_betti, gf2_rank
 from topoformer.reference import gf2_rank_dense, reference_betti
@@ -21,7 +20,7 @@ def gudhi_betti(g) -> tuple[int, int]:
         st.insert([int(u), int(v)])
     st.expansion(2)
     st.compute_persistence(persistence_dim_max=True)  # else the top dimension is dropped
-    b = list(st.betti_numbers()) + [0, 0, 0]
+    b = [*list(st.betti_numbers()), 0, 0, 0]
     return b[0], b[1]
 
 

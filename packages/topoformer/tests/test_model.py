@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from topoformer.model import TopoFormer, TopoFormerConfig, TopoSequenceEncoder
 from torch import nn
 
 from shared_core.testing import assert_close
-from topoformer.model import TopoFormer, TopoFormerConfig, TopoSequenceEncoder
 
 
 class AuthorsEncoder(nn.Module):

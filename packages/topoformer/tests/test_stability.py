@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-
 from topoformer.filtrations import filtration_values
 from topoformer.graph import as_graph
 from topoformer.stability import stability_bound, threshold_crossings

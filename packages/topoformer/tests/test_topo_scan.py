@@ -8,7 +8,6 @@ from collections import Counter
 import networkx as nx
 import numpy as np
 import pytest
-
 from topoformer.filtrations import filtration_values
 from topoformer.graph import as_graph
 from topoformer.reference import reference_scan, reference_thresholds
@@ -29,7 +28,9 @@ def test_scan_matches_the_networkx_reference(random_graphs):
         if len(np.unique(r)) > 2:
             th = fit_thresholds([r], 6)
             vals = {tuple(e): r[k] for k, e in enumerate(g.edges.tolist())}
-            np.testing.assert_array_equal(scan(g, r, th, 2, "edge"), reference_scan(G, vals, th, 2, "edge"))
+            np.testing.assert_array_equal(
+                scan(g, r, th, 2, "edge"), reference_scan(G, vals, th, 2, "edge")
+            )
             checked += 1
     assert checked >= 15
 
@@ -96,7 +97,9 @@ def test_a_window_covering_everything_gives_the_whole_graph(random_graphs):
         f = filtration_values(g, "degree")
         th = np.array([f.min() - 1.0, f.min() - 0.5, f.max() + 1.0])
         b = flag_betti(g.num_nodes, g.edges)
-        np.testing.assert_array_equal(scan(g, f, th, 2, "node")[0], [b[0], b[1], g.num_nodes, g.num_edges])
+        np.testing.assert_array_equal(
+            scan(g, f, th, 2, "node")[0], [b[0], b[1], g.num_nodes, g.num_edges]
+        )
 
 
 def test_empty_windows_give_zeros():
@@ -109,7 +112,9 @@ def test_empty_windows_give_zeros():
 def test_thresholds_follow_the_authors_rule_with_ties():
     rng = np.random.default_rng(3)
     for n in (3, 5, 20):
-        pooled = [np.round(rng.integers(0, 30, size=int(rng.integers(5, 40))) / 29, 6) for _ in range(6)]
+        pooled = [
+            np.round(rng.integers(0, 30, size=int(rng.integers(5, 40))) / 29, 6) for _ in range(6)
+        ]
         got = fit_thresholds(pooled, n)
         want = reference_thresholds(list(np.concatenate(pooled)), n)
         np.testing.assert_array_equal(got, want)
@@ -140,7 +145,9 @@ def test_transform_never_refits_on_test_graphs(random_graphs):
     np.testing.assert_array_equal(scanner.thresholds_["degree"], before)
     for G, seq in zip(test, out, strict=True):
         g = as_graph(G)
-        np.testing.assert_array_equal(seq, scan(g, filtration_values(g, "degree"), before, 2, "node"))
+        np.testing.assert_array_equal(
+            seq, scan(g, filtration_values(g, "degree"), before, 2, "node")
+        )
 
 
 def test_nineteen_tokens_with_the_authors_defaults(mutag):

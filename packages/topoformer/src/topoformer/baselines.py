@@ -46,7 +46,10 @@ class GINModel(nn.Module):
 
         self.gnn = GIN(in_channels, hidden, num_layers, norm="batch_norm")
         self.head = nn.Sequential(
-            nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_outputs)
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, num_outputs),
         )
 
     def forward(self, batch: Any) -> torch.Tensor:
@@ -102,7 +105,7 @@ def persistence_diagrams(graph: Graph, values: np.ndarray, kind: str) -> list[np
     if kind == "node":
         for v in range(graph.num_nodes):
             st.insert([v], filtration=float(values[v]))
-        for (u, v) in graph.edges:
+        for u, v in graph.edges:
             st.insert([int(u), int(v)], filtration=float(max(values[u], values[v])))
     else:
         for k, (u, v) in enumerate(graph.edges):
@@ -136,16 +139,23 @@ def persistence_images(
         bandwidth=span / resolution, resolution=[resolution, resolution],
         im_range=[lo, lo + span, 0.0, ptop], weight=lambda x: x[1] / ptop,
     )  # fmt: skip
-    return np.asarray(pi.fit_transform([np.asarray(d, dtype=np.float64).reshape(-1, 2) for d in diagrams]))
+    return np.asarray(
+        pi.fit_transform([np.asarray(d, dtype=np.float64).reshape(-1, 2) for d in diagrams])
+    )
 
 
 class MLP(nn.Module):
     """The classifier on persistence images: Linear-ReLU-Dropout-Linear."""
 
-    def __init__(self, in_features: int, num_outputs: int, hidden: int = 64, dropout: float = 0.5) -> None:
+    def __init__(
+        self, in_features: int, num_outputs: int, hidden: int = 64, dropout: float = 0.5
+    ) -> None:
         super().__init__()
         self.net = nn.Sequential(
-            nn.Linear(in_features, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_outputs)
+            nn.Linear(in_features, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, num_outputs),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

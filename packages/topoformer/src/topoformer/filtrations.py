@@ -52,7 +52,9 @@ def heat_kernel_signature(graph: Graph, t: float = 1.0) -> np.ndarray:
     return (phi**2 * np.exp(-t * lam)[None, :]).sum(1)
 
 
-def ollivier_ricci(graph: Graph, alpha: float = 0.5, weights: np.ndarray | None = None) -> np.ndarray:
+def ollivier_ricci(
+    graph: Graph, alpha: float = 0.5, weights: np.ndarray | None = None
+) -> np.ndarray:
     """``(m,)`` Ollivier-Ricci curvature kappa(u, v) = 1 - W1(mu_u, mu_v) / d(u, v) per edge.
 
     mu_x puts mass alpha on x and shares 1 - alpha over its neighbours y in proportion to
@@ -82,7 +84,10 @@ def ollivier_ricci(graph: Graph, alpha: float = 0.5, weights: np.ndarray | None 
     if len(e) == 0:
         return np.zeros(0)
     adj = csr_matrix(
-        (np.concatenate([w, w]), (np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([e[:, 1], e[:, 0]]))),
+        (
+            np.concatenate([w, w]),
+            (np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([e[:, 1], e[:, 0]])),
+        ),
         shape=(n, n),
     )
     dist = shortest_path(adj, method="D", directed=False)

@@ -30,7 +30,7 @@ class Graph:
 
     @property
     def num_edges(self) -> int:
-        return int(len(self.edges))
+        return len(self.edges)
 
     def degrees(self) -> np.ndarray:
         """``(n,)`` int64 node degrees."""
@@ -66,9 +66,7 @@ def make_graph(num_nodes: int, edge_index: Any, node_labels: Any = None) -> Grap
         raise TypeError(f"edge_index: expected integer node ids, got dtype {ei.dtype}")
     ei = ei.astype(np.int64)
     if ei.size and (ei.min() < 0 or ei.max() >= n):
-        raise ValueError(
-            f"edge_index: node ids must lie in 0..{n - 1}, got {ei.min()}..{ei.max()}"
-        )
+        raise ValueError(f"edge_index: node ids must lie in 0..{n - 1}, got {ei.min()}..{ei.max()}")
     if np.any(ei[0] == ei[1]):
         raise ValueError(
             f"edge_index: self-loop at node {int(ei[0][ei[0] == ei[1]][0])}; "

@@ -76,9 +76,7 @@ def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None
              edge_ids(g, t[:, 1], t[:, 2])], axis=1,
         )  # fmt: skip
         rank2 = gf2_rank(ids, len(g.edges))
-    return np.array(
-        [comps, len(g.edges) - rank1 - rank2, len(t) - rank2], dtype=np.int64
-    )
+    return np.array([comps, len(g.edges) - rank1 - rank2, len(t) - rank2], dtype=np.int64)
 
 
 def _components(num_nodes: int, edges: np.ndarray) -> int:

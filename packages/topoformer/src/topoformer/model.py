@@ -40,9 +40,7 @@ class TopoFormerConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(
-                f"n_heads: must divide d_model = {self.d_model}, got {self.n_heads}"
-            )
+            raise ValueError(f"n_heads: must divide d_model = {self.d_model}, got {self.n_heads}")
         for name in ("attn_dropout", "dropout"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v < 1.0):
@@ -103,7 +101,11 @@ class TopoFormer(nn.Module):
             raise ValueError("num_tokens: expected at least one filtration, got none")
         if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
             raise ValueError(f"num_outputs: expected a positive int, got {num_outputs!r}")
-        if isinstance(extra_features, bool) or not isinstance(extra_features, int) or extra_features < 0:
+        if (
+            isinstance(extra_features, bool)
+            or not isinstance(extra_features, int)
+            or extra_features < 0
+        ):
             raise ValueError(f"extra_features: expected an int >= 0, got {extra_features!r}")
         d = config.d_model
         self.encoders = nn.ModuleList(TopoSequenceEncoder(t, config) for t in num_tokens)
@@ -125,7 +127,9 @@ class TopoFormer(nn.Module):
         """``(K,)`` the fusion weights c_f (they sum to 1; not constrained to be positive)."""
         return torch.cat([self.mix, 1.0 - self.mix.sum(0, keepdim=True)])
 
-    def embed(self, sequences: Sequence[torch.Tensor], extra: torch.Tensor | None = None) -> torch.Tensor:
+    def embed(
+        self, sequences: Sequence[torch.Tensor], extra: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``(batch, d_model)`` fused graph embedding (before the head)."""
         if len(sequences) != len(self.encoders):
             raise ValueError(
@@ -135,9 +139,7 @@ class TopoFormer(nn.Module):
         if self.mlp is not None:
             if extra is None or extra.ndim != 2 or extra.shape[1] != self.extra_features:
                 got = None if extra is None else tuple(extra.shape)
-                raise ValueError(
-                    f"extra: expected shape (batch, {self.extra_features}), got {got}"
-                )
+                raise ValueError(f"extra: expected shape (batch, {self.extra_features}), got {got}")
             parts.append(self.mlp(extra))
         elif extra is not None:
             raise ValueError("extra: this model has no extra branch (extra_features=0)")
@@ -146,5 +148,7 @@ class TopoFormer(nn.Module):
         assert isinstance(z, torch.Tensor)
         return self.bn(z)
 
-    def forward(self, sequences: Sequence[torch.Tensor], extra: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, sequences: Sequence[torch.Tensor], extra: torch.Tensor | None = None
+    ) -> torch.Tensor:
         return self.head(self.dropout(self.embed(sequences, extra)))

@@ -45,7 +45,11 @@ def inner_split(
         raise ValueError(f"val_fraction: expected a number in (0, 1), got {val_fraction!r}")
     rng = np.random.default_rng(seed)
     train_idx = np.asarray(train_idx)
-    groups = [train_idx] if labels is None else [train_idx[labels[train_idx] == c] for c in np.unique(labels[train_idx])]
+    groups = (
+        [train_idx]
+        if labels is None
+        else [train_idx[labels[train_idx] == c] for c in np.unique(labels[train_idx])]
+    )
     val = []
     for grp in groups:
         k = max(1, round(val_fraction * len(grp))) if len(grp) > 1 else 0
@@ -67,7 +71,9 @@ def select(val: Sequence[float], test: Sequence[float], higher_is_better: bool =
     """Both protocols from per-epoch validation and test scores (ties: the earliest epoch)."""
     v, t = np.asarray(val, dtype=np.float64), np.asarray(test, dtype=np.float64)
     if v.shape != t.shape or v.ndim != 1 or v.size == 0:
-        raise ValueError(f"val, test: expected two equal-length 1-D score lists, got {v.shape}, {t.shape}")
+        raise ValueError(
+            f"val, test: expected two equal-length 1-D score lists, got {v.shape}, {t.shape}"
+        )
     sign = 1.0 if higher_is_better else -1.0
     best = int(np.argmax(sign * v))
     opt = float(t.max() if higher_is_better else t.min())

@@ -50,7 +50,11 @@ def token_change_bound(graph: Any, kind: str = "node") -> np.ndarray:
     tri = triangles(g)
     if kind == "node":
         d = g.degrees()
-        t = np.bincount(tri.ravel(), minlength=g.num_nodes) if len(tri) else np.zeros(g.num_nodes, np.int64)
+        t = (
+            np.bincount(tri.ravel(), minlength=g.num_nodes)
+            if len(tri)
+            else np.zeros(g.num_nodes, np.int64)
+        )
         return 1 + d + np.maximum(1, d - 1) + np.maximum(d, t)
     if kind == "edge":
         t = np.zeros(g.num_edges, dtype=np.int64)

@@ -119,9 +119,7 @@ def scan(
         raise ValueError(f"kind: expected 'node' or 'edge', got {kind!r}")
     expect = g.num_nodes if kind == "node" else g.num_edges
     if len(f) != expect:
-        raise ValueError(
-            f"values: expected {expect} {kind} values for this graph, got {len(f)}"
-        )
+        raise ValueError(f"values: expected {expect} {kind} values for this graph, got {len(f)}")
     inside = (win[:, :1] <= f[None, :]) & (f[None, :] <= win[:, 1:])  # (T, n) or (T, m)
     e = g.edges
     if kind == "node":
@@ -257,7 +255,9 @@ class TopoScan:
         for name in self.filtrations:
             kind = check_filtration(name)
             th = self.thresholds_[name]
-            seqs = [scan(g.graph, g.values[name], th, self.m, kind, self.zero_edges_quirk) for g in fg]
+            seqs = [
+                scan(g.graph, g.values[name], th, self.m, kind, self.zero_edges_quirk) for g in fg
+            ]
             out[name] = np.stack(seqs) if seqs else np.zeros((0, len(th) - self.m, 4))
         return out
 

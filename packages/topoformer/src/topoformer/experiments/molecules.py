@@ -73,10 +73,19 @@ def run_molecules(config: MoleculeConfig, seed: int = 0, device: str = "cpu") ->
 
     for s, g in zip(data.smiles, data.graphs, strict=True):
         atoms = np.asarray(mol_graph(s).atoms)  # atomic_number, charge, aromatic, hybrid, num_hs
-        feats = np.concatenate([one_hot_labels(g, ATOMS), atoms[:, 2:3], np.eye(5)[np.minimum(atoms[:, 4], 4)]], 1)
+        feats = np.concatenate(
+            [one_hot_labels(g, ATOMS), atoms[:, 2:3], np.eye(5)[np.minimum(atoms[:, 4], 4)]], 1
+        )
         mols.append(to_pyg(g, feats.astype(np.float32)))
     sel["gin"], curves["gin"] = gin_fold(
-        mols, mols[0].x.shape[1], task, split, config.train, device, config.gin_hidden, config.gin_layers
+        mols,
+        mols[0].x.shape[1],
+        task,
+        split,
+        config.train,
+        device,
+        config.gin_hidden,
+        config.gin_layers,
     )
     cpu["gin"] = time.process_time() - t
     return MoleculeResult(sel, curves, cpu, (len(data.train), len(data.valid), len(data.test)),

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoformer.experiments.common import (
-    FoldSplit, Task, TrainSettings, gin_fold, mlp_fold, topoformer_fold,
+    FoldSplit,
+    Task,
+    TrainSettings,
+    gin_fold,
+    mlp_fold,
+    topoformer_fold,
 )  # fmt: skip
 from topoformer.model import TopoFormerConfig
 from topoformer.protocol import Selection, inner_split, kfold, select
@@ -48,7 +53,9 @@ class MutagConfig:
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown or not self.methods:
-            raise ValueError(f"methods: expected a non-empty subset of {METHODS}, got {self.methods}")
+            raise ValueError(
+                f"methods: expected a non-empty subset of {METHODS}, got {self.methods}"
+            )
 
 
 @dataclass
@@ -81,7 +88,9 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
     if "gin" in config.methods:
         from topoformer.baselines import one_hot_labels, to_pyg
 
-        vocab = sorted({int(v) for g in graphs for v in (g.node_labels if g.node_labels is not None else [])})
+        vocab = sorted(
+            {int(v) for g in graphs for v in (g.node_labels if g.node_labels is not None else [])}
+        )
         data = [to_pyg(g, one_hot_labels(g, vocab)) for g in graphs]
     if "ph_mlp" in config.methods:
         from topoformer.baselines import persistence_diagrams
@@ -89,7 +98,10 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
 
         t = time.process_time()
         diagrams = {
-            name: [persistence_diagrams(fg.graph, fg.values[name], FILTRATIONS[name]) for fg in filtered]
+            name: [
+                persistence_diagrams(fg.graph, fg.values[name], FILTRATIONS[name])
+                for fg in filtered
+            ]
             for name in config.filtrations
         }
         cpu["ph_mlp"] += time.process_time() - t + feat_cpu
@@ -121,7 +133,10 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
                 kern = wl_features(graphs, fit_idx, config.wl_iter)
                 val, test = wl_svm_select(kern, y, fit_idx, val_idx, test_idx, config.svm_cs)
                 s = select(val, test)
-                c = [{"C": cc, "val": v, "test": te} for cc, v, te in zip(config.svm_cs, val, test, strict=True)]
+                c = [
+                    {"C": cc, "val": v, "test": te}
+                    for cc, v, te in zip(config.svm_cs, val, test, strict=True)
+                ]
             else:
                 from topoformer.baselines import persistence_images
 

@@ -29,15 +29,22 @@ SCALES: dict[str, ReproduceConfig] = {
     # every code path end to end in seconds (CI): a 60-graph MUTAG subset, one fold, 2 epochs
     "micro": ReproduceConfig(
         mutag=MutagConfig(
-            folds=3, run_folds=1, limit=60, train=TrainSettings(epochs=2),
+            folds=3,
+            run_folds=1,
+            limit=60,
+            train=TrainSettings(epochs=2),
             model=TopoFormerConfig(d_model=8, n_layers=1, dim_feedforward=16),
-            gin_hidden=8, gin_layers=2,
+            gin_hidden=8,
+            gin_layers=2,
         ),
         molecules=MoleculeConfig(
-            limit=60, train=TrainSettings(epochs=2), gin_hidden=8, gin_layers=2,
+            limit=60,
+            train=TrainSettings(epochs=2),
+            gin_hidden=8,
+            gin_layers=2,
             model=TopoFormerConfig(d_model=8, n_layers=1, dim_feedforward=16),
         ),
-    ),  # fmt: skip
+    ),
     # all of MUTAG, 10 folds, 40 epochs, a narrower FFN (256): about 5 minutes on one thread
     "tiny": ReproduceConfig(
         mutag=MutagConfig(train=TrainSettings(epochs=40), model=_SMALL_MODEL, gin_hidden=32),
