@@ -23,12 +23,12 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import torch
-
-from shared_core.bench import BenchTable, bench_parser, finish, measure
 from topoformer import TopoFormer, TopoFormerConfig, fit_thresholds, scan
 from topoformer.baselines import GINModel, to_pyg
 from topoformer.filtrations import degree_centrality
 from topoformer.graph import as_graph
+
+from shared_core.bench import BenchTable, bench_parser, finish, measure
 
 
 def gudhi_diagram(g, f) -> object:
@@ -65,7 +65,7 @@ def main() -> None:
         th = fit_thresholds(values, 20)
         g0, f0 = graphs[0], values[0]
         res = measure(
-            {"topo-scan": lambda g=g0, f=f0: scan(g, f, th, 2, "node"),
+            {"topo-scan": lambda g=g0, f=f0, th=th: scan(g, f, th, 2, "node"),
              "gudhi persistence": lambda g=g0, f=f0: gudhi_diagram(g, f)},
             repeats=repeats, threads=args.threads,
         )  # fmt: skip
@@ -82,10 +82,10 @@ def main() -> None:
         )
         y = torch.zeros(32, dtype=torch.long)
 
-        def ours() -> None:
+        def ours(model=model, tokens=tokens, y=y) -> None:
             torch.nn.functional.cross_entropy(model(tokens), y).backward()
 
-        def peer() -> None:
+        def peer(gin=gin, batch=batch, y=y) -> None:
             torch.nn.functional.cross_entropy(gin(batch), y).backward()
 
         res = measure({"topoformer": ours, "gin (torch_geometric)": peer}, repeats=repeats,

@@ -68,7 +68,36 @@ _LAZY = {
     "windows": "topoformer.topo_scan",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "FILTRATIONS",
+    "TOKEN_FIELDS",
+    "FilteredGraph",
+    "Graph",
+    "Selection",
+    "TopoFormer",
+    "TopoFormerConfig",
+    "TopoScan",
+    "TopoSequenceEncoder",
+    "as_graph",
+    "degree_centrality",
+    "filter_graphs",
+    "filtration_values",
+    "fit_thresholds",
+    "flag_betti",
+    "gf2_rank",
+    "heat_kernel_signature",
+    "inner_split",
+    "kfold",
+    "make_graph",
+    "minmax_scale",
+    "ollivier_ricci",
+    "scan",
+    "select",
+    "stability_bound",
+    "threshold_crossings",
+    "token_change_bound",
+    "windows",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -77,3 +106,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'topoformer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
