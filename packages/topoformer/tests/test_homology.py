@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from topoformer.graph import as_graph, triangles
+from topoformer.graph import as_graph, triangle_edges, triangles
 from topoformer.homology import flag_betti, gf2_rank
 from topoformer.reference import gf2_rank_dense, reference_betti
 
@@ -39,10 +39,7 @@ def test_gf2_rank_matches_dense_elimination(seed):
 def test_gf2_rank_of_the_boundary_of_a_tetrahedron_is_three():
     g = as_graph(nx.complete_graph(4))
     t = triangles(g)
-    from topoformer.graph import edge_ids
-
-    ids = np.stack([edge_ids(g, t[:, 0], t[:, 1]), edge_ids(g, t[:, 0], t[:, 2]),
-                    edge_ids(g, t[:, 1], t[:, 2])], 1)  # fmt: skip
+    ids = triangle_edges(g, t)
     assert gf2_rank(ids, g.num_edges) == 3  # four triangles, one relation over Z/2
 
 

@@ -111,7 +111,7 @@ def persistence_diagrams(graph: Graph, values: np.ndarray, kind: str) -> list[np
         for k, (u, v) in enumerate(graph.edges):
             st.insert([int(u), int(v)], filtration=float(values[k]))
         for v in range(graph.num_nodes):  # isolated vertices would otherwise be missing
-            if st.find([v]) is False or not st.find([v]):
+            if not st.find([v]):
                 st.insert([v], filtration=float(values.min()) if len(values) else 0.0)
     st.expansion(2)
     st.compute_persistence(persistence_dim_max=True)

@@ -129,3 +129,11 @@ def triangles(graph: Graph) -> np.ndarray:
     tri = np.stack([e[common.row, 0], e[common.row, 1], common.col], axis=1).astype(np.int64)
     order = np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0]))
     return tri[order]
+
+
+def triangle_edges(graph: Graph, tris: np.ndarray) -> np.ndarray:
+    """``(t, 3)`` edge ids of the sides ``ab, ac, bc`` of each triangle ``(a, b, c)``."""
+    return np.stack(
+        [edge_ids(graph, tris[:, 0], tris[:, 1]), edge_ids(graph, tris[:, 0], tris[:, 2]),
+         edge_ids(graph, tris[:, 1], tris[:, 2])], axis=1,
+    )  # fmt: skip

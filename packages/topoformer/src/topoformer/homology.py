@@ -61,7 +61,7 @@ def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None
     `edges` ``(m, 2)`` with ``u < v`` unique and sorted; `tris` its triangles (computed if
     not given). Zero nodes give ``(0, 0, 0)``.
     """
-    from topoformer.graph import Graph, edge_ids, triangles
+    from topoformer.graph import Graph, triangle_edges, triangles
 
     if num_nodes == 0:
         return np.zeros(3, dtype=np.int64)
@@ -71,10 +71,7 @@ def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None
     rank1 = num_nodes - comps
     rank2 = 0
     if len(t):
-        ids = np.stack(
-            [edge_ids(g, t[:, 0], t[:, 1]), edge_ids(g, t[:, 0], t[:, 2]),
-             edge_ids(g, t[:, 1], t[:, 2])], axis=1,
-        )  # fmt: skip
+        ids = triangle_edges(g, t)
         rank2 = gf2_rank(ids, len(g.edges))
     return np.array([comps, len(g.edges) - rank1 - rank2, len(t) - rank2], dtype=np.int64)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from topoformer.graph import as_graph, edge_ids, triangles
+from topoformer.graph import as_graph, triangle_edges, triangles
 from topoformer.topo_scan import windows
 
 
@@ -59,8 +59,7 @@ def token_change_bound(graph: Any, kind: str = "node") -> np.ndarray:
     if kind == "edge":
         t = np.zeros(g.num_edges, dtype=np.int64)
         if len(tri):
-            for a, b in ((0, 1), (0, 2), (1, 2)):
-                np.add.at(t, edge_ids(g, tri[:, a], tri[:, b]), 1)
+            np.add.at(t, triangle_edges(g, tri).ravel(), 1)
         return 4 + np.maximum(1, t)
     raise ValueError(f"kind: expected 'node' or 'edge', got {kind!r}")
 

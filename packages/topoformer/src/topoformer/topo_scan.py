@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from topoformer.filtrations import check_filtration, filtration_values
-from topoformer.graph import Graph, as_graph, edge_ids, triangles
+from topoformer.graph import Graph, as_graph, triangle_edges, triangles
 from topoformer.homology import gf2_rank
 
 Rule = Literal["frequent", "quantile"]
@@ -157,10 +157,7 @@ def _tokens(
     rank2 = np.zeros(t_windows, dtype=np.int64)
     tri = triangles(g)
     if len(tri):
-        ids = np.stack(
-            [edge_ids(g, tri[:, 0], tri[:, 1]), edge_ids(g, tri[:, 0], tri[:, 2]),
-             edge_ids(g, tri[:, 1], tri[:, 2])], axis=1,
-        )  # fmt: skip
+        ids = triangle_edges(g, tri)
         tmask = emask[:, ids[:, 0]] & emask[:, ids[:, 1]] & emask[:, ids[:, 2]]  # (T, t)
         for i in np.nonzero(tmask.any(1))[0]:
             rank2[i] = gf2_rank(ids[tmask[i]], g.num_edges)

@@ -102,11 +102,12 @@ def reproduce(args: ReproduceArgs) -> int:
     run = Run("topoformer", cfg, out=args.out)
     mut = run_mutag(cfg.mutag, seed=args.seed, device=device)
     gaps = {}
+    table = f"MUTAG accuracy (%), {cfg.mutag.folds}-fold CV, mean ± std over folds"
     for method, sels in mut.selections.items():
         honest, opt = [s.honest for s in sels], [s.optimistic for s in sels]
         gaps[method] = 100 * (np.mean(opt) - np.mean(honest))
         run.add_row(
-            "MUTAG accuracy (%), 10-fold CV, mean ± std over folds",
+            table,
             method=method,
             honest_val_selected=_pct(honest),
             authors_max_over_epochs=_pct(opt),
