@@ -118,17 +118,45 @@ def edge_ids(graph: Graph, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def triangles(graph: Graph) -> np.ndarray:
     """``(t, 3)`` int64 vertex triples ``a < b < c`` of every triangle, sorted."""
-    import scipy.sparse as sp
-
     n, e = graph.num_nodes, graph.edges
     if len(e) < 3:
         return np.zeros((0, 3), dtype=np.int64)
-    upper = sp.csr_matrix((np.ones(len(e), dtype=np.int8), (e[:, 0], e[:, 1])), shape=(n, n))
+    if n <= 2048:  # dense rows: no sparse-matrix overhead on the small graphs of datasets
+        upper = np.zeros((n, n), dtype=bool)
+        upper[e[:, 0], e[:, 1]] = True
+        k, w = np.nonzero(upper[e[:, 0]] & upper[e[:, 1]])
+    else:
+        import scipy.sparse as sp
+
+        up = sp.csr_matrix((np.ones(len(e), dtype=np.int8), (e[:, 0], e[:, 1])), shape=(n, n))
+        common = up[e[:, 0]].multiply(up[e[:, 1]]).tocoo()
+        k, w = common.row, common.col
     # row k: vertices w > v adjacent to both endpoints of edge k = (u, v)
-    common = upper[e[:, 0]].multiply(upper[e[:, 1]]).tocoo()
-    tri = np.stack([e[common.row, 0], e[common.row, 1], common.col], axis=1).astype(np.int64)
-    order = np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0]))
-    return tri[order]
+    tri = np.stack([e[k, 0], e[k, 1], w], axis=1).astype(np.int64)
+    return tri[np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0]))]
+
+
+def component_labels(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``(num_nodes,)`` the smallest node id of each node's connected component.
+
+    Min-label propagation with pointer jumping (numpy only): each round every edge pulls the
+    smaller label across, then labels follow their own labels to a fixed point.
+    """
+    lab = np.arange(num_nodes)
+    if len(src) == 0:
+        return lab
+    while True:
+        new = lab.copy()
+        np.minimum.at(new, src, lab[dst])
+        np.minimum.at(new, dst, lab[src])
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, lab):
+            return lab
+        lab = new
 
 
 def triangle_edges(graph: Graph, tris: np.ndarray) -> np.ndarray:

@@ -61,26 +61,18 @@ def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None
     `edges` ``(m, 2)`` with ``u < v`` unique and sorted; `tris` its triangles (computed if
     not given). Zero nodes give ``(0, 0, 0)``.
     """
-    from topoformer.graph import Graph, triangle_edges, triangles
+    from topoformer.graph import Graph, component_labels, triangle_edges, triangles
 
     if num_nodes == 0:
         return np.zeros(3, dtype=np.int64)
     g = Graph(num_nodes, np.asarray(edges, dtype=np.int64).reshape(-1, 2))
     t = triangles(g) if tris is None else tris
-    comps = _components(num_nodes, g.edges)
+    comps = int(
+        (component_labels(num_nodes, g.edges[:, 0], g.edges[:, 1]) == np.arange(num_nodes)).sum()
+    )
     rank1 = num_nodes - comps
     rank2 = 0
     if len(t):
         ids = triangle_edges(g, t)
         rank2 = gf2_rank(ids, len(g.edges))
     return np.array([comps, len(g.edges) - rank1 - rank2, len(t) - rank2], dtype=np.int64)
-
-
-def _components(num_nodes: int, edges: np.ndarray) -> int:
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    a = sp.coo_matrix(
-        (np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(num_nodes, num_nodes)
-    )
-    return int(connected_components(a, directed=False)[0])

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from topoformer.filtrations import check_filtration, filtration_values
-from topoformer.graph import Graph, as_graph, triangle_edges, triangles
+from topoformer.graph import Graph, as_graph, component_labels, triangle_edges, triangles
 from topoformer.homology import gf2_rank
 
 Rule = Literal["frequent", "quantile"]
@@ -139,21 +139,16 @@ def _tokens(
     g: Graph, vmask: np.ndarray, emask: np.ndarray, hmask: np.ndarray | None = None
 ) -> np.ndarray:
     """Tokens from vertex and edge masks; `hmask` (default `emask`): edges of the complex."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     t_windows, n = vmask.shape
     nv, ne = vmask.sum(1), emask.sum(1)
     emask = emask if hmask is None else hmask
     nh = emask.sum(1)
     # components of all slices at once: slice i's copy of node v is node i * n + v
     wi, ek = np.nonzero(emask)
-    src, dst = wi * n + g.edges[ek, 0], wi * n + g.edges[ek, 1]
-    big = coo_matrix((np.ones(len(src)), (src, dst)), shape=(t_windows * n, t_windows * n))
-    _, comp = connected_components(big, directed=False)
-    wv, vv = np.nonzero(vmask)
-    pairs = np.unique(np.stack([wv, comp[wv * n + vv]], axis=1), axis=0)
-    b0 = np.bincount(pairs[:, 0], minlength=t_windows) if len(pairs) else np.zeros(t_windows)
+    comp = component_labels(t_windows * n, wi * n + g.edges[ek, 0], wi * n + g.edges[ek, 1])
+    # a slice's components = its vertices that are their component's smallest id
+    roots = vmask.ravel() & (comp == np.arange(t_windows * n))
+    b0 = roots.reshape(t_windows, n).sum(1)
     rank2 = np.zeros(t_windows, dtype=np.int64)
     tri = triangles(g)
     if len(tri):
