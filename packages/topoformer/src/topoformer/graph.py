@@ -121,7 +121,7 @@ def triangles(graph: Graph) -> np.ndarray:
     n, e = graph.num_nodes, graph.edges
     if len(e) < 3:
         return np.zeros((0, 3), dtype=np.int64)
-    if n <= 2048:  # dense rows: no sparse-matrix overhead on the small graphs of datasets
+    if n <= 256:  # dense rows: no sparse-matrix overhead on the small graphs of datasets
         upper = np.zeros((n, n), dtype=bool)
         upper[e[:, 0], e[:, 1]] = True
         k, w = np.nonzero(upper[e[:, 0]] & upper[e[:, 1]])
@@ -139,12 +139,22 @@ def triangles(graph: Graph) -> np.ndarray:
 def component_labels(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """``(num_nodes,)`` the smallest node id of each node's connected component.
 
-    Min-label propagation with pointer jumping (numpy only): each round every edge pulls the
-    smaller label across, then labels follow their own labels to a fixed point.
+    Small graphs: min-label propagation with pointer jumping (numpy only, no sparse-matrix
+    overhead): each round every edge pulls the smaller label across, then labels follow their
+    own labels to a fixed point. Large ones: scipy's ``connected_components``.
     """
     lab = np.arange(num_nodes)
     if len(src) == 0:
         return lab
+    if num_nodes > 4096:  # long paths need many rounds: scipy's traversal is linear time
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        a = coo_matrix((np.ones(len(src)), (src, dst)), shape=(num_nodes, num_nodes))
+        comp = connected_components(a, directed=False)[1]
+        first = np.full(comp.max() + 1, num_nodes)
+        np.minimum.at(first, comp, lab)
+        return first[comp]
     while True:
         new = lab.copy()
         np.minimum.at(new, src, lab[dst])
