@@ -43,3 +43,16 @@ def test_bad_edges_raise():
         make_graph(3, np.array([[0], [1]]), node_labels=np.zeros(2, dtype=np.int64))
     with pytest.raises(TypeError, match="expected a topoformer Graph"):
         as_graph("C1CC1")
+
+
+def test_triangles_and_components_on_both_code_paths():
+    from topoformer.graph import component_labels
+
+    for n, p in ((40, 0.2), (600, 0.01), (5000, 0.0003)):  # dense / sparse rows; numpy / scipy
+        G = nx.gnp_random_graph(n, p, seed=n)
+        g = as_graph(G)
+        assert len(triangles(g)) == sum(nx.triangles(G).values()) // 3
+        lab = component_labels(n, g.edges[:, 0], g.edges[:, 1])
+        assert (lab == np.arange(n)).sum() == nx.number_connected_components(G)
+        for comp in list(nx.connected_components(G))[:50]:
+            assert {int(lab[v]) for v in comp} == {min(comp)}
