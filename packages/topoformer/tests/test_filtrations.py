@@ -97,3 +97,8 @@ def test_bad_alpha_and_weights_raise():
         ollivier_ricci(g, alpha=1.0)
     with pytest.raises(ValueError, match="weights"):
         ollivier_ricci(g, weights=np.array([1.0, -1.0]))
+
+
+def test_bad_hks_time_raises():
+    with pytest.raises(ValueError, match="t: expected a finite diffusion time"):
+        heat_kernel_signature(as_graph(nx.path_graph(3)), t=0.0)

@@ -68,3 +68,21 @@ def test_triangles_are_filled_so_b1_is_not_the_cycle_rank():
     assert tuple(flag_betti(g.num_nodes, g.edges)) == (1, 1, 0)
     g = as_graph(nx.octahedral_graph())  # the octahedron's flag complex is a 2-sphere
     assert tuple(flag_betti(g.num_nodes, g.edges)) == (1, 0, 1)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="num_columns"):
+        gf2_rank(np.zeros((1, 3), dtype=np.int64), -1)
+    with pytest.raises(ValueError, match=r"column indices must lie in 0..4"):
+        gf2_rank(np.array([[0, 1, 5]]), 5)
+    with pytest.raises(TypeError, match="integer column indices"):
+        gf2_rank(np.array([[0.0, 1.0]]), 3)
+    with pytest.raises(ValueError, match=r"shape \(r, k\)"):
+        gf2_rank(np.array([0, 1]), 3)
+    with pytest.raises(ValueError, match="num_nodes"):
+        flag_betti(-1, np.zeros((0, 2), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"edges: expected shape \(m, 2\)"):
+        flag_betti(3, np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="node ids must lie"):
+        flag_betti(3, np.array([[0, 3]]))
+    assert tuple(flag_betti(3, np.array([[1, 0], [0, 1], [2, 1]]))) == (1, 0, 0)  # any order

@@ -51,3 +51,18 @@ def test_one_vertex_moving_across_a_threshold_attains_the_node_bound():
     by_windows, _ = stability_bound(g, f, f2, th)
     assert change == 1 + 2 + 1 + 0  # |V| 3 -> 2, |E| 2 -> 0, b0 1 -> 2, b1 0 -> 0
     assert change <= by_windows == 1 + 2 + max(1, 1) + max(2, 0)
+
+
+def test_bad_inputs_raise():
+    import pytest
+
+    from topoformer.stability import token_change_bound
+
+    g = as_graph(nx.path_graph(3))
+    th = np.array([0.0, 0.5, 1.0])
+    with pytest.raises(ValueError, match="expected 3 node values"):
+        stability_bound(g, np.zeros(2), np.zeros(2), th)
+    with pytest.raises(ValueError, match="equal-length"):
+        threshold_crossings(np.zeros(2), np.zeros(3), th)
+    with pytest.raises(ValueError, match="kind"):
+        token_change_bound(g, "face")

@@ -33,6 +33,7 @@ def check_filtration(name: str) -> Kind:
 
 def degree_centrality(graph: Graph) -> np.ndarray:
     """``(n,)`` deg(v) / (n - 1); 1.0 for a graph of one node (networkx's convention)."""
+    graph = as_graph(graph)
     n = graph.num_nodes
     if n == 1:
         return np.ones(1)
@@ -41,6 +42,9 @@ def degree_centrality(graph: Graph) -> np.ndarray:
 
 def heat_kernel_signature(graph: Graph, t: float = 1.0) -> np.ndarray:
     """``(n,)`` HKS_t(v) = sum_k exp(-t lambda_k) phi_k(v)^2 of L = I - D^-1/2 A D^-1/2."""
+    if not (isinstance(t, (int, float)) and np.isfinite(t) and t > 0):
+        raise ValueError(f"t: expected a finite diffusion time > 0, got {t!r}")
+    graph = as_graph(graph)
     n = graph.num_nodes
     a = np.zeros((n, n))
     a[graph.edges[:, 0], graph.edges[:, 1]] = 1.0

@@ -28,7 +28,22 @@ def gf2_rank(rows: np.ndarray, num_columns: int) -> int:
     Gaussian elimination on rows packed into uint64 words: each pivot XORs into every other
     row holding its bit in one numpy operation.
     """
-    rows = np.asarray(rows, dtype=np.int64)
+    if (
+        isinstance(num_columns, bool)
+        or not isinstance(num_columns, (int, np.integer))
+        or num_columns < 0
+    ):
+        raise ValueError(f"num_columns: expected an int >= 0, got {num_columns!r}")
+    rows = np.asarray(rows)
+    if rows.size and not np.issubdtype(rows.dtype, np.integer):
+        raise TypeError(f"rows: expected integer column indices, got dtype {rows.dtype}")
+    if rows.ndim != 2:
+        raise ValueError(f"rows: expected shape (r, k), got {rows.shape}")
+    if rows.size and (rows.min() < 0 or rows.max() >= num_columns):
+        raise ValueError(
+            f"rows: column indices must lie in 0..{num_columns - 1}, got {rows.min()}..{rows.max()}"
+        )
+    rows = rows.astype(np.int64)
     if rows.size == 0:
         return 0
     r = rows.shape[0]
@@ -58,14 +73,22 @@ def gf2_rank(rows: np.ndarray, num_columns: int) -> int:
 def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None) -> np.ndarray:
     """``(b0, b1, b2)`` of the flag complex's 2-skeleton of the graph ``(num_nodes, edges)``.
 
-    `edges` ``(m, 2)`` with ``u < v`` unique and sorted; `tris` its triangles (computed if
-    not given). Zero nodes give ``(0, 0, 0)``.
+    `edges` ``(m, 2)`` node pairs (either order; duplicates merged); `tris` the triangles of
+    the canonical edge list (computed if not given). Zero nodes give ``(0, 0, 0)``.
     """
-    from topoformer.graph import Graph, component_labels, triangle_edges, triangles
+    from topoformer.graph import Graph, component_labels, make_graph, triangle_edges, triangles
 
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)) or num_nodes < 0:
+        raise ValueError(f"num_nodes: expected an int >= 0, got {num_nodes!r}")
+    e = np.asarray(edges)
+    if e.size and (e.ndim != 2 or e.shape[1] != 2):
+        raise ValueError(f"edges: expected shape (m, 2), got {e.shape}")
     if num_nodes == 0:
+        if e.size:
+            raise ValueError("edges: a graph with no node has no edge")
         return np.zeros(3, dtype=np.int64)
-    g = Graph(num_nodes, np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+    canon = make_graph(num_nodes, e.reshape(-1, 2).T)  # checks ids, merges duplicates
+    g = Graph(num_nodes, canon.edges)
     t = triangles(g) if tris is None else tris
     comps = int(
         (component_labels(num_nodes, g.edges[:, 0], g.edges[:, 1]) == np.arange(num_nodes)).sum()

@@ -70,9 +70,13 @@ def stability_bound(
     """``(sum_x c_x L(x), sum_x 2 k_x L(x))``: the two bounds on ||S(f) - S(f')||_1."""
     win = windows(thresholds, m)
     x, y = np.asarray(f, dtype=np.float64), np.asarray(f2, dtype=np.float64)
+    lx = token_change_bound(graph, kind)
+    if x.shape != lx.shape or y.shape != lx.shape:
+        raise ValueError(
+            f"f, f2: expected {len(lx)} {kind} values each, got shapes {x.shape} and {y.shape}"
+        )
     inside_x = (win[:, :1] <= x[None, :]) & (x[None, :] <= win[:, 1:])
     inside_y = (win[:, :1] <= y[None, :]) & (y[None, :] <= win[:, 1:])
     c = (inside_x != inside_y).sum(0)
     k = threshold_crossings(x, y, thresholds)
-    lx = token_change_bound(graph, kind)
     return float((c * lx).sum()), float((2 * k * lx).sum())
