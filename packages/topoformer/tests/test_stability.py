@@ -55,7 +55,6 @@ def test_one_vertex_moving_across_a_threshold_attains_the_node_bound():
 
 def test_bad_inputs_raise():
     import pytest
-
     from topoformer.stability import token_change_bound
 
     g = as_graph(nx.path_graph(3))
