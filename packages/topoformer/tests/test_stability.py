@@ -42,7 +42,7 @@ def test_the_l1_bound_holds_for_node_and_edge_perturbations(mutag):
             assert change <= by_windows <= by_crossings
 
 
-def test_one_vertex_moving_across_a_threshold_attains_the_node_bound():
+def test_one_vertex_leaving_a_slice_stays_within_the_node_bound():
     g = as_graph(nx.path_graph(3))  # middle vertex of degree 2 moves out of the only window
     f = np.array([0.5, 0.5, 0.5])
     f2 = np.array([0.5, 5.0, 0.5])
