@@ -16,8 +16,9 @@ main = make_main(
             help=(
                 "MUTAG 10-fold CV under the authors' protocol and an honest one (TopoFormer vs "
                 "GIN vs WL-SVM vs persistence images + MLP) and FreeSolv with a scaffold split "
-                "(micro: seconds; tiny: about 5 minutes on one thread; small/paper: the authors' "
-                "architecture and 100 epochs, about an hour on CPU)."
+                "(micro: about 10 s of CPU; tiny: about 100 s of CPU on one thread; "
+                "small/paper: the authors' architecture and 100 epochs, an estimated 10-15 "
+                "minutes of CPU)."
             ),
         )
     ],
