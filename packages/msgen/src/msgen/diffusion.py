@@ -21,7 +21,7 @@ fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -248,19 +248,40 @@ class DiffusionGenerator:
 
         self.net.eval()
         g = graph_batch_to(graph, self.device)
-        T = self.config.steps
-        x = torch.randn(graph.num_atoms, 3, generator=gen)
-        x = x - molecule_mean(x, graph)
-        for t in range(T - 1, -1, -1):
-            tt = torch.full((graph.num_graphs,), (t + 1) / T)
-            eps = self.net(x.to(self.device), tt.to(self.device), g, guide).double().cpu()
-            beta, abar = self.betas[t], self.abar[t]
-            mean = (x.double() - beta / (1 - abar).sqrt() * eps) / (1 - beta).sqrt()
-            if t > 0:
-                z = torch.randn(x.shape, generator=gen, dtype=torch.float64)
-                mean = mean + beta.sqrt() * (z - molecule_mean(z, graph))
-            x = (mean - molecule_mean(mean, graph)).float()
-        return x
+
+        def eps_fn(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return self.net(x.to(self.device), t.to(self.device), g, guide).cpu()
+
+        return ancestral_sample(eps_fn, self.betas, graph, gen)
+
+
+EpsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``eps_fn(x_t (N, 3) float32, t (G,) fractions (t + 1) / T) -> eps_hat (N, 3)``."""
+
+
+def ancestral_sample(
+    eps_fn: EpsFn, betas: torch.Tensor, graph: GraphBatch, generator: torch.Generator
+) -> torch.Tensor:
+    """Ancestral DDPM sampling ``x_T ~ N(0, I) -> x_0`` ``(N, 3)``, centred per molecule.
+
+    ``x_{t-1} = (x_t - beta_t / sqrt(1 - abar_t) eps_hat) / sqrt(1 - beta_t) + sqrt(beta_t) z``
+    (z = 0 at the last step); the arithmetic is float64, the network sees float32.
+    """
+    betas = betas.double()
+    abar = torch.cumprod(1.0 - betas, dim=0)
+    T = betas.numel()
+    x = torch.randn(graph.num_atoms, 3, generator=generator, dtype=torch.float64)
+    x = x - molecule_mean(x, graph)
+    for t in range(T - 1, -1, -1):
+        tt = torch.full((graph.num_graphs,), (t + 1) / T)
+        eps = eps_fn(x.float(), tt).double()
+        beta = betas[t]
+        mean = (x - beta / (1 - abar[t]).sqrt() * eps) / (1 - beta).sqrt()
+        if t > 0:
+            z = torch.randn(x.shape, generator=generator, dtype=torch.float64)
+            mean = mean + beta.sqrt() * (z - molecule_mean(z, graph))
+        x = mean - molecule_mean(mean, graph)
+    return x.float()
 
 
 def _graph_dict(graph: GraphBatch) -> dict[str, Any]:

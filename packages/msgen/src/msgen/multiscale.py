@@ -92,7 +92,7 @@ class MSGEN:
         child = h.level_graph(level)
         plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
         gen = torch.Generator().manual_seed(seed)
-        pos = torch.from_numpy(np.asarray(parent_pos, dtype=np.float64))
+        pos = torch.tensor(np.asarray(parent_pos, dtype=np.float64))
         return upsample(plan, pos, self.tau, gen).numpy()
 
     def fit(self, graphs: Sequence[MolGraph], *, seed: int = 0) -> list[Any]:
