@@ -102,6 +102,22 @@ def subgraph(graph: MolGraph, atoms: Sequence[int] | np.ndarray) -> MolGraph:
     )
 
 
+def molecule(smiles: str) -> MolGraph:
+    """The graph of `smiles` with explicit hydrogens (what `MSGEN.sample` needs), no positions."""
+    from rdkit import Chem
+
+    from shared_core.data import mol_graph
+
+    if not isinstance(smiles, str):
+        raise TypeError(f"smiles: expected a SMILES str, got {type(smiles).__name__}")
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        raise ValueError(
+            f"smiles: invalid SMILES {smiles!r} (RDKit could not parse or sanitise it)"
+        )
+    return mol_graph(Chem.AddHs(mol))
+
+
 def with_positions(graph: MolGraph, positions: np.ndarray) -> MolGraph:
     """`graph` with new `positions` ``(n, 3)`` Å."""
     return MolGraph(graph.atoms, graph.edge_index, graph.bond_types, positions, graph.kekulized)
@@ -141,7 +157,7 @@ def qm9_conformers(
     for name, v in (("n_train", n_train), ("n_test", n_test), ("pool", pool)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name}: expected a positive int, got {v!r}")
-    from rdkit import RDLogger
+    from rdkit import rdBase
 
     from shared_core.data import load, mol_graph, require_extra
 
@@ -150,8 +166,7 @@ def qm9_conformers(
     molecules = load("qm9", limit=pool)
     order = np.random.default_rng(seed).permutation(len(molecules))
     kept: list[MolGraph] = []
-    RDLogger.DisableLog("rdApp.*")  # a failed bond perception is a skipped molecule here
-    try:
+    with rdBase.BlockLogs():  # a failed bond perception is a skipped molecule here
         for i in order.tolist():
             m = molecules[i]
             if int((m.numbers > 1).sum()) < min_heavy:
@@ -166,8 +181,6 @@ def qm9_conformers(
             kept.append(g)
             if len(kept) == n_train + n_test:
                 break
-    finally:
-        RDLogger.EnableLog("rdApp.*")
     if len(kept) < n_train + n_test:
         raise ValueError(
             f"pool: only {len(kept)} usable molecules among the first {pool} of QM9, "

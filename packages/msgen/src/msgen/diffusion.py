@@ -44,7 +44,9 @@ from shared_core.train import FitResult, TrainConfig, fit, step_generator
 PAPER_STEPS = 5000  # GeoDiff / MSGEN ``num_diffusion_timesteps``
 
 
-def sigmoid_betas(steps: int = PAPER_STEPS, beta_start: float = 1e-7, beta_end: float = 2e-3) -> np.ndarray:
+def sigmoid_betas(
+    steps: int = PAPER_STEPS, beta_start: float = 1e-7, beta_end: float = 2e-3
+) -> np.ndarray:
     """GeoDiff's ``sigmoid`` schedule: ``sigmoid(linspace(-6, 6)) * (end - start) + start``."""
     x = np.linspace(-6.0, 6.0, steps)
     return 1.0 / (1.0 + np.exp(-x)) * (beta_end - beta_start) + beta_start
@@ -80,7 +82,9 @@ class DiffusionConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.denoiser, DenoiserConfig):
-            raise TypeError(f"denoiser: expected a DenoiserConfig, got {type(self.denoiser).__name__}")
+            raise TypeError(
+                f"denoiser: expected a DenoiserConfig, got {type(self.denoiser).__name__}"
+            )
         if not isinstance(self.train, TrainConfig):
             raise TypeError(f"train: expected a TrainConfig, got {type(self.train).__name__}")
         for name in ("steps", "batch_size"):
@@ -99,7 +103,11 @@ class ConformerGenerator(Protocol):
         ...
 
     def fit(
-        self, graphs: Sequence[MolGraph], guides: Sequence[np.ndarray] | None = None, *, seed: int = 0
+        self,
+        graphs: Sequence[MolGraph],
+        guides: Sequence[np.ndarray] | None = None,
+        *,
+        seed: int = 0,
     ) -> Any:
         """Train on conformers `graphs` (with positions) and, if guided, their guides ``(n, 3)``."""
         ...
@@ -120,7 +128,10 @@ class ConformerGenerator(Protocol):
 
 
 def _check_guides(
-    guides: Sequence[np.ndarray] | None, graphs: Sequence[MolGraph], guided: bool, lead: tuple[int, ...]
+    guides: Sequence[np.ndarray] | None,
+    graphs: Sequence[MolGraph],
+    guided: bool,
+    lead: tuple[int, ...],
 ) -> list[np.ndarray] | None:
     if not guided:
         if guides is not None:
@@ -160,7 +171,11 @@ class DiffusionGenerator:
         return self.config.denoiser.guided
 
     def fit(
-        self, graphs: Sequence[MolGraph], guides: Sequence[np.ndarray] | None = None, *, seed: int = 0
+        self,
+        graphs: Sequence[MolGraph],
+        guides: Sequence[np.ndarray] | None = None,
+        *,
+        seed: int = 0,
     ) -> FitResult:
         """Train on `graphs` (conformers); `guides` ``(n, 3)`` each when guided."""
         if len(graphs) == 0:
@@ -243,7 +258,9 @@ class DiffusionGenerator:
             start += n * num_samples
         return out
 
-    def _ancestral(self, graph: GraphBatch, guide: torch.Tensor | None, gen: torch.Generator) -> torch.Tensor:
+    def _ancestral(
+        self, graph: GraphBatch, guide: torch.Tensor | None, gen: torch.Generator
+    ) -> torch.Tensor:
         from msgen.model import graph_batch_to
 
         self.net.eval()

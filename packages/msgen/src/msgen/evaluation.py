@@ -65,7 +65,9 @@ def uff_bond_lengths(graph: MolGraph) -> tuple[np.ndarray, np.ndarray]:
     return bonds, np.asarray(r0)
 
 
-def bond_quality(graph: MolGraph, samples: np.ndarray, lo: float = 0.75, hi: float = 1.25) -> dict[str, float]:
+def bond_quality(
+    graph: MolGraph, samples: np.ndarray, lo: float = 0.75, hi: float = 1.25
+) -> dict[str, float]:
     """Bond-length MAE (Å) vs UFF ``r0`` and the share of conformers with all bonds in [lo, hi] x r0."""
     a = _check_samples(graph, samples, "samples")
     bonds, r0 = uff_bond_lengths(graph)
@@ -110,22 +112,22 @@ def evaluate(
 
 def etkdg(graph: MolGraph, num_samples: int, *, seed: int = 0, mmff: bool = False) -> np.ndarray:
     """``(num_samples, n, 3)`` RDKit ETKDGv3 conformers (atom order of `graph`), seeded."""
-    from rdkit.Chem import AllChem
+    from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
         raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
     mol = _mol(MolGraph(graph.atoms, graph.edge_index, graph.bond_types))
-    params = AllChem.ETKDGv3()
+    params: Any = rdDistGeom.ETKDGv3()  # RDKit's stubs type its fields wrongly
     params.randomSeed = seed
     params.numThreads = 1
-    ids = list(AllChem.EmbedMultipleConfs(mol, numConfs=num_samples, params=params))
+    ids = list(rdDistGeom.EmbedMultipleConfs(mol, numConfs=num_samples, params=params))
     if len(ids) < num_samples:  # rare on QM9: retry from random coordinates
         params.useRandomCoords = True
-        ids = list(AllChem.EmbedMultipleConfs(mol, numConfs=num_samples, params=params))
+        ids = list(rdDistGeom.EmbedMultipleConfs(mol, numConfs=num_samples, params=params))
     if len(ids) < num_samples:
         raise ValueError(f"graph: ETKDG embedded {len(ids)} of {num_samples} conformers")
     if mmff:
-        AllChem.MMFFOptimizeMoleculeConfs(mol, numThreads=1)
+        rdForceFieldHelpers.MMFFOptimizeMoleculeConfs(mol, numThreads=1)
     return np.stack([mol.GetConformer(i).GetPositions() for i in ids])
 
 

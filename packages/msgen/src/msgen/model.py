@@ -113,7 +113,9 @@ def pack(templates: Sequence[PairTemplate]) -> GraphBatch:
     return GraphBatch(
         z=torch.from_numpy(np.concatenate([t.z for t in templates])),
         batch=torch.from_numpy(np.repeat(np.arange(len(templates)), [t.z.size for t in templates])),
-        pairs=torch.from_numpy(np.concatenate([t.pairs + o for t, o in zip(templates, offsets, strict=False)], axis=1)),
+        pairs=torch.from_numpy(
+            np.concatenate([t.pairs + o for t, o in zip(templates, offsets, strict=False)], axis=1)
+        ),
         bond=torch.from_numpy(np.concatenate([t.bond for t in templates])),
         hops=torch.from_numpy(np.concatenate([t.hops for t in templates])),
         num_graphs=len(templates),
@@ -129,7 +131,9 @@ def rbf(d: torch.Tensor, count: int, d_max: float) -> torch.Tensor:
 
 def time_features(t: torch.Tensor, dim: int = 8) -> torch.Tensor:
     """``(G,)`` fractions t/T in [0, 1] -> ``(G, dim)`` sinusoids."""
-    freqs = torch.exp(torch.arange(dim // 2, dtype=t.dtype, device=t.device) * math.log(2.0)) * math.pi
+    freqs = (
+        torch.exp(torch.arange(dim // 2, dtype=t.dtype, device=t.device) * math.log(2.0)) * math.pi
+    )
     ang = t[:, None] * freqs
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=-1)
 

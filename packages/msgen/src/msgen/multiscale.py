@@ -15,6 +15,7 @@ perturbs it (conditioning augmentation); in sampling it is the generated one, us
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,7 @@ def hierarchy(graph: MolGraph, scales: Sequence[str]) -> Hierarchy:
     if not isinstance(graph, MolGraph):
         raise TypeError(f"graph: expected a shared_core MolGraph, got {type(graph).__name__}")
     levels = [coarse_atoms(graph, s) for s in scales] + [np.arange(graph.num_atoms)]
-    for a, b in zip(levels, levels[1:], strict=False):
+    for a, b in itertools.pairwise(levels):
         if not set(a.tolist()) <= set(b.tolist()):
             raise ValueError(f"scales: {tuple(scales)} are not nested for this molecule")
     return Hierarchy(graph, tuple(levels))
@@ -69,15 +70,23 @@ class MSGEN:
         tau: float = TAU,
     ) -> None:
         scales = tuple(scales)
-        if len(scales) == 0 or any(s not in SCALES for s in scales) or len(set(scales)) != len(scales):
-            raise ValueError(f"scales: expected distinct entries of {SCALES}, coarse first, got {scales}")
+        if (
+            len(scales) == 0
+            or any(s not in SCALES for s in scales)
+            or len(set(scales)) != len(scales)
+        ):
+            raise ValueError(
+                f"scales: expected distinct entries of {SCALES}, coarse first, got {scales}"
+            )
         if len(stages) != len(scales) + 1:
             raise ValueError(
                 f"stages: expected len(scales) + 1 = {len(scales) + 1} generators, got {len(stages)}"
             )
         for i, st in enumerate(stages):
             if not isinstance(st, ConformerGenerator):
-                raise TypeError(f"stages[{i}]: expected a ConformerGenerator, got {type(st).__name__}")
+                raise TypeError(
+                    f"stages[{i}]: expected a ConformerGenerator, got {type(st).__name__}"
+                )
             if st.guided != (i > 0):
                 want = "guided" if i > 0 else "unguided"
                 raise ValueError(f"stages[{i}]: expected an {want} generator")
@@ -99,7 +108,9 @@ class MSGEN:
         """Train every stage on conformers `graphs` (true coarse scale -> upsampled guides)."""
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one training conformer")
-        hs = [hierarchy(check_conformer(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)]
+        hs = [
+            hierarchy(check_conformer(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)
+        ]
         results = [self.stages[0].fit([h.level_graph(0) for h in hs], seed=seed)]
         for level in range(1, len(self.stages)):
             subs = [h.level_graph(level) for h in hs]
@@ -130,7 +141,9 @@ class MSGEN:
             pos = self.stages[0].sample([h.level_graph(0) for h in hs], num_samples, seed=seed)
         else:
             if len(coarse) != len(graphs):
-                raise ValueError(f"coarse: expected one array per graph ({len(graphs)}), got {len(coarse)}")
+                raise ValueError(
+                    f"coarse: expected one array per graph ({len(graphs)}), got {len(coarse)}"
+                )
             pos = []
             for i, (c, h) in enumerate(zip(coarse, hs, strict=True)):
                 a = np.asarray(c, dtype=np.float64)
@@ -140,7 +153,10 @@ class MSGEN:
                     )
                 pos.append(np.repeat(a[None], num_samples, axis=0))
         for level in range(1, len(self.stages)):
-            guides = [self.guide(h, level, p, seed * 7919 + 104729 * level + i) for i, (h, p) in enumerate(zip(hs, pos, strict=True))]
+            guides = [
+                self.guide(h, level, p, seed * 7919 + 104729 * level + i)
+                for i, (h, p) in enumerate(zip(hs, pos, strict=True))
+            ]
             pos = self.stages[level].sample(
                 [h.level_graph(level) for h in hs], num_samples, guides, seed=seed + level
             )

@@ -37,7 +37,9 @@ def upsample_reference(
     fine = np.zeros((num_atoms, 3))
     fine[coarse] = coarse_pos
     known = set(coarse)
-    connected = sorted(i for i in range(num_atoms) if i not in coarse and any(j in coarse for j in adj[i]))
+    connected = sorted(
+        i for i in range(num_atoms) if i not in coarse and any(j in coarse for j in adj[i])
+    )
     queue, visited, ordered = deque(connected), set(connected), list(connected)
     while queue:
         curr = queue.popleft()
@@ -96,7 +98,9 @@ def denoiser_reference(
     eps = torch.zeros(n, 3, dtype=torch.float64)
     for i, j in pair_list:
         diff = x[i] - x[j]
-        eps[i] += diff * _apply(net.coord_head, m[(i, j)])[0] / (torch.linalg.vector_norm(diff) + 1.0)
+        eps[i] += (
+            diff * _apply(net.coord_head, m[(i, j)])[0] / (torch.linalg.vector_norm(diff) + 1.0)
+        )
     for g in range(graph.num_graphs):
         atoms = [a for a in range(n) if int(graph.batch[a]) == g]
         eps[atoms] -= eps[atoms].mean(dim=0)

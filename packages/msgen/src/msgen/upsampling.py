@@ -92,7 +92,9 @@ def upsampling_plan(edge_index: np.ndarray, coarse: np.ndarray, num_atoms: int) 
     return UpsamplingPlan(num_atoms, c, np.asarray(ordered, dtype=np.int64), tuple(anchors))
 
 
-def unit_directions(k: int, m: int, generator: torch.Generator | None, dtype: torch.dtype) -> torch.Tensor:
+def unit_directions(
+    k: int, m: int, generator: torch.Generator | None, dtype: torch.dtype
+) -> torch.Tensor:
     """``(k, m, 3)`` directions uniform on the unit sphere (normalised Gaussians)."""
     u = torch.randn(k, m, 3, generator=generator, dtype=torch.float64)
     return (u / u.norm(dim=-1, keepdim=True)).to(dtype)

@@ -71,7 +71,9 @@ class ConformerConfig:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
 
 
-def _generator(cfg: ConformerConfig, steps: int, guided: bool, hidden: int | None = None) -> DiffusionGenerator:
+def _generator(
+    cfg: ConformerConfig, steps: int, guided: bool, hidden: int | None = None
+) -> DiffusionGenerator:
     den = dataclasses.replace(cfg.denoiser, guided=guided, hidden=hidden or cfg.denoiser.hidden)
     return DiffusionGenerator(
         DiffusionConfig(
@@ -83,6 +85,7 @@ def _generator(cfg: ConformerConfig, steps: int, guided: bool, hidden: int | Non
 
 def matched_hidden(cfg: DenoiserConfig, target: int) -> int:
     """The unguided width whose parameter count is closest to `target`."""
+
     def count(h: int) -> int:
         return num_parameters(EGNNDenoiser(dataclasses.replace(cfg, hidden=h, guided=False)))
 
@@ -106,7 +109,9 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     losses: dict[str, list[float]] = {}
 
     if cfg.etkdg:
-        samples["ETKDG"], t_e = _timed(lambda: [etkdg(g, k, seed=seed + i) for i, g in enumerate(test)])
+        samples["ETKDG"], t_e = _timed(
+            lambda: [etkdg(g, k, seed=seed + i) for i, g in enumerate(test)]
+        )
         samples["ETKDG + MMFF"], t_m = _timed(
             lambda: [etkdg(g, k, seed=seed + i, mmff=True) for i, g in enumerate(test)]
         )
@@ -115,14 +120,13 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     samples["random"] = [random_conformers(g, k, seed=seed + i) for i, g in enumerate(test)]
 
     # MSGEN: two stages of the base generator
-    ms = MSGEN(
-        [_generator(cfg, cfg.stage1_steps, False), _generator(cfg, cfg.stage2_steps, True)],
-        scales=("heavy",), tau=cfg.tau,
-    )  # fmt: skip
+    stage1 = _generator(cfg, cfg.stage1_steps, False)
+    stage2 = _generator(cfg, cfg.stage2_steps, True)
+    ms = MSGEN([stage1, stage2], scales=("heavy",), tau=cfg.tau)
     fits, t_fit = _timed(lambda: ms.fit(train, seed=seed))
     samples["MSGEN"], t_s = _timed(lambda: ms.sample(test, k, seed=seed))
     cost["MSGEN"] = {"train_cpu_s": t_fit, "sample_cpu_s": t_s}
-    params["MSGEN"] = sum(num_parameters(st.net) for st in ms.stages)  # type: ignore[attr-defined]
+    params["MSGEN"] = num_parameters(stage1.net) + num_parameters(stage2.net)
     losses["MSGEN stage 1 (heavy atoms)"] = fits[0].losses
     losses["MSGEN stage 2 (all atoms, guided)"] = fits[1].losses
     true_heavy = [hierarchy(g, ms.scales).level_graph(0).positions for g in test]
@@ -130,12 +134,14 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         lambda: ms.sample(test, k, seed=seed, coarse=true_heavy)  # type: ignore[arg-type]
     )
     cost["oracle heavy + stage 2"] = {"train_cpu_s": t_fit, "sample_cpu_s": t_o}
-    params["oracle heavy + stage 2"] = num_parameters(ms.stages[1].net)  # type: ignore[attr-defined]
+    params["oracle heavy + stage 2"] = num_parameters(stage2.net)
 
     # the base generator alone, on the same total number of optimisation steps
     single_arms = [("single-scale", cfg.denoiser.hidden)]
     if cfg.param_matched_single:
-        single_arms.append(("single-scale (param-matched)", matched_hidden(cfg.denoiser, params["MSGEN"])))
+        single_arms.append(
+            ("single-scale (param-matched)", matched_hidden(cfg.denoiser, params["MSGEN"]))
+        )
     for name, hidden in single_arms:
         gen = _generator(cfg, cfg.stage1_steps + cfg.stage2_steps, False, hidden)
         fit, t_fit = _timed(lambda gen=gen: gen.fit(train, seed=seed + 100))  # type: ignore[misc]
@@ -170,4 +176,3 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         "mean_atoms_test": float(np.mean([g.num_atoms for g in test])),
         "mean_heavy_test": float(np.mean([(g.atomic_numbers > 1).sum() for g in test])),
     }
-

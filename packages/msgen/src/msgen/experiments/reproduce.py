@@ -13,24 +13,44 @@ from shared_core.cli import ReproduceArgs
 SCALES: dict[str, ConformerConfig] = {
     # every code path in seconds (CI): toy network, a few steps, 4 test molecules
     "micro": ConformerConfig(
-        n_train=24, n_test=4, pool=400, denoiser=DenoiserConfig(hidden=16, layers=2, rbf=8),
-        diffusion_steps=10, batch_size=4, stage1_steps=3, stage2_steps=3,
-        guide_taus=(1.0, 3.0), param_matched_single=True,
+        n_train=24,
+        n_test=4,
+        pool=400,
+        denoiser=DenoiserConfig(hidden=16, layers=2, rbf=8),
+        diffusion_steps=10,
+        batch_size=4,
+        stage1_steps=3,
+        stage2_steps=3,
+        guide_taus=(1.0, 3.0),
+        param_matched_single=True,
     ),
     # ~5 CPU-minutes with one thread: 2,000 train / 100 test QM9 molecules, 800 + 800 steps
     "tiny": ConformerConfig(),
     # a free multi-core CPU: 4x the steps, wider network, param-matched single-scale arm
     "small": ConformerConfig(
-        n_train=10_000, n_test=200, pool=20_000,
-        denoiser=DenoiserConfig(hidden=96, layers=5), diffusion_steps=200, batch_size=32,
-        stage1_steps=5000, stage2_steps=5000, param_matched_single=True,
+        n_train=10_000,
+        n_test=200,
+        pool=20_000,
+        denoiser=DenoiserConfig(hidden=96, layers=5),
+        diffusion_steps=200,
+        batch_size=32,
+        stage1_steps=5000,
+        stage2_steps=5000,
+        param_matched_single=True,
     ),
     # the paper trains for 2M + 3M iterations of a 128-wide GeoDiff network on GEOM-QM9 40k;
     # a GPU-sized starting point on the real QM9 geometries at the public code's width
     "paper": ConformerConfig(
-        n_train=100_000, n_test=1000, pool=130_831,
-        denoiser=DenoiserConfig(hidden=128, layers=6), diffusion_steps=1000, batch_size=64,
-        stage1_steps=200_000, stage2_steps=300_000, lr=1e-4, param_matched_single=True,
+        n_train=100_000,
+        n_test=1000,
+        pool=130_831,
+        denoiser=DenoiserConfig(hidden=128, layers=6),
+        diffusion_steps=1000,
+        batch_size=64,
+        stage1_steps=200_000,
+        stage2_steps=300_000,
+        lr=1e-4,
+        param_matched_single=True,
     ),
 }
 
@@ -81,11 +101,15 @@ def reproduce(args: ReproduceArgs) -> int:
 
     cfg: ConformerConfig = args.config
     require_extra("msgen", "data", "rdkit", "msgen reproduce")
-    require_extra("msgen", "data", "qm9pack", "msgen reproduce (QM9 geometries)", no_deps="qm9pack==1.0.3")
+    require_extra(
+        "msgen", "data", "qm9pack", "msgen reproduce (QM9 geometries)", no_deps="qm9pack==1.0.3"
+    )
     if args.device not in ("auto", "cpu"):
         print(f"note: --device {args.device} ignored: this experiment runs on the CPU")
     seed_everything(args.seed)
-    run = Run("msgen", {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)}, out=args.out)
+    run = Run(
+        "msgen", {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)}, out=args.out
+    )
     t0 = time.time()
     out = conformers.run(cfg, seed=args.seed)
     title = (
