@@ -75,6 +75,12 @@ def test_bond_quality() -> None:
     g = _conformer("CC(=O)NC")
     good = bond_quality(g, g.positions[None])  # type: ignore[index]
     assert good["bonds_ok"] == 1.0 and good["bond_mae"] < 0.1
+    assert good["xh_ok"] == 1.0 and good["heavy_ok"] == 1.0
+    x = g.positions.copy()  # type: ignore[union-attr]
+    h = int(np.flatnonzero(g.atomic_numbers == 1)[0])
+    x[h] += 3.0  # one X-H bond broken, heavy atoms untouched
+    one_h = bond_quality(g, x[None])
+    assert one_h["bonds_ok"] == 0.0 and one_h["heavy_ok"] == 1.0 and 0.0 < one_h["xh_ok"] < 1.0
     stretched = bond_quality(g, 1.5 * g.positions[None])  # type: ignore[index]
     assert stretched["bonds_ok"] == 0.0
 

@@ -68,13 +68,24 @@ def uff_bond_lengths(graph: MolGraph) -> tuple[np.ndarray, np.ndarray]:
 def bond_quality(
     graph: MolGraph, samples: np.ndarray, lo: float = 0.75, hi: float = 1.25
 ) -> dict[str, float]:
-    """Bond-length MAE (Å) vs UFF ``r0`` and the share of conformers with all bonds in [lo, hi] x r0."""
+    """Bond lengths of `samples` ``(k, n, 3)`` against UFF ``r0``.
+
+    ``bond_mae``: mean |d - r0| (Å); ``bonds_ok``: share of conformers with every bond in
+    [lo, hi] x r0; ``xh_ok`` / ``heavy_ok``: share of X-H / heavy-heavy bonds in that range.
+    """
     a = _check_samples(graph, samples, "samples")
     bonds, r0 = uff_bond_lengths(graph)
     d = np.linalg.norm(a[:, bonds[:, 0]] - a[:, bonds[:, 1]], axis=-1)  # (k, B)
     ratio = d / r0
-    ok = np.all((ratio >= lo) & (ratio <= hi), axis=1)
-    return {"bond_mae": float(np.abs(d - r0).mean()), "bonds_ok": float(ok.mean())}
+    ok = (ratio >= lo) & (ratio <= hi)
+    z = graph.atomic_numbers
+    xh = (z[bonds[:, 0]] == 1) | (z[bonds[:, 1]] == 1)
+    return {
+        "bond_mae": float(np.abs(d - r0).mean()),
+        "bonds_ok": float(np.all(ok, axis=1).mean()),
+        "xh_ok": float(ok[:, xh].mean()) if xh.any() else 1.0,
+        "heavy_ok": float(ok[:, ~xh].mean()) if (~xh).any() else 1.0,
+    }
 
 
 def evaluate(
@@ -86,7 +97,7 @@ def evaluate(
 
     references: conformers (the DFT geometry each); generated: ``(k, n, 3)`` per molecule.
     Returns ``{"COV-R@d": ..., "COV-P@d": ..., "MAT-R", "MAT-P", "bond_mae", "bonds_ok",
-    "rmsd": list of (1, k) matrices}``.
+    "xh_ok", "heavy_ok", "rmsd": list of (1, k) matrices}`` (see `bond_quality`).
     """
     from shared_core.mol_metrics import coverage_matching
 
@@ -104,8 +115,8 @@ def evaluate(
     out["MAT-R"] = float(np.mean([p["MAT-R"] for p in per]))
     out["MAT-P"] = float(np.mean([p["MAT-P"] for p in per]))
     q = [bond_quality(r, g) for r, g in zip(references, generated, strict=True)]
-    out["bond_mae"] = float(np.mean([x["bond_mae"] for x in q]))
-    out["bonds_ok"] = float(np.mean([x["bonds_ok"] for x in q]))
+    for key in ("bond_mae", "bonds_ok", "xh_ok", "heavy_ok"):
+        out[key] = float(np.mean([x[key] for x in q]))
     out["rmsd"] = rmsds
     return out
 
