@@ -13,7 +13,9 @@ indices renumbered in the subset's order).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -187,3 +189,59 @@ def qm9_conformers(
             f"need n_train + n_test = {n_train + n_test}; raise pool"
         )
     return kept[:n_train], kept[n_train:]
+
+
+@dataclass(frozen=True)
+class ConformerSet:
+    """One molecule and its reference conformers: `graph` (positions = the first one) and
+    `conformers` ``(c, n, 3)`` Å, atoms in the graph's order."""
+
+    graph: MolGraph
+    conformers: np.ndarray
+    smiles: str = ""
+
+
+def read_geodiff_pickle(path: str | os.PathLike[str]) -> list[ConformerSet]:
+    """GEOM conformers in GeoDiff's / MSGEN's format (``train_data_40k.pkl``, ``test_data_1k.pkl``).
+
+    Such a file is a pickled list of ``torch_geometric.data.Data``, one per conformer, with
+    ``pos`` ``(n, 3)``, ``rdmol`` (hydrogens explicit) and ``smiles`` (``idx`` when present),
+    as GeoDiff's ``rdmol_to_data`` writes them. Conformers are grouped by ``idx`` (else
+    ``smiles``) as GeoDiff's ``PackedConformationDataset`` does. Unpickling runs code from the
+    file: read only files you trust. Needs torch_geometric (extra ``geom``).
+    """
+    import pickle
+    from pathlib import Path
+
+    from shared_core.data import mol_graph, require_extra
+
+    require_extra("msgen", "geom", "torch_geometric", "GEOM pickles in GeoDiff's format")
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"path: no file {str(p)!r} (a GeoDiff-format GEOM pickle)")
+    with p.open("rb") as f:
+        data = pickle.load(f)
+    if not isinstance(data, list) or not data:
+        raise ValueError(
+            f"path: expected a non-empty pickled list of Data objects, got {type(data).__name__}"
+        )
+    groups: dict[object, list[object]] = {}
+    for i, d in enumerate(data):
+        for attr in ("pos", "rdmol", "smiles"):
+            if getattr(d, attr, None) is None:
+                raise ValueError(f"path: entry {i} has no {attr!r} (not GeoDiff's format)")
+        idx = getattr(d, "idx", None)
+        key = int(idx) if idx is not None else str(d.smiles)
+        groups.setdefault(key, []).append(d)
+    out = []
+    for name, confs in groups.items():
+        first: object = confs[0]
+        graph = mol_graph(first.rdmol)  # type: ignore[attr-defined]
+        pos = np.stack([np.asarray(c.pos, dtype=np.float64) for c in confs])  # type: ignore[attr-defined]
+        if pos.shape[1:] != (graph.num_atoms, 3):
+            raise ValueError(
+                f"path: molecule {name!r} has {graph.num_atoms} atoms in rdmol but positions "
+                f"of shape {pos.shape[1:]}"
+            )
+        out.append(ConformerSet(with_positions(graph, pos[0]), pos, str(first.smiles)))  # type: ignore[attr-defined]
+    return out

@@ -42,12 +42,24 @@ def _check_samples(graph: MolGraph, samples: np.ndarray, name: str) -> np.ndarra
     return a
 
 
-def rmsd_matrix(reference: MolGraph, samples: np.ndarray) -> np.ndarray:
-    """``(1, k)`` heavy-atom best RMSD (Å) of `samples` ``(k, n, 3)`` to `reference`'s positions."""
+def rmsd_matrix(
+    reference: MolGraph, samples: np.ndarray, conformers: np.ndarray | None = None
+) -> np.ndarray:
+    """``(c, k)`` heavy-atom best RMSD (Å) of `samples` ``(k, n, 3)`` to the reference conformers.
+
+    conformers ``(c, n, 3)``: the reference conformers; default `reference`'s positions (c = 1).
+    """
     from shared_core.mol_metrics import conformer_rmsd
 
     a = _check_samples(reference, samples, "samples")
-    return conformer_rmsd([reference], [with_positions(reference, x) for x in a])
+    if conformers is None:
+        if reference.positions is None:
+            raise ValueError("reference: expected a MolGraph with positions or `conformers`")
+        conformers = reference.positions[None]
+    r = _check_samples(reference, conformers, "conformers")
+    return conformer_rmsd(
+        [with_positions(reference, x) for x in r], [with_positions(reference, x) for x in a]
+    )
 
 
 def uff_bond_lengths(graph: MolGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +104,13 @@ def evaluate(
     references: Sequence[MolGraph],
     generated: Sequence[np.ndarray],
     thresholds: Sequence[float] = (0.5,),
+    conformers: Sequence[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """COV/MAT (mean over molecules) at each threshold plus bond quality.
 
-    references: conformers (the DFT geometry each); generated: ``(k, n, 3)`` per molecule.
+    references: one graph per molecule (its positions: the reference conformer unless
+    `conformers` gives ``(c, n, 3)`` reference conformers per molecule); generated:
+    ``(k, n, 3)`` per molecule (GeoDiff: k = 2c).
     Returns ``{"COV-R@d": ..., "COV-P@d": ..., "MAT-R", "MAT-P", "bond_mae", "bonds_ok",
     "xh_ok", "heavy_ok", "rmsd": list of (1, k) matrices}`` (see `bond_quality`).
     """
@@ -105,7 +120,12 @@ def evaluate(
         raise ValueError(
             f"generated: expected one sample array per reference ({len(references)}), got {len(generated)}"
         )
-    rmsds = [rmsd_matrix(r, g) for r, g in zip(references, generated, strict=True)]
+    if conformers is not None and len(conformers) != len(references):
+        raise ValueError(
+            f"conformers: expected one array per reference ({len(references)}), got {len(conformers)}"
+        )
+    refs = [None] * len(references) if conformers is None else list(conformers)
+    rmsds = [rmsd_matrix(r, g, c) for r, g, c in zip(references, generated, refs, strict=True)]
     out: dict[str, Any] = {}
     for d in thresholds:
         per = [coverage_matching(r, float(d)) for r in rmsds]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from typing import Any
 
@@ -39,7 +40,9 @@ SCALES: dict[str, ConformerConfig] = {
         param_matched_single=True,
     ),
     # the paper trains for 2M + 3M iterations of a 128-wide GeoDiff network on GEOM-QM9 40k;
-    # a GPU-sized starting point on the real QM9 geometries at the public code's width
+    # a GPU-sized starting point at the public code's width: the full QM9 geometries, or
+    # the user's GEOM-QM9 pickles when $MSGEN_GEOM_DIR holds train_data_40k.pkl and
+    # test_data_1k.pkl (GeoDiff's files; the first 200 test molecules)
     "paper": ConformerConfig(
         n_train=100_000,
         n_test=1000,
@@ -100,10 +103,18 @@ def reproduce(args: ReproduceArgs) -> int:
     from shared_core.report import Run
 
     cfg: ConformerConfig = args.config
+    geom = os.environ.get("MSGEN_GEOM_DIR", "")
+    if args.scale == "paper" and geom:  # the user's GEOM-QM9 pickles in GeoDiff's layout
+        cfg = dataclasses.replace(
+            cfg, geom_train=os.path.join(geom, "train_data_40k.pkl"),
+            geom_test=os.path.join(geom, "test_data_1k.pkl"), n_test=200,
+        )  # fmt: skip
     require_extra("msgen", "data", "rdkit", "msgen reproduce")
     require_extra(
         "msgen", "data", "qm9pack", "msgen reproduce (QM9 geometries)", no_deps="qm9pack==1.0.3"
     )
+    if cfg.geom_train:
+        require_extra("msgen", "geom", "torch_geometric", "msgen reproduce on GEOM pickles")
     if args.device not in ("auto", "cpu"):
         print(f"note: --device {args.device} ignored: this experiment runs on the CPU")
     seed_everything(args.seed)
