@@ -51,7 +51,9 @@ def test_rmsd_invariant_to_rotation_translation_and_symmetric_permutation() -> N
     assert kabsch_rmsd(swapped[heavy], x[heavy]) > 0.5  # without the atom map it is not zero
 
 
-@pytest.mark.parametrize("smiles", ["CC(C)(C)O", "c1ccccc1O", "OCC(O)CO", "CC1CCC(N)C1"])
+@pytest.mark.parametrize(
+    "smiles", ["CC(C)(C)O", "c1ccccc1O", "OCC(O)CO", "CC1CCC(N)C1", "Cc1cc[nH]c1"]
+)
 def test_rmsd_agrees_with_the_brute_force_oracle(smiles: str) -> None:
     g = _conformer(smiles, seed=3)
     gens = etkdg(g, 4, seed=9)

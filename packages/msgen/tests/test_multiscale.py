@@ -80,6 +80,7 @@ def test_three_stage_mode_runs_and_acyclic_molecule_raises() -> None:
     ms.fit(graphs, seed=0)
     out = ms.sample(graphs, 1, seed=0)
     assert [x.shape for x in out] == [(1, g.num_atoms, 3) for g in graphs]
+    assert scaffold_atoms(_conformer("CCc1cc[nH]c1")).size == 5  # aromatic N-H kept kekulisable
     with pytest.raises(ValueError, match="no ring"):
         ms.sample([_conformer("CCO")], 1)
     with pytest.raises(ValueError, match="no ring"):

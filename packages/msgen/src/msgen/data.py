@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,26 @@ def heavy_atoms(graph: MolGraph) -> np.ndarray:
     return np.flatnonzero(graph.atomic_numbers != 1)
 
 
+def heavy_mol(graph: MolGraph) -> Any:
+    """The sanitised RDKit Mol of the heavy atoms (``RemoveHs``; row i = ``heavy_atoms(graph)[i]``).
+
+    Hydrogens removed this way are counted on their heavy atom, so aromatic N-H rings stay
+    kekulisable (an induced subgraph would lose them).
+    """
+    from rdkit import Chem
+
+    from shared_core.data import graph_to_mol
+
+    mol = graph_to_mol(MolGraph(graph.atoms, graph.edge_index, graph.bond_types))
+    Chem.SanitizeMol(mol)
+    heavy = Chem.RemoveHs(mol)
+    if heavy.GetNumAtoms() != heavy_atoms(graph).size:
+        raise ValueError(
+            "graph: RDKit kept a hydrogen it could not remove (e.g. H2 or a bridging H)"
+        )
+    return heavy
+
+
 def scaffold_atoms(graph: MolGraph) -> np.ndarray:
     """Indices of the Bemis-Murcko scaffold atoms (RDKit), ascending.
 
@@ -60,16 +81,12 @@ def scaffold_atoms(graph: MolGraph) -> np.ndarray:
     from rdkit import Chem
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
-    from shared_core.data import graph_to_mol
-
-    heavy = heavy_atoms(graph)  # hydrogens as atoms would count as side chains anyway
-    sub = subgraph(MolGraph(graph.atoms, graph.edge_index, graph.bond_types), heavy)
-    mol = graph_to_mol(sub)
-    Chem.SanitizeMol(mol)
+    heavy = heavy_atoms(graph)
+    mol = heavy_mol(graph)
     scaffold = MurckoScaffold.GetScaffoldForMol(mol)
     if scaffold.GetNumAtoms() == 0:
         raise ValueError(
-            f"graph: molecule {Chem.MolToSmiles(Chem.RemoveHs(mol))!r} has no ring, so no "
+            f"graph: molecule {Chem.MolToSmiles(mol)!r} has no ring, so no "
             "Murcko scaffold; use scales=('heavy',) (two stages) for it"
         )
     match = mol.GetSubstructMatch(scaffold)

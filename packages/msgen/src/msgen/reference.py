@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from typing import Any
 
 import numpy as np
 import torch
@@ -116,21 +115,11 @@ def kabsch_rmsd(p: np.ndarray, q: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum((p0 @ rot - q0) ** 2, axis=1))))
 
 
-def _heavy_mol(graph: MolGraph) -> tuple[Any, np.ndarray]:
-    from rdkit import Chem
-
-    from msgen.data import heavy_atoms, subgraph
-    from shared_core.data import graph_to_mol
-
-    heavy = heavy_atoms(graph)
-    mol = graph_to_mol(subgraph(MolGraph(graph.atoms, graph.edge_index, graph.bond_types), heavy))
-    Chem.SanitizeMol(mol)
-    return mol, heavy
-
-
 def best_rmsd_bruteforce(graph: MolGraph, reference: np.ndarray, generated: np.ndarray) -> float:
     """min over automorphisms pi of the heavy-atom Kabsch RMSD of ``generated[pi]`` onto `reference`."""
-    mol, heavy = _heavy_mol(graph)
+    from msgen.data import heavy_atoms, heavy_mol
+
+    mol, heavy = heavy_mol(graph), heavy_atoms(graph)
     ref = np.asarray(reference)[heavy]
     gen = np.asarray(generated)[heavy]
     maps = mol.GetSubstructMatches(mol, uniquify=False, useChirality=False, maxMatches=100_000)
