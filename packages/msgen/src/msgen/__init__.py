@@ -1,0 +1,106 @@
+"""MSGEN (ICLR 2026): hierarchical multi-scale conformer generation.
+
+Generate the coarse key substructure first (heavy atoms; or the Murcko scaffold, then heavy
+atoms), upsample it onto the next scale, and refine with the same kind of generator
+conditioned on the upsampled guide. The base generator is pluggable
+(`ConformerGenerator`); `DiffusionGenerator` is a small EGNN DDPM that runs on a CPU.
+Names are loaded on first use, so ``import msgen`` (and the CLI's ``--help``) imports
+neither torch nor RDKit.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from msgen.data import (
+        coarse_atoms,
+        heavy_atoms,
+        molecule,
+        qm9_conformers,
+        scaffold_atoms,
+        subgraph,
+    )
+    from msgen.diffusion import (
+        ConformerGenerator,
+        DiffusionConfig,
+        DiffusionGenerator,
+        ancestral_sample,
+        respaced_betas,
+        sigmoid_betas,
+    )
+    from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers, rmsd_matrix
+    from msgen.model import DenoiserConfig, EGNNDenoiser, GraphBatch, pack, pair_template
+    from msgen.multiscale import MSGEN, Hierarchy, hierarchy
+    from msgen.upsampling import TAU, UpsamplingPlan, upsample, upsampling_plan
+
+_HOME = {
+    "data": (
+        "coarse_atoms",
+        "heavy_atoms",
+        "molecule",
+        "qm9_conformers",
+        "scaffold_atoms",
+        "subgraph",
+    ),
+    "diffusion": (
+        "ConformerGenerator",
+        "DiffusionConfig",
+        "DiffusionGenerator",
+        "ancestral_sample",
+        "respaced_betas",
+        "sigmoid_betas",
+    ),
+    "evaluation": ("bond_quality", "etkdg", "evaluate", "random_conformers", "rmsd_matrix"),
+    "model": ("DenoiserConfig", "EGNNDenoiser", "GraphBatch", "pack", "pair_template"),
+    "multiscale": ("MSGEN", "Hierarchy", "hierarchy"),
+    "upsampling": ("TAU", "UpsamplingPlan", "upsample", "upsampling_plan"),
+}
+_MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
+
+__all__ = [
+    "MSGEN",
+    "TAU",
+    "ConformerGenerator",
+    "DenoiserConfig",
+    "DiffusionConfig",
+    "DiffusionGenerator",
+    "EGNNDenoiser",
+    "GraphBatch",
+    "Hierarchy",
+    "UpsamplingPlan",
+    "ancestral_sample",
+    "bond_quality",
+    "coarse_atoms",
+    "etkdg",
+    "evaluate",
+    "heavy_atoms",
+    "hierarchy",
+    "molecule",
+    "pack",
+    "pair_template",
+    "qm9_conformers",
+    "random_conformers",
+    "respaced_betas",
+    "rmsd_matrix",
+    "scaffold_atoms",
+    "sigmoid_betas",
+    "subgraph",
+    "upsample",
+    "upsampling_plan",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("msgen")
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(f"msgen.{_MODULE_OF[name]}"), name)
+    raise AttributeError(f"module 'msgen' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

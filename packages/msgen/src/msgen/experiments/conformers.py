@@ -1,0 +1,233 @@
+"""QM9 conformer generation: MSGEN (two stages) vs the same base generator alone vs RDKit.
+
+Arms, all with ``samples_per_ref`` x as many generated as reference conformers (one DFT
+geometry per molecule, so 2 per molecule by default):
+
+- ``ETKDG`` and ``ETKDG + MMFF`` (RDKit ETKDGv3, seeded): what a user would run;
+- ``random``: the diffusion prior N(0, I), a floor;
+- ``single-scale``: the base generator (EGNN DDPM) on all atoms, trained for the SUM of
+  MSGEN's two stages' steps (equal optimisation steps; per-network size equal);
+- ``single-scale (param-matched)`` (optional): a wider network with about as many
+  parameters as MSGEN's two networks together, same total steps;
+- ``MSGEN``: stage 1 on heavy atoms, upsampling (tau), stage 2 guided on all atoms;
+- ``oracle heavy + stage 2``: the TRUE heavy atoms upsampled, then stage 2 (isolates stage 2).
+
+Also the guide alone versus tau (bond quality of the upsampled true heavy atoms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from msgen.data import qm9_conformers, read_geodiff_pickle, with_positions
+from msgen.diffusion import DiffusionConfig, DiffusionGenerator
+from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers
+from msgen.model import DenoiserConfig, EGNNDenoiser, num_parameters
+from msgen.multiscale import MSGEN, hierarchy
+from shared_core.data import MolGraph
+from shared_core.train import TrainConfig
+
+THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 21))  # Å, for the COV-vs-delta plot
+
+
+def train_config(steps: int, lr: float = 1e-3, warmup: int = 50) -> TrainConfig:
+    """GeoDiff's optimiser settings (Adam betas (0.95, 0.999), no weight decay), cosine decay."""
+    return TrainConfig(
+        steps=steps, lr=lr, warmup=min(warmup, steps - 1), weight_decay=0.0,
+        betas=(0.95, 0.999), grad_clip=10.0,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ConformerConfig:
+    """One QM9 conformer experiment (defaults: tiny)."""
+
+    n_train: int = 2000
+    n_test: int = 100
+    pool: int = 4000  # first QM9 molecules drawn from (QM9 is sorted by size)
+    samples_per_ref: int = 2  # generated / reference conformers (GeoDiff: 2)
+    denoiser: DenoiserConfig = field(default_factory=DenoiserConfig)
+    diffusion_steps: int = 100  # respaced from GeoDiff's 5,000
+    batch_size: int = 16
+    stage1_steps: int = 800
+    stage2_steps: int = 800
+    lr: float = 1e-3
+    tau: float = 3.0  # Å, the public default
+    guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table
+    param_matched_single: bool = False  # also train the wider single-scale network
+    etkdg: bool = True
+    scales: tuple[str, ...] = ("heavy",)  # coarse scales; ("scaffold", "heavy") for GEOM-Drugs
+    geom_train: str = ""  # GeoDiff-format GEOM pickles instead of QM9 (paper scale, user files)
+    geom_test: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("n_train", "n_test", "pool", "samples_per_ref", "diffusion_steps",
+                     "batch_size", "stage1_steps", "stage2_steps"):  # fmt: skip
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+
+
+def _generator(
+    cfg: ConformerConfig, steps: int, guided: bool, hidden: int | None = None
+) -> DiffusionGenerator:
+    den = dataclasses.replace(cfg.denoiser, guided=guided, hidden=hidden or cfg.denoiser.hidden)
+    return DiffusionGenerator(
+        DiffusionConfig(
+            denoiser=den, steps=cfg.diffusion_steps, batch_size=cfg.batch_size,
+            train=train_config(steps, cfg.lr),
+        )
+    )  # fmt: skip
+
+
+def matched_hidden(cfg: DenoiserConfig, target: int) -> int:
+    """The unguided width whose parameter count is closest to `target`."""
+
+    def count(h: int) -> int:
+        return num_parameters(EGNNDenoiser(dataclasses.replace(cfg, hidden=h, guided=False)))
+
+    return min(range(cfg.hidden, 4 * cfg.hidden + 1, 2), key=lambda h: abs(count(h) - target))
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t = time.process_time()
+    out = fn()
+    return out, time.process_time() - t
+
+
+def _load(
+    cfg: ConformerConfig, seed: int
+) -> tuple[list[MolGraph], list[MolGraph], list[np.ndarray]]:
+    """Train conformers, test graphs and each test molecule's reference conformers."""
+    if cfg.geom_train or cfg.geom_test:
+        if not (cfg.geom_train and cfg.geom_test):
+            raise ValueError("geom_train/geom_test: give both GeoDiff-format pickles or neither")
+        train_sets = read_geodiff_pickle(cfg.geom_train)
+        test_sets = read_geodiff_pickle(cfg.geom_test)[: cfg.n_test]
+        train = [with_positions(s.graph, c) for s in train_sets for c in s.conformers]
+        rng = np.random.default_rng(seed)
+        train = [train[i] for i in rng.permutation(len(train))[: cfg.n_train]]
+        return train, [s.graph for s in test_sets], [s.conformers for s in test_sets]
+    train, test = qm9_conformers(cfg.n_train, cfg.n_test, pool=cfg.pool, seed=seed)
+    return train, test, [g.positions[None] for g in test]  # type: ignore[index]
+
+
+def _grouped(
+    fn: Callable[[list[MolGraph], int], list[np.ndarray]], graphs: list[MolGraph], ks: list[int]
+) -> list[np.ndarray]:
+    """``fn(graphs, k)`` called once per distinct k (molecules with c references get k = 2c)."""
+    out: list[np.ndarray | None] = [None] * len(graphs)
+    for k in sorted(set(ks)):
+        idx = [i for i, ki in enumerate(ks) if ki == k]
+        for i, arr in zip(idx, fn([graphs[i] for i in idx], k), strict=True):
+            out[i] = arr
+    return [a for a in out if a is not None]
+
+
+def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
+    """Train, sample and evaluate every arm; return metrics, costs and curves."""
+    torch.manual_seed(seed)
+    train, test, refs = _load(cfg, seed)
+    ks = [cfg.samples_per_ref * r.shape[0] for r in refs]
+    samples: dict[str, list[np.ndarray]] = {}
+    cost: dict[str, dict[str, float]] = {}
+    params: dict[str, int] = {}
+    losses: dict[str, list[float]] = {}
+
+    if cfg.etkdg:
+        samples["ETKDG"], t_e = _timed(
+            lambda: [
+                etkdg(g, k, seed=seed + i) for i, (g, k) in enumerate(zip(test, ks, strict=True))
+            ]
+        )
+        samples["ETKDG + MMFF"], t_m = _timed(
+            lambda: [
+                etkdg(g, k, seed=seed + i, mmff=True)
+                for i, (g, k) in enumerate(zip(test, ks, strict=True))
+            ]
+        )
+        cost["ETKDG"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_e}
+        cost["ETKDG + MMFF"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_m}
+    samples["random"] = [
+        random_conformers(g, k, seed=seed + i)
+        for i, (g, k) in enumerate(zip(test, ks, strict=True))
+    ]
+
+    # MSGEN: one unguided stage on the coarsest scale, then guided stages
+    stages = [_generator(cfg, cfg.stage1_steps, False)]
+    stages += [_generator(cfg, cfg.stage2_steps, True) for _ in cfg.scales]
+    ms = MSGEN(stages, scales=cfg.scales, tau=cfg.tau)
+    fits, t_fit = _timed(lambda: ms.fit(train, seed=seed))
+    samples["MSGEN"], t_s = _timed(
+        lambda: _grouped(lambda g, k: ms.sample(g, k, seed=seed), test, ks)
+    )
+    cost["MSGEN"] = {"train_cpu_s": t_fit, "sample_cpu_s": t_s}
+    params["MSGEN"] = sum(num_parameters(st.net) for st in stages)
+    names = [*cfg.scales, "all atoms"]
+    for level, fit in enumerate(fits):
+        losses[f"MSGEN stage {level + 1} ({names[level]}{', guided' if level else ''})"] = (
+            fit.losses
+        )
+    coarse = {id(g): hierarchy(g, ms.scales).level_graph(0).positions for g in test}
+    later = "stage 2" if len(stages) == 2 else f"stages 2-{len(stages)}"
+    oracle = f"oracle {cfg.scales[0]} + {later}"
+    samples[oracle], t_o = _timed(
+        lambda: _grouped(
+            lambda g, k: ms.sample(g, k, seed=seed, coarse=[coarse[id(x)] for x in g]),  # type: ignore[misc]
+            test, ks,
+        )
+    )  # fmt: skip
+    cost[oracle] = {"train_cpu_s": t_fit, "sample_cpu_s": t_o}
+    params[oracle] = sum(num_parameters(st.net) for st in stages[1:])
+
+    # the base generator alone, on the same total number of optimisation steps
+    single_arms = [("single-scale", cfg.denoiser.hidden)]
+    if cfg.param_matched_single:
+        single_arms.append(
+            ("single-scale (param-matched)", matched_hidden(cfg.denoiser, params["MSGEN"]))
+        )
+    for name, hidden in single_arms:
+        gen = _generator(cfg, cfg.stage1_steps + cfg.stage2_steps, False, hidden)
+        fit, t_fit = _timed(lambda gen=gen: gen.fit(train, seed=seed + 100))  # type: ignore[misc]
+        samples[name], t_s = _timed(
+            lambda gen=gen: _grouped(lambda g, k: gen.sample(g, k, seed=seed + 100), test, ks)  # type: ignore[misc]
+        )
+        cost[name] = {"train_cpu_s": t_fit, "sample_cpu_s": t_s}
+        params[name] = num_parameters(gen.net)
+        losses[name] = fit.losses
+
+    metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
+    guide_rows = []
+    for tau in cfg.guide_taus:
+        ms_tau = MSGEN(ms.stages, ms.scales, tau=tau)
+        q = []
+        for i, g in enumerate(test):
+            h = hierarchy(g, ms.scales)
+            parent = h.level_graph(len(ms.scales) - 1).positions
+            assert parent is not None  # test graphs carry their reference positions
+            guide = ms_tau.guide(h, len(ms.scales), parent[None], seed + i)
+            q.append(bond_quality(g, guide))
+        guide_rows.append({
+            "tau_A": tau,
+            "bond_mae_A": float(np.mean([x["bond_mae"] for x in q])),
+            "bonds_ok": float(np.mean([x["bonds_ok"] for x in q])),
+        })  # fmt: skip
+    return {
+        "metrics": {n: {k2: v for k2, v in m.items() if k2 != "rmsd"} for n, m in metrics.items()},
+        "best_rmsd": {n: [float(r.min()) for r in m["rmsd"]] for n, m in metrics.items()},
+        "cost": cost,
+        "params": params,
+        "losses": losses,
+        "guide": guide_rows,
+        "n_train": len(train),
+        "n_test": len(test),
+        "mean_atoms_test": float(np.mean([g.num_atoms for g in test])),
+        "mean_heavy_test": float(np.mean([(g.atomic_numbers > 1).sum() for g in test])),
+    }

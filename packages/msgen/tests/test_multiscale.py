@@ -1,0 +1,115 @@
+"""MSGEN's stages: nested scales, guides built from the true coarse conformer, the oracle mode,
+bad input (no scaffold, mismatched atom counts, wrong stage kinds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from msgen.data import coarse_atoms, heavy_atoms, scaffold_atoms, subgraph
+from msgen.diffusion import DiffusionConfig, DiffusionGenerator
+from msgen.model import DenoiserConfig
+from msgen.multiscale import MSGEN, hierarchy
+from rdkit import Chem
+from rdkit.Chem import AllChem
+
+from shared_core.data import MolGraph, mol_graph
+from shared_core.train import TrainConfig
+
+
+def _conformer(smiles: str, seed: int = 0) -> MolGraph:
+    mol = Chem.AddHs(Chem.MolFromSmiles(smiles))
+    AllChem.EmbedMolecule(mol, randomSeed=seed)
+    return mol_graph(mol)
+
+
+def _gen(guided: bool) -> DiffusionGenerator:
+    torch.manual_seed(int(guided))
+    return DiffusionGenerator(
+        DiffusionConfig(
+            denoiser=DenoiserConfig(hidden=8, layers=1, rbf=4, guided=guided), steps=4,
+            batch_size=2, train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+        )
+    )  # fmt: skip
+
+
+def test_hierarchy_two_and_three_stages() -> None:
+    g = _conformer("CCc1ccccc1O")
+    two = hierarchy(g, ("heavy",))
+    assert two.levels[0].tolist() == heavy_atoms(g).tolist()
+    assert two.levels[1].tolist() == list(range(g.num_atoms))
+    three = hierarchy(g, ("scaffold", "heavy"))
+    ring = scaffold_atoms(g)
+    assert ring.size == 6 and set(ring.tolist()) < set(heavy_atoms(g).tolist())
+    sub = three.level_graph(0)
+    assert sub.num_atoms == 6 and sub.num_bonds == 6
+    np.testing.assert_array_equal(sub.positions, g.positions[ring])  # type: ignore[index]
+    np.testing.assert_array_equal(three.level_graph(1).atoms[three.parent_in_child(1)], sub.atoms)
+
+
+def test_fit_and_sample_two_stages_deterministic_with_oracle_mode() -> None:
+    graphs = [_conformer("CCO"), _conformer("CC(=O)N"), _conformer("OCC#N")]
+    ms = MSGEN([_gen(False), _gen(True)])
+    results = ms.fit(graphs, seed=0)
+    assert len(results) == 2 and all(len(r.losses) == 2 for r in results)
+    a = ms.sample(graphs, 2, seed=1)
+    b = ms.sample(graphs, 2, seed=1)
+    assert [x.shape for x in a] == [(2, g.num_atoms, 3) for g in graphs]
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    heavy = [g.positions[heavy_atoms(g)] for g in graphs]  # type: ignore[index]
+    oracle = ms.sample(graphs, 2, seed=1, coarse=heavy)
+    assert [x.shape for x in oracle] == [x.shape for x in a]
+
+
+def test_training_guide_is_the_true_coarse_conformer_upsampled() -> None:
+    g = _conformer("CC(C)O")
+    ms = MSGEN([_gen(False), _gen(True)], tau=1.0)
+    h = hierarchy(g, ms.scales)
+    guide = ms.guide(h, 1, h.level_graph(0).positions[None], seed=0)[0]  # type: ignore[index]
+    heavy = heavy_atoms(g)
+    np.testing.assert_array_equal(guide[heavy], g.positions[heavy])  # type: ignore[index]
+    hs = np.flatnonzero(g.atomic_numbers == 1)
+    bonded = {i: j for i, j in g.edge_index.T.tolist() if i in hs}
+    d = [np.linalg.norm(guide[i] - guide[bonded[i]]) for i in hs.tolist()]
+    np.testing.assert_allclose(d, 1.0, atol=1e-12)  # each H at tau from its heavy atom
+
+
+def test_three_stage_mode_runs_and_acyclic_molecule_raises() -> None:
+    ms = MSGEN([_gen(False), _gen(True), _gen(True)], scales=("scaffold", "heavy"))
+    graphs = [_conformer("Cc1ccccc1"), _conformer("OC1CC1")]
+    ms.fit(graphs, seed=0)
+    out = ms.sample(graphs, 1, seed=0)
+    assert [x.shape for x in out] == [(1, g.num_atoms, 3) for g in graphs]
+    assert scaffold_atoms(_conformer("CCc1cc[nH]c1")).size == 5  # aromatic N-H kept kekulisable
+    with pytest.raises(ValueError, match="no ring"):
+        ms.sample([_conformer("CCO")], 1)
+    with pytest.raises(ValueError, match="no ring"):
+        coarse_atoms(_conformer("CCCC"), "scaffold")
+
+
+def test_bad_input_raises() -> None:
+    un, gu = _gen(False), _gen(True)
+    with pytest.raises(ValueError, match="stages"):
+        MSGEN([un])
+    with pytest.raises(ValueError, match=r"stages\[0\]"):
+        MSGEN([gu, gu])
+    with pytest.raises(ValueError, match=r"stages\[1\]"):
+        MSGEN([un, un])
+    with pytest.raises(TypeError, match=r"stages\[1\]"):
+        MSGEN([un, "stage two"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="scales"):
+        MSGEN([un, gu], scales=("atoms",))
+    with pytest.raises(ValueError, match="tau"):
+        MSGEN([un, gu], tau=float("nan"))
+    ms = MSGEN([un, gu])
+    g = _conformer("CCO")
+    with pytest.raises(ValueError, match="coarse: entry 0"):
+        ms.sample([g], 1, coarse=[np.zeros((g.num_atoms, 3))])  # mismatched atom counts
+    with pytest.raises(ValueError, match="positions"):
+        ms.fit([mol_graph("CCO")])
+    with pytest.raises(TypeError, match="graph"):
+        hierarchy("CCO", ("heavy",))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="scale"):
+        coarse_atoms(g, "side chains")
+    with pytest.raises(ValueError, match="atoms"):
+        subgraph(g, [0, 0])
