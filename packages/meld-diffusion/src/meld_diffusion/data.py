@@ -176,16 +176,24 @@ def require_qm9() -> None:
     require_extra("meld-diffusion", "data", "qm9pack", "QM9", no_deps="qm9pack==1.0.3")
 
 
-def qm9_graphs(limit: int | None = None, seed: int = 0, max_atoms: int = QM9_MAX_ATOMS) -> GraphData:
+def qm9_graphs(
+    limit: int | None = None,
+    seed: int = 0,
+    max_atoms: int = QM9_MAX_ATOMS,
+    pool: int | None = None,
+) -> GraphData:
     """QM9 molecules as `GraphData`: a seeded random subset of `limit` (all when None).
 
-    Charged molecules are skipped; the subset is drawn before skipping, so slightly fewer than
-    `limit` can come back.
+    The subset is drawn from the first `pool` molecules of QM9 (all 130,831 when None; QM9 is
+    ordered by size, so a small pool holds small molecules: for quick tests only). Charged
+    molecules are skipped after drawing, so slightly fewer than `limit` can come back.
     """
     from shared_core.data import load, mol_graph
 
     require_qm9()
-    smiles, _ = load("qm9-smiles")
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
+        raise ValueError(f"pool: expected a positive int or None, got {pool!r}")
+    smiles, _ = load("qm9-smiles", limit=pool)
     idx = np.arange(len(smiles))
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -200,3 +208,38 @@ def qm9_graphs(limit: int | None = None, seed: int = 0, max_atoms: int = QM9_MAX
         kept.append(smiles[k])
     rows, counts = encode(graphs, max_atoms)
     return GraphData(rows, counts, tuple(kept), max_atoms)
+
+
+def relayout(rows: np.ndarray, from_atoms: int, to_atoms: int) -> np.ndarray:
+    """Rows of the `from_atoms` layout rewritten in the larger `to_atoms` layout (zero padding).
+
+    The existing positions keep their relative order, so ``out[:, valid]`` with ``valid`` the
+    positions of a `from_atoms`-atom graph in the big layout gives the rows back.
+    """
+    a, b = check_max_atoms(from_atoms), check_max_atoms(to_atoms)
+    if b < a:
+        raise ValueError(f"to_atoms: expected >= from_atoms={a}, got {b}")
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.zeros((rows.shape[0], seq_len(b)), dtype=np.int64)
+    out[:, :a] = rows[:, :a]
+    big = {(int(i), int(j)): b + k for k, (i, j) in enumerate(zip(*pair_index(b), strict=True))}
+    cols = [big[(int(i), int(j))] for i, j in zip(*pair_index(a), strict=True)]
+    out[:, cols] = rows[:, a:]
+    return out
+
+
+def small_qm9_graphs(max_atoms: int = 4) -> dict[int, np.ndarray]:
+    """Every QM9 molecule with at most `max_atoms` heavy atoms, as rows of its own size.
+
+    QM9 is ordered by size, so these are among its first entries (48 molecules up to 4 atoms).
+    """
+    from shared_core.data import load, mol_graph
+
+    require_qm9()
+    smiles, _ = load("qm9-smiles", limit=100)
+    by_size: dict[int, list[MolGraph]] = {}
+    for s in smiles:
+        g = mol_graph(s, kekulize=True)
+        if g.num_atoms <= max_atoms and not (g.atoms[:, 1] != 0).any():
+            by_size.setdefault(g.num_atoms, []).append(g)
+    return {n: encode(gs, n)[0] for n, gs in sorted(by_size.items())}

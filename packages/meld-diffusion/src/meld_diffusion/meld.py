@@ -256,3 +256,46 @@ class GraphMDM(nn.Module):
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
         return self.denoiser(x, n_atoms, t)
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    return getattr(model, "module", model)  # DDP keeps the module in `.module`
+
+
+def graph_loss_fn(
+    schedule: ElementwiseSchedule, max_atoms: int, *, tau: float = 1.0, sampling_eps: float = 1e-3
+) -> Callable[[nn.Module, dict[str, object]], tuple[torch.Tensor, dict[str, float]]]:
+    """``loss_fn(model, batch)`` for `shared_core.train.fit` and `masked_diffusion.row_batches`.
+
+    `model` is a `GraphMDM`; the batch's ``x0`` holds graph rows with the atom count appended as
+    a last column (`with_counts`). A model without rates trains vanilla MDM on
+    ``schedule.base``; with rates, MELD. Noise comes from ``masked_diffusion.noise_generator``.
+    """
+    from masked_diffusion import noise_generator
+
+    def loss_fn(model: nn.Module, batch: dict[str, object]) -> tuple[torch.Tensor, dict[str, float]]:
+        data = batch["x0"]
+        assert isinstance(data, torch.Tensor)
+        x0, n_atoms = data[:, :-1], data[:, -1]
+        g = noise_generator(batch, data.device)
+        rates = _unwrap(model).rates
+        if rates is None:
+            out = vanilla_loss(
+                model, x0, n_atoms, schedule.base, max_atoms=max_atoms, generator=g,
+                sampling_eps=sampling_eps,
+            )  # fmt: skip
+            return out.loss, {}
+        out = meld_loss(
+            model, rates, x0, n_atoms, schedule, max_atoms=max_atoms, generator=g,
+            sampling_eps=sampling_eps, tau=tau,
+        )  # fmt: skip
+        valid = valid_positions(n_atoms, max_atoms)
+        log_w = out.w.detach().log()[valid]
+        return out.loss, {"log_w_mean": float(log_w.mean()), "log_w_std": float(log_w.std())}
+
+    return loss_fn
+
+
+def with_counts(rows: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
+    """Rows (n, L) with the atom counts appended as column L: the training tensor of `graph_loss_fn`."""
+    return torch.cat([rows, n_atoms[:, None].to(rows.dtype)], dim=1)
