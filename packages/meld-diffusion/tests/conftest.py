@@ -5,6 +5,7 @@ import pytest
 import torch
 from meld_diffusion.data import encode
 from meld_diffusion.model import GraphTransformer, GraphTransformerConfig, ScheduleNetwork
+
 from shared_core.data import load, mol_graph
 
 MAX_ATOMS = 6
@@ -34,7 +35,9 @@ def _randomise(module: torch.nn.Module, seed: int, std: float = 0.3) -> None:
 @pytest.fixture
 def denoiser() -> GraphTransformer:
     """A small denoiser with random (non-zero) weights everywhere, heads included."""
-    net = GraphTransformer(GraphTransformerConfig(max_atoms=MAX_ATOMS, d_node=16, d_edge=8, n_layers=2))
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=MAX_ATOMS, d_node=16, d_edge=8, n_layers=2)
+    )
     _randomise(net, 0)
     return net
 

@@ -12,6 +12,7 @@ from meld_diffusion.clashing import (
 from meld_diffusion.data import encode, small_qm9_graphs
 from meld_diffusion.experiments.qm9 import HAND_RATES
 from meld_diffusion.reference import clashing_curves_loop
+
 from shared_core.data import mol_graph
 from shared_core.testing import assert_close
 
@@ -31,7 +32,6 @@ def test_closure_counts_relabellings():
     assert closure("CO", 2) == 2
     assert closure("CCO", 3) == 6  # no automorphism
     assert closure("CC(C)C", 4) == 4  # 4! / 3!: only the centre's label matters
-
 
 
 @pytest.mark.parametrize("schedule", ["uniform", "hand"])
@@ -57,9 +57,12 @@ def test_per_element_schedule_clashes_less_at_equal_noise(small):
     Bayes-optimal denoiser's entropy (and the clash probability), compared at the same
     expected fraction of masked elements."""
     weights = {n: float(len(small_qm9_graphs(4)[n])) for n in small}
-    vanilla = combine({n: clashing_curves(s, uniform_rates(), TS) for n, s in small.items()}, weights)
+    vanilla = combine(
+        {n: clashing_curves(s, uniform_rates(), TS) for n, s in small.items()}, weights
+    )
     per_type = combine(
-        {n: clashing_curves(s, constant_rates(HAND_RATES, n), TS) for n, s in small.items()}, weights
+        {n: clashing_curves(s, constant_rates(HAND_RATES, n), TS) for n, s in small.items()},
+        weights,
     )
     assert per_type.area("entropy") < 0.9 * vanilla.area("entropy")
     assert per_type.area("clash") < vanilla.area("clash")

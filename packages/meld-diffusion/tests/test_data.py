@@ -11,6 +11,7 @@ from meld_diffusion.data import (
     small_qm9_graphs,
     valid_positions,
 )
+
 from shared_core import mol_metrics as mm
 from shared_core.data import MolGraph, mol_graph
 
@@ -18,7 +19,14 @@ from shared_core.data import MolGraph, mol_graph
 def test_layout_sizes():
     assert seq_len(9) == 9 + 36
     i, j = pair_index(4)
-    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 2),
+        (1, 3),
+        (2, 3),
+    ]
     v = valid_positions(torch.tensor([2, 4]), 4)
     assert v.sum(1).tolist() == [2 + 1, 4 + 6]
 
@@ -32,7 +40,9 @@ def test_round_trip_gives_the_canonical_smiles(qm9_rows):
 def test_qm9_subset_round_trips():
     data = qm9_graphs(limit=60, seed=3, pool=3000)
     assert len(data) > 50 and data.rows.shape == (len(data), seq_len(9))
-    assert mm.canonical_smiles(decode(data.rows, data.n_atoms, 9)) == mm.canonical_smiles(list(data.smiles))
+    assert mm.canonical_smiles(decode(data.rows, data.n_atoms, 9)) == mm.canonical_smiles(
+        list(data.smiles)
+    )
     p = data.atom_count_probs()
     assert p.shape == (10,) and abs(p.sum() - 1) < 1e-12
 
@@ -56,7 +66,15 @@ def test_impossible_valence_is_invalid_without_correction():
 def test_relayout_keeps_positions_in_order(qm9_rows):
     rows, counts, _ = qm9_rows
     four = rows[counts == 4].numpy()
-    small = np.concatenate([four[:, :4], four[:, 6:][:, [k for k, (a, b) in enumerate(zip(*pair_index(6), strict=True)) if b < 4]]], 1)
+    small = np.concatenate(
+        [
+            four[:, :4],
+            four[:, 6:][
+                :, [k for k, (a, b) in enumerate(zip(*pair_index(6), strict=True)) if b < 4]
+            ],
+        ],
+        1,
+    )
     big = relayout(small, 4, 9)
     valid = valid_positions(torch.full((len(big),), 4), 9).numpy()
     assert np.array_equal(big[valid].reshape(len(big), -1), small)
@@ -87,7 +105,9 @@ def test_decode_rejects_masks_and_bad_shapes():
         decode(np.full((1, seq_len(3)), 4), np.array([3]), 3)
     with pytest.raises(ValueError, match="rows, n_atoms"):
         decode(np.zeros((1, 5)), np.array([3]), 3)
-    assert isinstance(decode(np.zeros((1, seq_len(3)), dtype=np.int64), np.array([1]), 3)[0], MolGraph)
+    assert isinstance(
+        decode(np.zeros((1, seq_len(3)), dtype=np.int64), np.array([1]), 3)[0], MolGraph
+    )
 
 
 def test_qm9_graphs_argument_errors():

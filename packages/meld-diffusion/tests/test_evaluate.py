@@ -1,12 +1,19 @@
 import numpy as np
 import pytest
-from meld_diffusion.evaluate import DESCRIPTORS, descriptor_features, sample_metrics, type_histograms
+from meld_diffusion.evaluate import (
+    DESCRIPTORS,
+    descriptor_features,
+    sample_metrics,
+    type_histograms,
+)
 
 
 def test_training_rows_score_as_the_data(qm9_rows):
     rows, counts, smiles = qm9_rows
     r, c = rows.numpy(), counts.numpy()
-    m = sample_metrics(r, c, 6, train_smiles=smiles, train_rows=r, train_counts=c, reference_smiles=smiles)
+    m = sample_metrics(
+        r, c, 6, train_smiles=smiles, train_rows=r, train_counts=c, reference_smiles=smiles
+    )
     assert m["validity"] == 1.0 and m["novelty"] == 0.0 and m["uniqueness"] == 1.0
     assert m["atom_tv"] == 0.0 and m["bond_tv"] == 0.0
     assert abs(m["desc_fd"]) < 1e-6

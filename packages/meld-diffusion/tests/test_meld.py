@@ -15,6 +15,7 @@ from meld_diffusion.meld import (
 from meld_diffusion.model import UnitRates
 from meld_diffusion.reference import meld_terms_loop
 from meld_diffusion.schedule import ElementwiseSchedule
+
 from shared_core.testing import assert_close
 from shared_core.train import TrainConfig, fit
 
@@ -30,8 +31,12 @@ def _batch(qm9_rows, k: int = 24):
 def test_unit_rates_give_vanilla_masked_diffusion_bit_for_bit(denoiser, qm9_rows):
     x, n = _batch(qm9_rows)
     model = GraphMDM(denoiser)
-    a = vanilla_loss(model, x, n, LogLinearSchedule(), max_atoms=N, generator=torch.Generator().manual_seed(5))
-    b = meld_loss(model, UnitRates(), x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(5))
+    a = vanilla_loss(
+        model, x, n, LogLinearSchedule(), max_atoms=N, generator=torch.Generator().manual_seed(5)
+    )
+    b = meld_loss(
+        model, UnitRates(), x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(5)
+    )
     assert torch.equal(a.x_t, b.x_t)
     assert torch.equal(a.logits, b.logits)
     assert torch.equal(a.terms, b.terms)
@@ -42,9 +47,13 @@ def test_terms_match_the_loop_reference(denoiser, rates, qm9_rows):
     x, n = _batch(qm9_rows, 6)
     model = GraphMDM(denoiser.double())
     rates = rates.double()
-    out = meld_loss(model, rates, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(2))
+    out = meld_loss(
+        model, rates, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(2)
+    )
     assert bool((out.x_t == 4).any()) and bool((out.w - 1).abs().max() > 0.1)
-    ref = meld_terms_loop(out.logits.detach(), x, out.x_t, out.t, out.w.detach(), n, N, SCHEDULE.base)
+    ref = meld_terms_loop(
+        out.logits.detach(), x, out.x_t, out.t, out.w.detach(), n, N, SCHEDULE.base
+    )
     assert_close("terms", ref, out.terms.detach(), 1e-10)
 
 
@@ -65,7 +74,15 @@ def test_loss_is_invariant_to_atom_order(denoiser, rates, qm9_rows):
 
 def test_gradients_reach_the_schedule_network(denoiser, rates, qm9_rows):
     x, n = _batch(qm9_rows)
-    out = meld_loss(GraphMDM(denoiser), rates, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(0))
+    out = meld_loss(
+        GraphMDM(denoiser),
+        rates,
+        x,
+        n,
+        SCHEDULE,
+        max_atoms=N,
+        generator=torch.Generator().manual_seed(0),
+    )
     out.loss.backward()
     head = rates.net.atom_head[1].weight.grad
     assert head is not None and float(head.abs().sum()) > 0
@@ -75,7 +92,16 @@ def test_gradients_reach_the_schedule_network(denoiser, rates, qm9_rows):
     grads, losses = [], []
     for tau in (1.0, 1e6):
         rates.zero_grad()
-        out = meld_loss(GraphMDM(denoiser), rates, x, n, SCHEDULE, max_atoms=N, tau=tau, generator=torch.Generator().manual_seed(0))
+        out = meld_loss(
+            GraphMDM(denoiser),
+            rates,
+            x,
+            n,
+            SCHEDULE,
+            max_atoms=N,
+            tau=tau,
+            generator=torch.Generator().manual_seed(0),
+        )
         out.loss.backward()
         losses.append(out.loss.detach())
         grads.append(rates.net.bond_head[1].weight.grad.clone())
@@ -86,20 +112,51 @@ def test_gradients_reach_the_schedule_network(denoiser, rates, qm9_rows):
 def test_unit_rate_sampler_is_masked_diffusions_ancestral_sampler(denoiser, qm9_rows):
     _, n = _batch(qm9_rows, 40)
     model = GraphMDM(denoiser)
-    a = vanilla_sample(model, n, max_atoms=N, steps=12, schedule=LogLinearSchedule(), generator=torch.Generator().manual_seed(9))
-    b = meld_sample(model, UnitRates(), n, max_atoms=N, steps=12, schedule=SCHEDULE, generator=torch.Generator().manual_seed(9))
+    a = vanilla_sample(
+        model,
+        n,
+        max_atoms=N,
+        steps=12,
+        schedule=LogLinearSchedule(),
+        generator=torch.Generator().manual_seed(9),
+    )
+    b = meld_sample(
+        model,
+        UnitRates(),
+        n,
+        max_atoms=N,
+        steps=12,
+        schedule=SCHEDULE,
+        generator=torch.Generator().manual_seed(9),
+    )
     assert torch.equal(a, b)
 
 
 def test_meld_samples_are_complete_and_keep_padding(denoiser, rates, qm9_rows):
     _, n = _batch(qm9_rows, 40)
-    x = meld_sample(GraphMDM(denoiser), rates, n, max_atoms=N, steps=7, schedule=SCHEDULE, generator=torch.Generator().manual_seed(1))
+    x = meld_sample(
+        GraphMDM(denoiser),
+        rates,
+        n,
+        max_atoms=N,
+        steps=7,
+        schedule=SCHEDULE,
+        generator=torch.Generator().manual_seed(1),
+    )
     from meld_diffusion.data import valid_positions
 
     valid = valid_positions(n, N)
     assert int(x.max()) < 4 and int(x.min()) >= 0
     assert torch.all(x[~valid] == 0)
-    y = meld_sample(GraphMDM(denoiser), rates, n, max_atoms=N, steps=7, schedule=SCHEDULE, generator=torch.Generator().manual_seed(1))
+    y = meld_sample(
+        GraphMDM(denoiser),
+        rates,
+        n,
+        max_atoms=N,
+        steps=7,
+        schedule=SCHEDULE,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert torch.equal(x, y)
 
 
@@ -114,7 +171,14 @@ def test_training_through_fit_is_seeded(denoiser, rates, qm9_rows, with_rates):
         )
         torch.manual_seed(0)
         model.load_state_dict({k: torch.randn_like(v) * 0.1 for k, v in model.state_dict().items()})
-        res = fit(model, graph_loss_fn(SCHEDULE, N), row_batches(data, 8, 0), TrainConfig(steps=3, lr=1e-3), device="cpu", show_progress=False)
+        res = fit(
+            model,
+            graph_loss_fn(SCHEDULE, N),
+            row_batches(data, 8, 0),
+            TrainConfig(steps=3, lr=1e-3),
+            device="cpu",
+            show_progress=False,
+        )
         histories.append(res.losses)
     assert histories[0] == histories[1] and all(np.isfinite(histories[0]))
 
@@ -135,6 +199,8 @@ def test_argument_errors(denoiser, rates, qm9_rows):
     with pytest.raises(ValueError, match="steps"):
         meld_sample(model, rates, n, max_atoms=N, steps=0, schedule=SCHEDULE)
     with pytest.raises(ValueError, match="temperature"):
-        vanilla_sample(model, n, max_atoms=N, steps=2, schedule=LogLinearSchedule(), temperature=0.0)
+        vanilla_sample(
+            model, n, max_atoms=N, steps=2, schedule=LogLinearSchedule(), temperature=0.0
+        )
     with pytest.raises(ValueError, match="n_atoms: expected counts"):
         vanilla_sample(model, n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule())

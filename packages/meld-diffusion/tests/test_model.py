@@ -3,7 +3,12 @@ import pytest
 import torch
 from meld_diffusion.clashing import permute_rows
 from meld_diffusion.data import pair_index, seq_len
-from meld_diffusion.model import GraphTransformer, GraphTransformerConfig, ScheduleNetwork, UnitRates
+from meld_diffusion.model import (
+    GraphTransformerConfig,
+    ScheduleNetwork,
+    UnitRates,
+)
+
 from shared_core.testing import assert_close
 
 N = 6
@@ -45,7 +50,7 @@ def test_padding_does_not_leak(denoiser, qm9_rows):
     noisy = x.clone()
     valid = torch.zeros(seq_len(N), dtype=torch.bool)
     valid[:4] = True
-    pi, pj = pair_index(N)
+    _, pj = pair_index(N)
     valid[N:] = torch.as_tensor(pj < 4)
     noisy[:, ~valid] = 3  # garbage in the padding
     a = denoiser(x, n, t)[:, valid]
@@ -77,7 +82,8 @@ def test_bond_rate_is_symmetric_in_its_atoms(rates, qm9_rows):
         perm = np.arange(N)
         perm[[a, b]] = perm[[b, a]]
         xp = torch.as_tensor(permute_rows(x.numpy(), perm, N))
-        k = N + [i for i, (p, q) in enumerate(zip(*pair_index(N), strict=True)) if (p, q) == (a, b)][0]
+        pairs = list(zip(*pair_index(N), strict=True))
+        k = N + pairs.index((a, b))
         assert_close("w_ab", rates(x, n)[:, k], rates(xp, n)[:, k], 1e-6)
 
 

@@ -3,11 +3,14 @@ import torch
 from masked_diffusion import CosineSchedule, LogLinearSchedule
 from meld_diffusion.reference import element_weight
 from meld_diffusion.schedule import ElementwiseSchedule
+
 from shared_core.testing import assert_close
 
 
 def _rates(b: int = 3, n: int = 7) -> torch.Tensor:
-    return torch.exp(torch.randn(b, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    return torch.exp(
+        torch.randn(b, n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    )
 
 
 @pytest.mark.parametrize("base", [LogLinearSchedule(eps=0.0), CosineSchedule(eps=0.0)])
@@ -42,7 +45,10 @@ def test_weight_matches_the_chain_rule_reference(base):
     s = ElementwiseSchedule(base)
     w = _rates(2, 4)
     t = torch.tensor([0.3, 0.85], dtype=torch.float64)
-    ref = torch.tensor([[element_weight(base, float(t[i]), float(w[i, j])) for j in range(4)] for i in range(2)], dtype=torch.float64)
+    ref = torch.tensor(
+        [[element_weight(base, float(t[i]), float(w[i, j])) for j in range(4)] for i in range(2)],
+        dtype=torch.float64,
+    )
     assert_close("weight", ref, s.weight(t, w), 1e-10)
 
 
@@ -60,7 +66,9 @@ def test_weight_is_the_derivative_of_log_mask_prob():
 def test_unmask_prob_is_a_probability():
     s = ElementwiseSchedule(LogLinearSchedule())
     w = _rates()
-    p = s.unmask_prob(torch.full((3,), 0.6, dtype=torch.float64), torch.full((3,), 0.4, dtype=torch.float64), w)
+    p = s.unmask_prob(
+        torch.full((3,), 0.6, dtype=torch.float64), torch.full((3,), 0.4, dtype=torch.float64), w
+    )
     assert torch.all((p >= 0) & (p <= 1))
 
 

@@ -37,7 +37,33 @@ _EXPORTS: dict[str, str] = {
     "permutation_closure": "clashing",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ATOM_TYPES",
+    "BOND_TYPES",
+    "MASK_ID",
+    "VOCAB_SIZE",
+    "ClashCurves",
+    "ElementwiseSchedule",
+    "GraphData",
+    "GraphLossOutput",
+    "GraphMDM",
+    "GraphTransformer",
+    "GraphTransformerConfig",
+    "ScheduleNetwork",
+    "UnitRates",
+    "clashing_curves",
+    "decode",
+    "encode",
+    "meld_loss",
+    "meld_sample",
+    "pair_index",
+    "permutation_closure",
+    "qm9_graphs",
+    "seq_len",
+    "valid_positions",
+    "vanilla_loss",
+    "vanilla_sample",
+]
 
 if TYPE_CHECKING:
     from meld_diffusion.clashing import ClashCurves, clashing_curves, permutation_closure

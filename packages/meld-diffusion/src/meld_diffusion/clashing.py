@@ -61,7 +61,9 @@ def permutation_closure(rows: np.ndarray, n_atoms: int) -> np.ndarray:
         raise ValueError(
             f"rows: expected shape (K, {seq_len(n_atoms)}) for n_atoms={n_atoms}, got {rows.shape}"
         )
-    perms = [permute_rows(rows, np.array(p), n_atoms) for p in itertools.permutations(range(n_atoms))]
+    perms = [
+        permute_rows(rows, np.array(p), n_atoms) for p in itertools.permutations(range(n_atoms))
+    ]
     return np.unique(np.concatenate(perms), axis=0)
 
 
@@ -84,7 +86,7 @@ class ClashCurves:
 
 def _groups(sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Subsets (2^L, L) bool; global state id of each (subset, source) (2^L, K); clash flag."""
-    k, L = sources.shape
+    L = sources.shape[1]
     subsets = np.array(list(itertools.product((False, True), repeat=L)), dtype=bool)
     z = np.where(subsets[:, None, :], MASK_ID, sources[None])  # (2^L, K, L)
     code = z @ (MASK_ID + 1) ** np.arange(L, dtype=np.int64)  # the state as a base-5 number
@@ -112,7 +114,7 @@ def clashing_curves(sources: np.ndarray, mask_probs: MaskProbs, ts: np.ndarray) 
         )
     if len(np.unique(sources, axis=0)) != len(sources):
         raise ValueError("sources: rows must be distinct (deduplicate, e.g. permutation_closure)")
-    k, _ = sources.shape
+    k = sources.shape[0]
     subsets, ids, shared = _groups(sources)
     sm = subsets.astype(np.float64)
     prior = np.full(k, 1.0 / k)
@@ -131,7 +133,9 @@ def clashing_curves(sources: np.ndarray, mask_probs: MaskProbs, ts: np.ndarray) 
         entropy.append(float(-np.sum(joint[pos] * np.log(joint[pos] / pz[pos]))))
         clash.append(float(joint[shared].sum()))
         masked.append(float(prior @ p.mean(axis=1)))
-    return ClashCurves(np.asarray(ts, dtype=np.float64), np.array(clash), np.array(entropy), np.array(masked))
+    return ClashCurves(
+        np.asarray(ts, dtype=np.float64), np.array(clash), np.array(entropy), np.array(masked)
+    )
 
 
 def _masked_dot(a: np.ndarray, log_p: np.ndarray) -> np.ndarray:
@@ -145,7 +149,9 @@ def _masked_dot(a: np.ndarray, log_p: np.ndarray) -> np.ndarray:
 def combine(curves: dict[int, ClashCurves], weights: dict[int, float]) -> ClashCurves:
     """Mix per-size curves (the atom count is known to the sampler) with weights summing to 1."""
     if not curves or set(curves) != set(weights):
-        raise ValueError(f"curves, weights: expected the same non-empty keys, got {sorted(curves)} and {sorted(weights)}")
+        raise ValueError(
+            f"curves, weights: expected the same non-empty keys, got {sorted(curves)} and {sorted(weights)}"
+        )
     total = sum(weights.values())
     first = next(iter(curves.values()))
     out = {name: np.zeros_like(first.t) for name in ("clash", "entropy", "masked")}
@@ -155,13 +161,17 @@ def combine(curves: dict[int, ClashCurves], weights: dict[int, float]) -> ClashC
     return ClashCurves(first.t, out["clash"], out["entropy"], out["masked"])
 
 
-def constant_rates(rates_by_value: tuple[float, ...], n_atoms: int, base_eps: float = 0.0) -> MaskProbs:
+def constant_rates(
+    rates_by_value: tuple[float, ...], n_atoms: int, base_eps: float = 0.0
+) -> MaskProbs:
     """Mask probabilities of a hand-made element-wise schedule: ``P = (1 - eps) t^{w}`` with
     ``w = rates_by_value[value]`` for atoms and ``rates_by_value[4 + value]`` for bonds."""
     n = check_max_atoms(n_atoms)
     rv = np.asarray(rates_by_value, dtype=np.float64)
     if rv.shape != (8,) or not np.all(rv > 0):
-        raise ValueError(f"rates_by_value: expected 8 positive rates (4 atom, 4 bond types), got {rates_by_value!r}")
+        raise ValueError(
+            f"rates_by_value: expected 8 positive rates (4 atom, 4 bond types), got {rates_by_value!r}"
+        )
 
     def mask_probs(t: float, sources: np.ndarray) -> np.ndarray:
         w = rv[sources + np.where(np.arange(sources.shape[1]) < n, 0, 4)[None]]

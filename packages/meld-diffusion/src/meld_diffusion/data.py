@@ -67,7 +67,9 @@ def valid_positions(n_atoms: torch.Tensor, max_atoms: int) -> torch.Tensor:
     return torch.cat([atoms, bonds], dim=1)
 
 
-def check_graph_batch(x: torch.Tensor, n_atoms: torch.Tensor, max_atoms: int, name: str = "x0") -> None:
+def check_graph_batch(
+    x: torch.Tensor, n_atoms: torch.Tensor, max_atoms: int, name: str = "x0"
+) -> None:
     """Raise unless `x` (batch, L) and `n_atoms` (batch,) describe padded graph rows."""
     import torch
 
@@ -78,7 +80,9 @@ def check_graph_batch(x: torch.Tensor, n_atoms: torch.Tensor, max_atoms: int, na
             f"{max_atoms}, got {shape}"
         )
     if not isinstance(n_atoms, torch.Tensor) or n_atoms.shape != (x.shape[0],):
-        shape = tuple(n_atoms.shape) if isinstance(n_atoms, torch.Tensor) else type(n_atoms).__name__
+        shape = (
+            tuple(n_atoms.shape) if isinstance(n_atoms, torch.Tensor) else type(n_atoms).__name__
+        )
         raise ValueError(f"n_atoms: expected shape ({x.shape[0]},), got {shape}")
     if torch.is_floating_point(n_atoms) or int(n_atoms.min()) < 1 or int(n_atoms.max()) > max_atoms:
         raise ValueError(
@@ -109,7 +113,9 @@ def encode(graphs: Sequence[MolGraph], max_atoms: int) -> tuple[np.ndarray, np.n
                     f"uncharged atom among {ATOM_TYPES}"
                 )
             rows[r, k] = ATOMIC_NUMBERS.index(z)
-        for (a, b), t in zip(g.edge_index[:, 0::2].T.tolist(), g.bond_types[0::2].tolist(), strict=True):
+        for (a, b), t in zip(
+            g.edge_index[:, 0::2].T.tolist(), g.bond_types[0::2].tolist(), strict=True
+        ):
             if t >= len(BOND_TYPES):
                 raise ValueError(f"graphs: entry {r} has an aromatic bond; kekulise it first")
             rows[r, pos[(min(a, b), max(a, b))]] = t
@@ -117,7 +123,9 @@ def encode(graphs: Sequence[MolGraph], max_atoms: int) -> tuple[np.ndarray, np.n
     return rows, counts
 
 
-def decode(rows: np.ndarray | torch.Tensor, n_atoms: np.ndarray | torch.Tensor, max_atoms: int) -> list[MolGraph]:
+def decode(
+    rows: np.ndarray | torch.Tensor, n_atoms: np.ndarray | torch.Tensor, max_atoms: int
+) -> list[MolGraph]:
     """`MolGraph` of each row: the inverse of `encode` (hydrogens fill default valences).
 
     No valence correction: an atom whose bonds exceed its default valence gets 0 hydrogens and
@@ -132,7 +140,9 @@ def decode(rows: np.ndarray | torch.Tensor, n_atoms: np.ndarray | torch.Tensor, 
             f"{counts.shape}"
         )
     if rows.size and (rows.min() < 0 or rows.max() >= VOCAB_SIZE):
-        raise ValueError(f"rows: expected tokens in [0, {VOCAB_SIZE}) (no mask left), got {rows.min()}..{rows.max()}")
+        raise ValueError(
+            f"rows: expected tokens in [0, {VOCAB_SIZE}) (no mask left), got {rows.min()}..{rows.max()}"
+        )
     pi, pj = pair_index(n)
     out = []
     for row, m in zip(rows, counts.tolist(), strict=True):

@@ -34,7 +34,9 @@ DESCRIPTORS = (
 )
 
 
-def type_histograms(rows: np.ndarray, n_atoms: np.ndarray, max_atoms: int) -> tuple[np.ndarray, np.ndarray]:
+def type_histograms(
+    rows: np.ndarray, n_atoms: np.ndarray, max_atoms: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Atom-type (4,) and bond-type (4,) frequencies over existing atoms and atom pairs."""
     rows, n_atoms = np.asarray(rows), np.asarray(n_atoms)
     atoms = rows[:, :max_atoms][np.arange(max_atoms)[None] < n_atoms[:, None]]
@@ -93,7 +95,9 @@ def sample_metrics(
     out["atom_tv"] = 0.5 * float(np.abs(ga - ta).sum())
     out["bond_tv"] = 0.5 * float(np.abs(gb - tb).sum())
     ref = descriptor_features(list(reference_smiles))
-    out["desc_fd"] = frechet_distance(descriptor_features(valid), ref) if len(valid) >= 2 else float("nan")
+    out["desc_fd"] = (
+        frechet_distance(descriptor_features(valid), ref) if len(valid) >= 2 else float("nan")
+    )
     if fcd_available() and len(valid) >= 2:
         from fcd_torch import FCD
 

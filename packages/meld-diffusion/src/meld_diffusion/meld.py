@@ -35,8 +35,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from masked_diffusion import (
     Schedule,
     ancestral_sample,
@@ -47,6 +45,8 @@ from masked_diffusion import (
     sample_t,
     time_grid,
 )
+from torch import nn
+
 from meld_diffusion.data import MASK_ID, VOCAB_SIZE, check_graph_batch, seq_len, valid_positions
 from meld_diffusion.schedule import ElementwiseSchedule
 
@@ -165,9 +165,13 @@ def _start(n_atoms: torch.Tensor, max_atoms: int) -> torch.Tensor:
 
 def _check_sampler(n_atoms: object, max_atoms: int, steps: object, temperature: float) -> None:
     if not isinstance(n_atoms, torch.Tensor) or n_atoms.ndim != 1 or n_atoms.numel() == 0:
-        raise ValueError(f"n_atoms: expected a non-empty (batch,) tensor of atom counts, got {n_atoms!r:.60}")
+        raise ValueError(
+            f"n_atoms: expected a non-empty (batch,) tensor of atom counts, got {n_atoms!r:.60}"
+        )
     if int(n_atoms.min()) < 1 or int(n_atoms.max()) > max_atoms:
-        raise ValueError(f"n_atoms: expected counts in [1, {max_atoms}], got {n_atoms.tolist()[:8]}")
+        raise ValueError(
+            f"n_atoms: expected counts in [1, {max_atoms}], got {n_atoms.tolist()[:8]}"
+        )
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps: expected a positive int, got {steps!r}")
     if not temperature > 0:
@@ -222,7 +226,7 @@ def meld_sample(
     _check_sampler(n_atoms, max_atoms, steps, temperature)
     x = _start(n_atoms, max_atoms)
     b, L = x.shape
-    if L != seq_len(max_atoms):
+    if seq_len(max_atoms) != L:
         raise ValueError(f"max_atoms: inconsistent with rows of length {L}")
     ts = time_grid(steps).to(x.device)
     for i in range(steps):
@@ -273,13 +277,15 @@ def graph_loss_fn(
     """
     from masked_diffusion import noise_generator
 
-    def loss_fn(model: nn.Module, batch: dict[str, object]) -> tuple[torch.Tensor, dict[str, float]]:
+    def loss_fn(
+        model: nn.Module, batch: dict[str, object]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
         data = batch["x0"]
         assert isinstance(data, torch.Tensor)
         x0, n_atoms = data[:, :-1], data[:, -1]
         g = noise_generator(batch, data.device)
         rates = _unwrap(model).rates
-        if rates is None:
+        if not isinstance(rates, nn.Module):
             out = vanilla_loss(
                 model, x0, n_atoms, schedule.base, max_atoms=max_atoms, generator=g,
                 sampling_eps=sampling_eps,

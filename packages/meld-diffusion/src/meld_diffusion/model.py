@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from masked_diffusion import timestep_embedding
 from torch import nn
 
-from masked_diffusion import timestep_embedding
 from meld_diffusion.data import VOCAB_SIZE, check_max_atoms, pair_index, seq_len
 
 
@@ -48,9 +48,7 @@ class GraphTransformerConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.d_node % self.n_heads:
-            raise ValueError(
-                f"n_heads: must divide d_node={self.d_node}, got {self.n_heads}"
-            )
+            raise ValueError(f"n_heads: must divide d_node={self.d_node}, got {self.n_heads}")
 
 
 class GraphLayer(nn.Module):
@@ -106,9 +104,13 @@ class GraphTransformer(nn.Module):
         self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, cfg.out_dim))
         self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, cfg.out_dim))
         for head in (self.atom_head, self.bond_head):
-            nn.init.zeros_(head[1].weight)
-            nn.init.zeros_(head[1].bias)
+            last = head[1]
+            assert isinstance(last, nn.Linear)
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
         i, j = (torch.as_tensor(a) for a in pair_index(n))
+        self.pair_i: torch.Tensor
+        self.pair_j: torch.Tensor
         self.register_buffer("pair_i", i, persistent=False)
         self.register_buffer("pair_j", j, persistent=False)
 
@@ -180,4 +182,3 @@ class UnitRates(nn.Module):
     def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
         dtype = x0.dtype if torch.is_floating_point(x0) else torch.float32
         return torch.ones(x0.shape[:2], dtype=dtype, device=x0.device)
-

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 import torch
-
 from masked_diffusion import Schedule
+
 from meld_diffusion.clashing import ClashCurves, MaskProbs
 from meld_diffusion.data import MASK_ID, seq_len
 
@@ -37,8 +37,8 @@ def meld_terms_loop(
     base: Schedule,
 ) -> torch.Tensor:
     """Per-element NELBO terms (batch, L) by a Python loop over graphs, atoms and atom pairs."""
-    b, L, v = logits.shape
-    assert L == seq_len(max_atoms)
+    b, L = logits.shape[:2]
+    assert seq_len(max_atoms) == L
     out = torch.zeros(b, L, dtype=torch.float64)
     for r in range(b):
         n = int(n_atoms[r])
@@ -60,7 +60,9 @@ def meld_terms_loop(
     return out
 
 
-def clashing_loop(sources: np.ndarray, mask_probs: MaskProbs, t: float) -> tuple[float, float, float]:
+def clashing_loop(
+    sources: np.ndarray, mask_probs: MaskProbs, t: float
+) -> tuple[float, float, float]:
     """(clash probability, Bayes entropy in nats, masked fraction) at one t, state by state.
 
     Builds the dictionary ``state -> {source: q(state | source)}`` by visiting every source and

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-
 from masked_diffusion import LogLinearSchedule, Schedule
 
 

@@ -25,8 +25,20 @@ from meld_diffusion.model import GraphTransformerConfig
 from shared_core.cli import ReproduceArgs
 
 ARMS = ("vanilla", "meld")
-LABELS = {"vanilla": "vanilla MDM (log-linear, element-agnostic)", "meld": "MELD (learned per-element rates)"}
-HAND_RATES = (1.0, 2.0, 3.0, 4.0, 0.5, 1.0, 2.0, 3.0)  # w by value: C N O F atoms, none/single/double/triple bonds
+LABELS = {
+    "vanilla": "vanilla MDM (log-linear, element-agnostic)",
+    "meld": "MELD (learned per-element rates)",
+}
+HAND_RATES = (
+    1.0,
+    2.0,
+    3.0,
+    4.0,
+    0.5,
+    1.0,
+    2.0,
+    3.0,
+)  # w by value: C N O F atoms, none/single/double/triple bonds
 
 
 @dataclass(frozen=True)
@@ -110,8 +122,8 @@ def train(
 ) -> tuple[Any, list[float]]:
     """Train one arm with `shared_core.train.fit`; returns the model and its loss history."""
     import torch
-
     from masked_diffusion import LogLinearSchedule, row_batches
+
     from meld_diffusion.meld import graph_loss_fn, with_counts
     from meld_diffusion.schedule import ElementwiseSchedule
     from shared_core.train import TrainConfig, fit
@@ -135,8 +147,8 @@ def train(
 def generate(arm: str, model: Any, n_atoms: Any, config: Config, seed: int) -> np.ndarray:
     """Rows (samples, L) from an arm's sampler, in batches of 250, seeded."""
     import torch
-
     from masked_diffusion import LogLinearSchedule
+
     from meld_diffusion.meld import meld_sample, vanilla_sample
     from meld_diffusion.schedule import ElementwiseSchedule
 
@@ -146,11 +158,15 @@ def generate(arm: str, model: Any, n_atoms: Any, config: Config, seed: int) -> n
     out = []
     for start in range(0, len(n_atoms), 250):
         n = n_atoms[start : start + 250].to(device)
-        kw = {"max_atoms": config.denoiser.max_atoms, "steps": config.sample_steps, "generator": g}
+        size, steps = config.denoiser.max_atoms, config.sample_steps
         if arm == "meld":
-            x = meld_sample(model, model.rates, n, schedule=schedule, **kw)
+            x = meld_sample(
+                model, model.rates, n, max_atoms=size, steps=steps, schedule=schedule, generator=g
+            )
         else:
-            x = vanilla_sample(model, n, schedule=schedule.base, **kw)
+            x = vanilla_sample(
+                model, n, max_atoms=size, steps=steps, schedule=schedule.base, generator=g
+            )
         out.append(x.cpu().numpy())
     return np.concatenate(out)
 
@@ -158,14 +174,14 @@ def generate(arm: str, model: Any, n_atoms: Any, config: Config, seed: int) -> n
 def clash_study(config: Config, meld_model: Any | None) -> dict[str, Any]:
     """Exact clashing curves (combined over sizes 1..clash_atoms) for the three schedules."""
     import torch
-
     from masked_diffusion import LogLinearSchedule
+
     from meld_diffusion.clashing import (
+        clashing_curves,
         combine,
         constant_rates,
         permutation_closure,
         uniform_rates,
-        clashing_curves,
     )
     from meld_diffusion.data import relayout, small_qm9_graphs, valid_positions
 
@@ -188,7 +204,7 @@ def clash_study(config: Config, meld_model: Any | None) -> dict[str, Any]:
             w = w[valid_positions(counts, big)].reshape(len(src), -1).numpy()
 
             def learned(t: float, _s: np.ndarray, w: np.ndarray = w) -> np.ndarray:
-                return base.mask_prob(torch.as_tensor(t ** w)).numpy()
+                return base.mask_prob(torch.as_tensor(t**w)).numpy()
 
             curves["meld"][n] = clashing_curves(src, learned, ts)
     return {k: combine(v, weights) for k, v in curves.items() if v}
@@ -224,20 +240,23 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         models: dict[str, Any] = {}
         losses: dict[str, list[float]] = {}
         for arm in ARMS:
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             models[arm], losses[arm] = train(
                 arm, config, train_rows, train_counts, args.seed, device
             )
-            train_s = time.perf_counter() - t1
-            t2 = time.perf_counter()
+            train_s, train_cpu = time.perf_counter() - t1, time.process_time() - c1
+            t2, c2 = time.perf_counter(), time.process_time()
             rows = generate(arm, models[arm], counts, config, args.seed + 2)
-            sample_s = time.perf_counter() - t2
+            sample_s, sample_cpu = time.perf_counter() - t2, time.process_time() - c2
             m = sample_metrics(
                 rows, counts.numpy(), config.denoiser.max_atoms,
                 train_smiles=train_smiles, train_rows=train_rows, train_counts=train_counts,
                 reference_smiles=ref_smiles,
             )  # fmt: skip
-            m |= {"train_s": train_s, "sample_s": sample_s, "final_loss": float(np.mean(losses[arm][-20:]))}
+            m |= {
+                "train_s": train_s, "train_cpu_s": train_cpu, "sample_s": sample_s,
+                "sample_cpu_s": sample_cpu, "final_loss": float(np.mean(losses[arm][-20:])),
+            }  # fmt: skip
             results[arm] = m
             run.add_row(
                 "generation",
@@ -250,11 +269,15 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 bond_TV=round(m["bond_tv"], 3),
                 desc_FD=round(m["desc_fd"], 2),
                 **({"FCD": round(m["fcd"], 2)} if "fcd" in m else {}),
-                train_s=round(train_s, 1),
-                sample_s=round(sample_s, 1),
+                train_cpu_s=round(train_cpu, 1),
+                sample_cpu_s=round(sample_cpu, 1),
             )
         clash = clash_study(config, models["meld"])
-        names = {"vanilla": LABELS["vanilla"], "hand": "hand-made per-type rates", "meld": LABELS["meld"]}
+        names = {
+            "vanilla": LABELS["vanilla"],
+            "hand": "hand-made per-type rates",
+            "meld": LABELS["meld"],
+        }
         for key, c in clash.items():
             mid = int(np.argmin(np.abs(c.t - 0.5)))
             results[f"clash_{key}"] = {
@@ -286,7 +309,9 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     return results
 
 
-def _plots(run: Any, clash: dict[str, Any], names: dict[str, str], losses: dict[str, list[float]]) -> None:
+def _plots(
+    run: Any, clash: dict[str, Any], names: dict[str, str], losses: dict[str, list[float]]
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
