@@ -6,8 +6,10 @@
 - atom-type and bond-type histogram distances (total variation, 0..1) to the training graphs;
   the bond histogram is over atom pairs of existing atoms, "no bond" included;
 - a descriptor Fréchet distance: the Fréchet distance between Gaussians fitted to 10 RDKit
-  descriptors of valid samples and of reference molecules (`DESCRIPTORS`). It is NOT the FCD
-  (no ChemNet); `fcd` is added when ``fcd_torch`` is installed (extra ``fcd``).
+  descriptors (`DESCRIPTORS`) of valid samples and of reference molecules, each descriptor
+  standardised by the reference set's mean and standard deviation (so BertzCT's scale does not
+  swamp the rest). It is NOT the FCD (no ChemNet); `fcd` is added when ``fcd_torch`` is
+  installed (extra ``fcd``).
 """
 
 from __future__ import annotations

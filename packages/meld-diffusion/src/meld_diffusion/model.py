@@ -26,7 +26,13 @@ import torch.nn.functional as F
 from masked_diffusion import timestep_embedding
 from torch import nn
 
-from meld_diffusion.data import VOCAB_SIZE, check_max_atoms, pair_index, seq_len
+from meld_diffusion.data import (
+    VOCAB_SIZE,
+    check_max_atoms,
+    pair_index,
+    seq_len,
+    valid_positions,
+)
 
 
 @dataclass(frozen=True)
@@ -154,9 +160,13 @@ class GraphTransformer(nn.Module):
 class ScheduleNetwork(nn.Module):
     """MELD's phi: per-element rates ``w (batch, L) > 0`` from the CLEAN graph.
 
-    ``w = exp(log_w_max * tanh(g(x0)))`` with `g` a time-free `GraphTransformer` (one output
-    per atom and bond; a bond's output is symmetric in its atoms), so ``w`` lies in
-    ``(1 / w_max, w_max)`` and starts at 1 (zero-initialised head). Padding positions get 1.
+    ``w_i = exp(log_w_max * tanh(g_i - mean_j g_j))`` with `g` a time-free `GraphTransformer`
+    (one output per atom and bond; a bond's output is symmetric in its atoms) and the mean over
+    the graph's existing elements. So ``w`` lies in ``(1 / w_max, w_max)`` and starts at 1
+    (zero-initialised head). Centring removes the one direction phi could move in without
+    changing the continuous-time NELBO: warping every element's clock by the same power is a
+    reparameterisation of time, and a biased gradient estimator drifts along it (without the
+    centring, the straight-through gradient pushed every rate to ``w_max`` in our runs).
     """
 
     def __init__(self, cfg: GraphTransformerConfig, w_max: float = 5.0) -> None:
@@ -173,7 +183,9 @@ class ScheduleNetwork(nn.Module):
 
     def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
         raw = self.net(x0, n_atoms).squeeze(-1)
-        return torch.exp(self.log_w_max * torch.tanh(raw))
+        valid = valid_positions(n_atoms, self.net.cfg.max_atoms).to(raw.dtype)
+        centre = (raw * valid).sum(1, keepdim=True) / valid.sum(1, keepdim=True)
+        return torch.exp(self.log_w_max * torch.tanh(raw - centre))
 
 
 class UnitRates(nn.Module):

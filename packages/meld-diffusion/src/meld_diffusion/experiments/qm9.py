@@ -48,7 +48,7 @@ class Config:
     n_train: int = 4000  # QM9 training molecules (seeded random subset)
     n_reference: int = 1000  # held-out QM9 molecules for the descriptor distance
     pool: int | None = None  # draw from the first `pool` QM9 molecules (None: all 130,831)
-    steps: int = 600
+    steps: int = 1000
     batch: int = 64
     lr: float = 1e-3
     warmup: int = 30
