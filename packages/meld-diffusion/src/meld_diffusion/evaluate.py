@@ -97,8 +97,11 @@ def sample_metrics(
     out["atom_tv"] = 0.5 * float(np.abs(ga - ta).sum())
     out["bond_tv"] = 0.5 * float(np.abs(gb - tb).sum())
     ref = descriptor_features(list(reference_smiles))
+    mu, sd = ref.mean(0), ref.std(0) + 1e-8
     out["desc_fd"] = (
-        frechet_distance(descriptor_features(valid), ref) if len(valid) >= 2 else float("nan")
+        frechet_distance((descriptor_features(valid) - mu) / sd, (ref - mu) / sd)
+        if len(valid) >= 2
+        else float("nan")
     )
     if fcd_available() and len(valid) >= 2:
         from fcd_torch import FCD
