@@ -119,12 +119,22 @@ def meld_loss(
     generator: torch.Generator | None = None,
     sampling_eps: float = 1e-3,
     tau: float = 1.0,
+    calibrated: bool = True,
 ) -> GraphLossOutput:
     """MELD's NELBO with element-wise rates ``w = rates(x0, n_atoms)`` (see the module docstring).
 
     Draws t (antithetic) then the mask uniforms ``u = rand(x0.shape)`` from `generator` (the
     same draws as `vanilla_loss`); pass `t` and/or `u` to fix them. `tau` is the temperature of
     the straight-through relaxation (it changes gradients only, never the loss value).
+
+    `calibrated` (default) splits the gradient without changing the loss value: the denoiser is
+    trained with the base schedule's weight ``w(t)`` on every masked element, phi with the full
+    element-wise weights. With the element-wise weights in the denoiser's gradient too
+    (``calibrated=False``), elements the denoiser cannot tell apart but whose rates differ
+    (a masked pair that is "none" with w = 5 or "double" with w = 1/5) are fitted with a
+    25:1 weighting, so its predictions are pulled towards high-rate values and the sampler,
+    which needs the posterior, under-generates low-rate ones (measured: double bonds at
+    t = 0.5 predicted 4 % vs 45 % true).
     """
     check_graph_batch(x0, n_atoms, max_atoms)
     if not isinstance(schedule, ElementwiseSchedule):
@@ -153,7 +163,13 @@ def meld_loss(
     lp = logits if logits.dtype == torch.float64 else logits.float()
     nll = -F.log_softmax(lp, dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
     weight = schedule.weight(t.to(lp.dtype), w.to(lp.dtype))
-    terms = m.to(lp.dtype) * (weight * nll)
+    if calibrated:
+        # same value; the denoiser's gradient sees MDLM's 1/t-type weight w(t) of the base
+        # schedule for every element, so its optimum is the calibrated posterior
+        base_w = schedule.base.weight(t.to(lp.dtype))[:, None]
+        terms = m.to(lp.dtype) * (base_w * nll + (weight - base_w) * nll.detach())
+    else:
+        terms = m.to(lp.dtype) * (weight * nll)
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, w)
 
@@ -267,7 +283,12 @@ def _unwrap(model: nn.Module) -> nn.Module:
 
 
 def graph_loss_fn(
-    schedule: ElementwiseSchedule, max_atoms: int, *, tau: float = 1.0, sampling_eps: float = 1e-3
+    schedule: ElementwiseSchedule,
+    max_atoms: int,
+    *,
+    tau: float = 1.0,
+    sampling_eps: float = 1e-3,
+    calibrated: bool = True,
 ) -> Callable[[nn.Module, dict[str, object]], tuple[torch.Tensor, dict[str, float]]]:
     """``loss_fn(model, batch)`` for `shared_core.train.fit` and `masked_diffusion.row_batches`.
 
@@ -293,7 +314,7 @@ def graph_loss_fn(
             return out.loss, {}
         out = meld_loss(
             model, rates, x0, n_atoms, schedule, max_atoms=max_atoms, generator=g,
-            sampling_eps=sampling_eps, tau=tau,
+            sampling_eps=sampling_eps, tau=tau, calibrated=calibrated,
         )  # fmt: skip
         valid = valid_positions(n_atoms, max_atoms)
         log_w = out.w.detach().log()[valid]

@@ -60,6 +60,7 @@ class Config:
     )
     w_max: float = 5.0  # phi's rates lie in (1 / w_max, w_max)
     tau: float = 1.0  # straight-through relaxation temperature
+    calibrated: bool = True  # denoiser gradient with the base weight w(t) (see meld_loss)
     eps: float = 1e-3  # log-linear schedule: alpha_1 = eps
     samples: int = 1000
     sample_steps: int = 50
@@ -134,7 +135,9 @@ def train(
     tc = TrainConfig(steps=config.steps, lr=config.lr, warmup=config.warmup, weight_decay=0.0)
     result = fit(
         model,
-        graph_loss_fn(schedule, config.denoiser.max_atoms, tau=config.tau),
+        graph_loss_fn(
+            schedule, config.denoiser.max_atoms, tau=config.tau, calibrated=config.calibrated
+        ),
         row_batches(data, config.batch, seed),
         tc,
         desc=f"{arm} train",
