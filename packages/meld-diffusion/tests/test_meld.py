@@ -204,3 +204,38 @@ def test_argument_errors(denoiser, rates, qm9_rows):
         )
     with pytest.raises(ValueError, match="n_atoms: expected counts"):
         vanilla_sample(model, n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule())
+
+
+def test_calibrated_split_keeps_the_loss_and_gives_the_denoiser_base_weights(
+    denoiser, rates, qm9_rows
+):
+    x, n = _batch(qm9_rows, 8)
+    model, rates = GraphMDM(denoiser.double()), rates.double()
+    outs = [
+        meld_loss(
+            model,
+            rates,
+            x,
+            n,
+            SCHEDULE,
+            calibrated=c,
+            generator=torch.Generator().manual_seed(4),
+            max_atoms=N,
+        )
+        for c in (True, False)
+    ]
+    assert_close("loss", outs[1].loss, outs[0].loss, 1e-12)
+    assert torch.equal(outs[0].x_t, outs[1].x_t)
+    params = list(model.parameters())
+    g_split = torch.autograd.grad(outs[0].loss, params, retain_graph=True)
+    out = outs[0]
+    nll = -torch.log_softmax(out.logits, -1).gather(-1, x.unsqueeze(-1)).squeeze(-1)
+    base_w = SCHEDULE.base.weight(out.t.double())[:, None]
+    from meld_diffusion.data import valid_positions
+
+    manual = ((out.x_t == 4) * base_w * nll).sum() / valid_positions(n, N).sum()
+    g_manual = torch.autograd.grad(manual, params)
+    flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])  # noqa: E731
+    assert_close("denoiser grad", flat(g_manual), flat(g_split), 1e-10)
+    g_full = torch.autograd.grad(outs[1].loss, params)  # element-wise weights: a different fit
+    assert float((flat(g_full) - flat(g_manual)).norm()) > 0.1 * float(flat(g_manual).norm())
