@@ -1,0 +1,110 @@
+"""MELD (Seo et al., ICLR 2026): masked element-wise learnable diffusion for molecular graphs.
+
+Names are imported lazily (PEP 562), so ``import meld_diffusion`` and the console script's
+``--help`` do not pay for torch until a name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "ATOM_TYPES": "data",
+    "BOND_TYPES": "data",
+    "GraphData": "data",
+    "MASK_ID": "data",
+    "VOCAB_SIZE": "data",
+    "decode": "data",
+    "encode": "data",
+    "pair_index": "data",
+    "qm9_graphs": "data",
+    "seq_len": "data",
+    "valid_positions": "data",
+    "ElementwiseSchedule": "schedule",
+    "GraphTransformer": "model",
+    "GraphTransformerConfig": "model",
+    "ScheduleNetwork": "model",
+    "UnitRates": "model",
+    "GraphLossOutput": "meld",
+    "GraphMDM": "meld",
+    "meld_loss": "meld",
+    "meld_sample": "meld",
+    "vanilla_loss": "meld",
+    "vanilla_sample": "meld",
+    "ClashCurves": "clashing",
+    "clashing_curves": "clashing",
+    "permutation_closure": "clashing",
+}
+
+__all__ = [
+    "ATOM_TYPES",
+    "BOND_TYPES",
+    "MASK_ID",
+    "VOCAB_SIZE",
+    "ClashCurves",
+    "ElementwiseSchedule",
+    "GraphData",
+    "GraphLossOutput",
+    "GraphMDM",
+    "GraphTransformer",
+    "GraphTransformerConfig",
+    "ScheduleNetwork",
+    "UnitRates",
+    "clashing_curves",
+    "decode",
+    "encode",
+    "meld_loss",
+    "meld_sample",
+    "pair_index",
+    "permutation_closure",
+    "qm9_graphs",
+    "seq_len",
+    "valid_positions",
+    "vanilla_loss",
+    "vanilla_sample",
+]
+
+if TYPE_CHECKING:
+    from meld_diffusion.clashing import ClashCurves, clashing_curves, permutation_closure
+    from meld_diffusion.data import (
+        ATOM_TYPES,
+        BOND_TYPES,
+        MASK_ID,
+        VOCAB_SIZE,
+        GraphData,
+        decode,
+        encode,
+        pair_index,
+        qm9_graphs,
+        seq_len,
+        valid_positions,
+    )
+    from meld_diffusion.meld import (
+        GraphLossOutput,
+        GraphMDM,
+        meld_loss,
+        meld_sample,
+        vanilla_loss,
+        vanilla_sample,
+    )
+    from meld_diffusion.model import (
+        GraphTransformer,
+        GraphTransformerConfig,
+        ScheduleNetwork,
+        UnitRates,
+    )
+    from meld_diffusion.schedule import ElementwiseSchedule
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'meld_diffusion' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"meld_diffusion.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,196 @@
+"""The graph transformer (DiGress-style edge features) used as denoiser and as schedule network.
+
+Input: flat graph rows (`meld_diffusion.data`) as tokens ``(batch, L)`` (ids ``0..4``, 4 = mask)
+or as a soft one-hot ``(batch, L, 5)`` (how MELD passes straight-through masks so the
+schedule network gets gradients), atom counts ``(batch,)`` and optionally times ``(batch,)``.
+Inside, nodes ``h (batch, N, d_node)`` and symmetric edges ``e (batch, N, N, d_edge)``; a
+layer (Vignac et al. 2023, DiGress, Sec. 4 / App. B.1, simplified):
+
+    Y_ij = (Q_i * K_j) / sqrt(d_head) * (1 + E1(e_ij)) + E2(e_ij)       (per feature)
+    e_ij <- e_ij + MLP(Y_ij)                                              (edge update)
+    h_i  <- h_i + O(sum_j softmax_j(sum_head Y_ij) V_j) + MLP(h_i)        (node update)
+
+No positional encoding, so the network is permutation-equivariant: permuting the atoms
+permutes its atom and bond outputs. Padding atoms are masked out of the attention. The output
+heads are zero-initialised: an untrained denoiser predicts uniform distributions and an
+untrained schedule network gives ``w = 1`` everywhere (vanilla masked diffusion).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from masked_diffusion import timestep_embedding
+from torch import nn
+
+from meld_diffusion.data import (
+    VOCAB_SIZE,
+    check_max_atoms,
+    pair_index,
+    seq_len,
+    valid_positions,
+)
+
+
+@dataclass(frozen=True)
+class GraphTransformerConfig:
+    """Sizes of `GraphTransformer`; the defaults are the tiny-scale denoiser."""
+
+    max_atoms: int = 9  # N: QM9 has at most 9 heavy atoms
+    d_node: int = 64
+    d_edge: int = 32
+    n_layers: int = 3
+    n_heads: int = 4
+    out_dim: int = VOCAB_SIZE  # logits per element; 1 for the schedule network
+    time_conditioning: bool = True  # the schedule network sees the clean graph, no time
+
+    def __post_init__(self) -> None:
+        check_max_atoms(self.max_atoms)
+        for name in ("d_node", "d_edge", "n_layers", "n_heads", "out_dim"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        if self.d_node % self.n_heads:
+            raise ValueError(f"n_heads: must divide d_node={self.d_node}, got {self.n_heads}")
+
+
+class GraphLayer(nn.Module):
+    """One node/edge update (see the module docstring)."""
+
+    def __init__(self, cfg: GraphTransformerConfig) -> None:
+        super().__init__()
+        dn, de = cfg.d_node, cfg.d_edge
+        self.n_heads = cfg.n_heads
+        self.norm_h = nn.LayerNorm(dn)
+        self.norm_e = nn.LayerNorm(de)
+        self.qkv = nn.Linear(dn, 3 * dn)
+        self.e_film = nn.Linear(de, 2 * dn)
+        self.e_out = nn.Sequential(nn.Linear(dn, de), nn.SiLU(), nn.Linear(de, de))
+        self.h_out = nn.Linear(dn, dn)
+        self.h_mlp = nn.Sequential(
+            nn.LayerNorm(dn), nn.Linear(dn, 2 * dn), nn.SiLU(), nn.Linear(2 * dn, dn)
+        )
+
+    def forward(
+        self, h: torch.Tensor, e: torch.Tensor, node_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        b, n, d = h.shape
+        q, k, v = self.qkv(self.norm_h(h)).chunk(3, dim=-1)
+        mul, add = self.e_film(self.norm_e(e)).chunk(2, dim=-1)
+        dh = d // self.n_heads
+        y = q[:, :, None, :] * k[:, None, :, :] / math.sqrt(dh)  # (b, n, n, d)
+        y = y * (1.0 + mul) + add
+        e = e + self.e_out(y)
+        scores = y.view(b, n, n, self.n_heads, dh).sum(-1)  # (b, n, n, heads)
+        scores = scores.masked_fill(~node_mask[:, None, :, None], -math.inf)
+        attn = torch.softmax(scores, dim=2)
+        out = torch.einsum("bijh,bjhd->bihd", attn, v.view(b, n, self.n_heads, dh))
+        h = h + self.h_out(out.reshape(b, n, d))
+        h = h + self.h_mlp(h)
+        return h, e
+
+
+class GraphTransformer(nn.Module):
+    """``f(x, n_atoms, t=None) -> (batch, L, out_dim)``: one output per atom and per bond."""
+
+    def __init__(self, cfg: GraphTransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        n, dn, de = cfg.max_atoms, cfg.d_node, cfg.d_edge
+        self.atom_embed = nn.Linear(VOCAB_SIZE + 1, dn, bias=False)
+        self.bond_embed = nn.Linear(VOCAB_SIZE + 1, de, bias=False)
+        self.self_edge = nn.Parameter(torch.zeros(de))
+        self.time_mlp = None
+        if cfg.time_conditioning:
+            self.time_mlp = nn.Sequential(nn.Linear(dn, dn), nn.SiLU(), nn.Linear(dn, dn + de))
+        self.layers = nn.ModuleList(GraphLayer(cfg) for _ in range(cfg.n_layers))
+        self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, cfg.out_dim))
+        self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, cfg.out_dim))
+        for head in (self.atom_head, self.bond_head):
+            last = head[1]
+            assert isinstance(last, nn.Linear)
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
+        i, j = (torch.as_tensor(a) for a in pair_index(n))
+        self.pair_i: torch.Tensor
+        self.pair_j: torch.Tensor
+        self.register_buffer("pair_i", i, persistent=False)
+        self.register_buffer("pair_j", j, persistent=False)
+
+    def forward(
+        self, x: torch.Tensor, n_atoms: torch.Tensor, t: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        cfg = self.cfg
+        n, L = cfg.max_atoms, seq_len(cfg.max_atoms)
+        if x.ndim == 2:
+            if x.shape[1] != L:
+                raise ValueError(f"x: expected (batch, {L}) tokens, got {tuple(x.shape)}")
+            x = F.one_hot(x.long(), VOCAB_SIZE + 1).to(self.atom_embed.weight.dtype)
+        elif x.ndim != 3 or x.shape[1:] != (L, VOCAB_SIZE + 1):
+            raise ValueError(
+                f"x: expected (batch, {L}) tokens or a (batch, {L}, {VOCAB_SIZE + 1}) one-hot, "
+                f"got {tuple(x.shape)}"
+            )
+        b = x.shape[0]
+        if n_atoms.shape != (b,):
+            raise ValueError(f"n_atoms: expected shape ({b},), got {tuple(n_atoms.shape)}")
+        if cfg.time_conditioning and (t is None or t.shape != (b,)):
+            raise ValueError(f"t: expected a ({b},) tensor of times, got {t!r:.60}")
+        h = self.atom_embed(x[:, :n])  # (b, n, dn)
+        pair = self.bond_embed(x[:, n:])  # (b, P, de)
+        e = self.self_edge.expand(b, n, n, -1).clone()
+        e[:, self.pair_i, self.pair_j] = pair
+        e[:, self.pair_j, self.pair_i] = pair
+        if self.time_mlp is not None and t is not None:
+            c = self.time_mlp(timestep_embedding(t, cfg.d_node).to(h.dtype))
+            h = h + c[:, None, : cfg.d_node]
+            e = e + c[:, None, None, cfg.d_node :]
+        node_mask = torch.arange(n, device=x.device)[None] < n_atoms[:, None]
+        for layer in self.layers:
+            h, e = layer(h, e, node_mask)
+        e = 0.5 * (e + e.transpose(1, 2))  # bond (i, j) and (j, i) are one element
+        atoms = self.atom_head(h)
+        bonds = self.bond_head(e[:, self.pair_i, self.pair_j])
+        return torch.cat([atoms, bonds], dim=1)
+
+
+class ScheduleNetwork(nn.Module):
+    """MELD's phi: per-element rates ``w (batch, L) > 0`` from the CLEAN graph.
+
+    ``w_i = exp(log_w_max * tanh(g_i - mean_j g_j))`` with `g` a time-free `GraphTransformer`
+    (one output per atom and bond; a bond's output is symmetric in its atoms) and the mean over
+    the graph's existing elements. So ``w`` lies in ``(1 / w_max, w_max)`` and starts at 1
+    (zero-initialised head). Centring removes the one direction phi could move in without
+    changing the continuous-time NELBO: warping every element's clock by the same power is a
+    reparameterisation of time, and a biased gradient estimator drifts along it (without the
+    centring, the straight-through gradient pushed every rate to ``w_max`` in our runs).
+    """
+
+    def __init__(self, cfg: GraphTransformerConfig, w_max: float = 5.0) -> None:
+        super().__init__()
+        if not (isinstance(w_max, (int, float)) and w_max > 1.0):
+            raise ValueError(f"w_max: expected a number > 1, got {w_max!r}")
+        if cfg.out_dim != 1 or cfg.time_conditioning:
+            raise ValueError(
+                f"cfg: the schedule network needs out_dim=1 and time_conditioning=False, got "
+                f"out_dim={cfg.out_dim}, time_conditioning={cfg.time_conditioning}"
+            )
+        self.net = GraphTransformer(cfg)
+        self.log_w_max = math.log(w_max)
+
+    def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
+        raw = self.net(x0, n_atoms).squeeze(-1)
+        valid = valid_positions(n_atoms, self.net.cfg.max_atoms).to(raw.dtype)
+        centre = (raw * valid).sum(1, keepdim=True) / valid.sum(1, keepdim=True)
+        return torch.exp(self.log_w_max * torch.tanh(raw - centre))
+
+
+class UnitRates(nn.Module):
+    """The element-agnostic schedule as a schedule network: ``w = 1`` everywhere (vanilla MDM)."""
+
+    def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
+        dtype = x0.dtype if torch.is_floating_point(x0) else torch.float32
+        return torch.ones(x0.shape[:2], dtype=dtype, device=x0.device)

@@ -1,0 +1,36 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from meld_diffusion.cli import main
+from meld_diffusion.experiments.qm9 import SCALES, build
+
+
+def test_help_does_not_import_torch():
+    code = "import sys, meld_diffusion.cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_bad_scale_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "--scale", "huge"])
+    assert e.value.code == 2
+    assert "scale" in capsys.readouterr().err
+
+
+def test_scales_and_arms():
+    assert set(SCALES) == {"micro", "tiny", "small", "paper"}
+    with pytest.raises(ValueError, match="arm: expected one of"):
+        build("digress", SCALES["micro"], 0)
+
+
+@pytest.mark.slow
+def test_micro_reproduce_end_to_end(tmp_path):
+    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    (run,) = (tmp_path / "meld-diffusion").iterdir()
+    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]["results"]
+    assert set(metrics) >= {"vanilla", "meld", "clash_vanilla", "clash_meld"}
+    assert (run / "state_clashing.png").is_file()
