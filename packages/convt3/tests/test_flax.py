@@ -9,9 +9,16 @@ jax = pytest.importorskip("jax")
 nnx = pytest.importorskip("flax.nnx")
 jnp = jax.numpy
 
-from convt3.flax import ConvT3SSM, FramePredictor, load_torch_state_dict, parallel_scan, sequential_scan  # noqa: E402
+from convt3.flax import (  # noqa: E402
+    ConvT3SSM,
+    FramePredictor,
+    load_torch_state_dict,
+    parallel_scan,
+    sequential_scan,
+)
 from convt3.params import reference_arguments  # noqa: E402
 from convt3.reference import convs5_sequential, convt3_sequential  # noqa: E402
+
 from shared_core.testing import assert_close  # noqa: E402
 
 
@@ -58,7 +65,9 @@ def test_scan_equals_the_explicit_recurrence_in_float64(disc, parallel, N, T, U,
         )  # fmt: skip
         assert_close(f"y ({disc}, parallel={parallel})", y_ref, np.asarray(y), 1e-10)
         x = np.asarray(layer.from_eigenbasis(z))
-        assert_close("last state", np.stack([x_ref.real, x_ref.imag]), np.stack([x.real, x.imag]), 1e-10)
+        assert_close(
+            "last state", np.stack([x_ref.real, x_ref.imag]), np.stack([x.real, x.imag]), 1e-10
+        )
 
 
 def test_float32_layer_under_jit_is_close_to_the_reference():
@@ -87,7 +96,9 @@ def test_associative_scan_equals_lax_scan():
     with jax.enable_x64(True):
         rng = np.random.default_rng(0)
         a = jnp.asarray(0.9 * rng.random((3, 4)) * np.exp(1j * rng.standard_normal((3, 4))))
-        b = jnp.asarray(rng.standard_normal((2, 37, 3, 4)) + 1j * rng.standard_normal((2, 37, 3, 4)))
+        b = jnp.asarray(
+            rng.standard_normal((2, 37, 3, 4)) + 1j * rng.standard_normal((2, 37, 3, 4))
+        )
         both = jax.jit(lambda a, b: (parallel_scan(a, b), sequential_scan(a, b)))(a, b)
         np.testing.assert_allclose(both[0], both[1], atol=1e-12)
 
@@ -112,7 +123,9 @@ def test_jax_equals_torch_on_shared_parameters(model):
     weight = np.random.default_rng(1).standard_normal(out_t.shape)
     (out_t * torch.tensor(weight)).sum().backward()
     with jax.enable_x64(True):
-        jp = FramePredictor(model, 2, 1, 4, 8, 1, groups=2, param_dtype=jnp.float64, rngs=nnx.Rngs(1))
+        jp = FramePredictor(
+            model, 2, 1, 4, 8, 1, groups=2, param_dtype=jnp.float64, rngs=nnx.Rngs(1)
+        )
         load_torch_state_dict(jp, tp.state_dict())
 
         @nnx.jit
@@ -127,7 +140,9 @@ def test_jax_equals_torch_on_shared_parameters(model):
         np.testing.assert_allclose(np.asarray(out_j), out_t.detach().numpy(), atol=1e-12)
         np.testing.assert_allclose(np.asarray(grad_x), ft.grad.numpy(), atol=1e-10)
         ssm_t, ssm_j = tp.layers[0].ssm, grads.layers[0].ssm
-        names = ["Lambda_re", "log_step", "B", "C"] + (["corner_logits"] if model == "convt3" else [])
+        names = ["Lambda_re", "log_step", "B", "C"] + (
+            ["corner_logits"] if model == "convt3" else []
+        )
         for name in names:
             np.testing.assert_allclose(
                 np.asarray(getattr(ssm_j, name)[...]), getattr(ssm_t, name).grad.numpy(), atol=1e-10
@@ -136,7 +151,9 @@ def test_jax_equals_torch_on_shared_parameters(model):
 
 def test_bad_input_raises_clearly():
     layer = ConvT3SSM(2, 4, rngs=nnx.Rngs(0))
-    with pytest.raises(ValueError, match=r"u: expected shape \(batch, time, features, height, width\)"):
+    with pytest.raises(
+        ValueError, match=r"u: expected shape \(batch, time, features, height, width\)"
+    ):
         layer(jnp.zeros((2, 3, 4, 4)))
     with pytest.raises(ValueError, match="expected 2 features on axis 2"):
         layer(jnp.zeros((1, 3, 3, 4, 4)))

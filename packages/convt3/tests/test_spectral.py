@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from convt3.reference import explicit_operator
 from convt3.spectral import (
     check_grid,
@@ -49,7 +48,9 @@ def test_sine_basis_diagonalises_the_operator_and_round_trips(H, W, alpha_h, alp
     # the operator acts on the eigenbasis coefficients by the closed-form eigenvalues
     M = explicit_operator(ptt_kernel(coef, alpha_h, alpha_w), H, W)
     eps = closed_form_eigenvalues(coef, H, W)
-    np.testing.assert_allclose(Qh_inv @ (M @ x.ravel()).reshape(H, W) @ Qw_inv.T, eps * z, atol=1e-10)
+    np.testing.assert_allclose(
+        Qh_inv @ (M @ x.ravel()).reshape(H, W) @ Qw_inv.T, eps * z, atol=1e-10
+    )
 
 
 def test_kernel_is_the_kronecker_sum_of_tridiagonal_toeplitz_matrices():

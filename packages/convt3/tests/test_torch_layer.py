@@ -11,6 +11,7 @@ from convt3.params import reference_arguments  # noqa: E402
 from convt3.reference import convs5_sequential, convt3_sequential, depthwise_conv3x3  # noqa: E402
 from convt3.spectral import ptt_kernel  # noqa: E402
 from convt3.torch import ConvT3SSM, parallel_scan, sequential_scan  # noqa: E402
+
 from shared_core.testing import assert_close  # noqa: E402
 
 RATIOS = {torch.float64: 1e-10, torch.float32: 1e-5}
@@ -53,20 +54,35 @@ def run_reference(layer, u, x0=None):
 @pytest.mark.parametrize("disc", ["zoh", "direct"])
 @pytest.mark.parametrize(
     "N,T,U,S,H,W,alpha",
-    [(2, 9, 3, 8, 5, 6, (1.0, 1.0)), (1, 16, 1, 4, 3, 3, (1.0, 1.0)), (2, 5, 2, 12, 6, 4, (1.5, 0.7))],
+    [
+        (2, 9, 3, 8, 5, 6, (1.0, 1.0)),
+        (1, 16, 1, 4, 3, 3, (1.0, 1.0)),
+        (2, 5, 2, 12, 6, 4, (1.5, 0.7)),
+    ],
 )
-def test_parallel_scan_equals_the_explicit_3x3_recurrence(device, dtype, disc, N, T, U, S, H, W, alpha):
+def test_parallel_scan_equals_the_explicit_3x3_recurrence(
+    device, dtype, disc, N, T, U, S, H, W, alpha
+):
     layer = make_layer(U, S, disc, seed=T, alpha=alpha)
     rng = np.random.default_rng(T)
     u = rng.standard_normal((N, T, U, H, W))
     x0 = rng.standard_normal((N, layer.P, H, W)) + 1j * rng.standard_normal((N, layer.P, H, W))
     y_ref, x_ref = run_reference(layer, u, x0)
     fast = layer.to(device=device, dtype=dtype)
-    z0 = fast.to_eigenbasis(torch.tensor(x0, device=device).to(torch.complex128 if dtype == torch.float64 else torch.complex64))
+    z0 = fast.to_eigenbasis(
+        torch.tensor(x0, device=device).to(
+            torch.complex128 if dtype == torch.float64 else torch.complex64
+        )
+    )
     y, z = fast(torch.tensor(u, dtype=dtype, device=device), z0)
     assert_close(f"y ({disc})", y_ref, y.cpu(), RATIOS[dtype])
     x = fast.from_eigenbasis(z).cpu()
-    assert_close(f"last state ({disc})", np.stack([x_ref.real, x_ref.imag]), torch.stack([x.real, x.imag]), RATIOS[dtype])
+    assert_close(
+        f"last state ({disc})",
+        np.stack([x_ref.real, x_ref.imag]),
+        torch.stack([x.real, x.imag]),
+        RATIOS[dtype],
+    )
 
 
 def test_direct_discretization_is_literally_a_3x3_convolution_of_the_state():
@@ -86,7 +102,7 @@ def test_sequential_mode_and_step_by_step_inference_equal_the_parallel_scan():
     u = torch.randn(2, 11, 2, 4, 5, dtype=torch.float64)
     y, z = layer(u)
     layer.parallel = False
-    y_seq, z_seq = layer(u)
+    y_seq, _ = layer(u)
     layer.parallel = True
     close(y_seq, y, atol=1e-12)
     state = layer.initial_state(2, 4, 5)
@@ -101,14 +117,22 @@ def test_sequential_mode_and_step_by_step_inference_equal_the_parallel_scan():
 @pytest.mark.parametrize("T", [1, 2, 7, 64, 100])
 def test_log_depth_scan_equals_the_loop(T):
     g = torch.Generator().manual_seed(T)
-    a = torch.complex(torch.rand(3, 4, 2, generator=g, dtype=torch.float64), torch.randn(3, 4, 2, generator=g, dtype=torch.float64) * 0.2) * 0.9
+    a = (
+        torch.complex(
+            torch.rand(3, 4, 2, generator=g, dtype=torch.float64),
+            torch.randn(3, 4, 2, generator=g, dtype=torch.float64) * 0.2,
+        )
+        * 0.9
+    )
     b = torch.randn(2, T, 3, 4, 2, generator=g, dtype=torch.complex128)
     close(parallel_scan(a, b), sequential_scan(a, b), atol=1e-12)
 
 
 @pytest.mark.parametrize("disc", ["zoh", "direct"])
 def test_with_off_centre_taps_zero_convt3_is_exactly_convs5(disc):
-    t3 = ConvT3SSM(3, 8, state_kernel="3x3", lambda_param="clip", discretization=disc, seed=7).double()
+    t3 = ConvT3SSM(
+        3, 8, state_kernel="3x3", lambda_param="clip", discretization=disc, seed=7
+    ).double()
     s5 = ConvT3SSM(3, 8, state_kernel="1x1", lambda_param="clip", seed=7).double()
     s5.load_state_dict({k: v for k, v in t3.state_dict().items() if k != "corner_logits"})
     # equal corner logits: eps = 1 everywhere, i.e. the 3x3 kernel is the identity tap only
@@ -134,7 +158,7 @@ def test_states_stay_bounded_over_1000_steps_for_random_parameters(disc):
         assert A_bar.abs().max() < 1
         u = torch.rand(1, 1000, 1, 8, 8, dtype=torch.float64)
         with torch.no_grad():
-            y, z = layer(u)
+            y, _ = layer(u)
             bound = layer(torch.ones(1, 1, 1, 8, 8, dtype=torch.float64))[0].abs().max().item()
         assert torch.isfinite(y).all()
         # a bounded input gives a bounded output: at most the geometric sum of |A_bar|
@@ -165,7 +189,9 @@ def test_gradients_reach_every_parameter_and_are_finite():
 
 def test_bad_input_raises_clearly():
     layer = ConvT3SSM(2, 4, seed=0)
-    with pytest.raises(ValueError, match=r"u: expected shape \(batch, time, features, height, width\)"):
+    with pytest.raises(
+        ValueError, match=r"u: expected shape \(batch, time, features, height, width\)"
+    ):
         layer(torch.zeros(2, 3, 4, 4))
     with pytest.raises(ValueError, match="expected 2 features on axis 2"):
         layer(torch.zeros(1, 3, 3, 4, 4))

@@ -70,8 +70,10 @@ def check_sequence_shape(
     N, T, U, H, W = (int(s) for s in shape)
     if N < 1 or T < 1:
         raise ValueError(f"{name}: expected batch >= 1 and time >= 1, got shape {tuple(shape)}")
-    if U != features:
-        raise ValueError(f"{name}: expected {features} features on axis 2, got shape {tuple(shape)}")
+    if features != U:
+        raise ValueError(
+            f"{name}: expected {features} features on axis 2, got shape {tuple(shape)}"
+        )
     check_grid(f"{name} height", H, alpha_h)
     check_grid(f"{name} width", W, alpha_w)
     return N, T, U, H, W

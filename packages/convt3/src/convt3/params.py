@@ -64,7 +64,9 @@ def init_ssm_params(
     return params
 
 
-def continuous_lambda(Lambda_re: np.ndarray, Lambda_im: np.ndarray, lambda_param: str) -> np.ndarray:
+def continuous_lambda(
+    Lambda_re: np.ndarray, Lambda_im: np.ndarray, lambda_param: str
+) -> np.ndarray:
     """Stored ``(Lambda_re, Lambda_im)`` -> continuous eigenvalues with negative real part."""
     if lambda_param == "softplus":
         return -np.logaddexp(0.0, Lambda_re) + 1j * Lambda_im
@@ -84,7 +86,9 @@ def state_coefficients(corner_logits: np.ndarray, discretization: str) -> np.nda
     if discretization == "direct":
         corners = corners / corners.max(-1, keepdims=True)
     elif discretization != "zoh":
-        raise ValueError(f"discretization: expected one of {DISCRETIZATIONS}, got {discretization!r}")
+        raise ValueError(
+            f"discretization: expected one of {DISCRETIZATIONS}, got {discretization!r}"
+        )
     return corners_to_coefficients(corners)
 
 

@@ -44,7 +44,7 @@ def conv2d_same(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def depthwise_conv3x3(x: np.ndarray, K: np.ndarray) -> np.ndarray:
     """Channel p of ``x`` ``(N, P, H, W)`` convolved with its own ``K[p]`` ``(3, 3)``, zero padding."""
-    N, P, H, W = x.shape
+    H, W = x.shape[-2:]
     xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
     out = np.zeros(x.shape, dtype=np.result_type(x, K))
     for dy in range(3):
@@ -107,9 +107,10 @@ def convt3_sequential(
                 [flat_x[:, p] @ A_bar[p].T + flat_bu[:, p] @ B_map[p].T for p in range(P)], 1
             ).reshape(N, P, H, W)
         else:
-            x = lam_bar[None, :, None, None] * depthwise_conv3x3(x, K) + gain[
-                None, :, None, None
-            ] * Bu
+            x = (
+                lam_bar[None, :, None, None] * depthwise_conv3x3(x, K)
+                + gain[None, :, None, None] * Bu
+            )
         ys[:, k] = 2 * conv2d_same(x, C).real
     return ys, x
 

@@ -100,7 +100,12 @@ def corners_to_coefficients(corners: np.ndarray) -> np.ndarray:
         raise ValueError(f"corners: expected shape (..., 4), got {e.shape}")
     pp, pm, mp, mm = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
     return np.stack(
-        [(pp + pm + mp + mm) / 4, (pp + pm - mp - mm) / 4, (pp - pm + mp - mm) / 4, (pp - pm - mp + mm) / 4],
+        [
+            (pp + pm + mp + mm) / 4,
+            (pp + pm - mp - mm) / 4,
+            (pp - pm + mp - mm) / 4,
+            (pp - pm - mp + mm) / 4,
+        ],
         axis=-1,
     )
 
@@ -121,7 +126,7 @@ def ptt_kernel(coefficients: np.ndarray, alpha_h: float = 1.0, alpha_w: float = 
     a, b, c, d = coef[..., 0], coef[..., 1], coef[..., 2], coef[..., 3]
     lh, uh = off_diagonals(alpha_h)
     lw, uw = off_diagonals(alpha_w)
-    K = np.zeros(coef.shape[:-1] + (3, 3))
+    K = np.zeros((*coef.shape[:-1], 3, 3))
     K[..., 1, 1] = a
     K[..., 0, 1], K[..., 2, 1] = b / 2 * lh, b / 2 * uh
     K[..., 1, 0], K[..., 1, 2] = c / 2 * lw, c / 2 * uw
@@ -156,7 +161,9 @@ def make_dplr_hippo(N: int) -> tuple[np.ndarray, np.ndarray]:
     return Lambda_real + 1j * Lambda_imag, V
 
 
-def hippo_initializer(state_size: int, blocks: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hippo_initializer(
+    state_size: int, blocks: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ConvS5's initialisation: ``(Lambda (P,), V (2P, P), V_inv (P, 2P))`` with ``P = state_size // 2``.
 
     `blocks` copies of a HiPPO-N block of size ``state_size / blocks`` on the diagonal; only

@@ -11,19 +11,35 @@ import torch
 from convt3.torch import FramePredictor, PredictorConfig, convlstm_hidden_for, count_parameters
 from shared_core.train import TrainConfig, fit, step_generator
 
-LABELS = {"convt3": "ConvT3 (3x3 state)", "convs5": "ConvS5 (1x1 state)", "convlstm": "ConvLSTM"}
+LABELS = {
+    "convt3": "ConvT3 (3x3, ZOH)",
+    "convt3_direct": "ConvT3 (3x3, direct)",
+    "convs5": "ConvS5 (1x1 state)",
+    "convlstm": "ConvLSTM",
+}
+ARMS = {  # arm -> (FramePredictor model, discretization)
+    "convt3": ("convt3", "zoh"),
+    "convt3_direct": ("convt3", "direct"),
+    "convs5": ("convs5", "zoh"),
+    "convlstm": ("convlstm", "zoh"),
+}
 
 
-def build_models(base: PredictorConfig, models: tuple[str, ...], seed: int) -> dict[str, FramePredictor]:
+def build_models(
+    base: PredictorConfig, arms: tuple[str, ...], seed: int
+) -> dict[str, FramePredictor]:
     """One `FramePredictor` per arm; the ConvLSTM's hidden size matches ConvT3's parameter count."""
     target = count_parameters(FramePredictor(replace(base, model="convt3")))
     out = {}
-    for m in models:
-        cfg = replace(base, model=m)
+    for arm in arms:
+        if arm not in ARMS:
+            raise ValueError(f"models: expected arms among {tuple(ARMS)}, got {arm!r}")
+        m, disc = ARMS[arm]
+        cfg = replace(base, model=m, discretization=disc)
         if m == "convlstm":
             cfg = replace(cfg, state_size=convlstm_hidden_for(target, base))
         torch.manual_seed(seed)
-        out[m] = FramePredictor(cfg)
+        out[arm] = FramePredictor(cfg)
     return out
 
 

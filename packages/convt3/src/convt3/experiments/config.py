@@ -25,34 +25,67 @@ class Config:
     future: int = 20  # frames predicted
     digit_train: int = 256
     digit_test: int = 32
-    digit_steps: int = 60
+    digit_steps: int = 30
+    digit_models: tuple[str, ...] = ("convt3", "convs5", "convlstm")
     digit_batch: int = 4
     # models and training (shared_core.train.fit)
-    models: tuple[str, ...] = ("convt3", "convs5", "convlstm")
+    models: tuple[str, ...] = ("convt3", "convt3_direct", "convs5", "convlstm")  # common.ARMS
     d_model: int = 8
     state_size: int = 16  # ConvS5's ssm_size: P = 8 complex state channels
     n_layers: int = 1
-    discretization: str = "zoh"
-    steps: int = 120
-    batch: int = 8
-    lr: float = 5e-3
+    steps: int = 150
+    batch: int = 4
+    lr: float = 1e-2
 
 
 SCALES: dict[str, Config] = {
     "micro": Config(
-        tasks=("heat",), n_train=8, n_test=4, train_len=8, horizons=(1, 10, 20), steps=3,
-        batch=2, digit_train=4, digit_test=2, digit_steps=2, digit_batch=2, future=6, context=4,
+        tasks=("heat",),
+        n_train=8,
+        n_test=4,
+        train_len=8,
+        horizons=(1, 10, 20),
+        steps=3,
+        batch=2,
+        digit_train=4,
+        digit_test=2,
+        digit_steps=2,
+        digit_batch=2,
+        future=6,
+        context=4,
         canvas=16,
-    ),  # fmt: skip
+    ),
     "tiny": Config(),
     "small": Config(
-        n_train=256, n_test=64, horizons=(1, 10, 50, 200, 400), steps=1000, n_layers=2,
-        d_model=16, state_size=32, digit_train=2048, digit_test=128, digit_steps=1000,
-        digit_batch=8, future=40,
-    ),  # fmt: skip
+        n_train=256,
+        n_test=64,
+        horizons=(1, 10, 50, 200, 400),
+        steps=1000,
+        n_layers=2,
+        d_model=16,
+        state_size=32,
+        digit_train=2048,
+        digit_test=128,
+        digit_steps=1000,
+        digit_batch=8,
+        future=40,
+    ),
     "paper": Config(
-        size=64, n_train=2048, n_test=256, train_len=100, horizons=(1, 10, 100, 400, 800),
-        steps=20000, n_layers=8, d_model=64, state_size=128, canvas=64, context=100,
-        future=800, digit_train=10000, digit_test=256, digit_steps=20000, digit_batch=8,
-    ),  # fmt: skip
+        size=64,
+        n_train=2048,
+        n_test=256,
+        train_len=100,
+        horizons=(1, 10, 100, 400, 800),
+        steps=20000,
+        n_layers=8,
+        d_model=64,
+        state_size=128,
+        canvas=64,
+        context=100,
+        future=800,
+        digit_train=10000,
+        digit_test=256,
+        digit_steps=20000,
+        digit_batch=8,
+    ),
 }

@@ -30,12 +30,12 @@ def run_digits(c: Config, seed: int) -> dict[str, dict[str, object]]:
     test = moving_digits(images[split:], c.digit_test, T, c.canvas, seed=seed + 1)
     base = PredictorConfig(
         in_channels=1, out_channels=1, d_model=c.d_model, state_size=c.state_size,
-        n_layers=c.n_layers, discretization=c.discretization,
+        n_layers=c.n_layers,
     )  # fmt: skip
     horizons = digit_horizons(c.future)
     results: dict[str, dict[str, object]] = {}
     truth = test[:, c.context :, 0]
-    for name, model in build_models(base, c.models, seed).items():
+    for name, model in build_models(base, c.digit_models, seed).items():
         losses = train_next_frame(
             model, train[:, :-1], train[:, 1:], c.digit_steps, c.digit_batch, c.lr, seed,
             desc=f"digits {name}",

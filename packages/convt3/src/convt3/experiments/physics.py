@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from convt3.data import pde_trajectories
-from convt3.experiments.config import Config
 from convt3.experiments.common import build_models, per_horizon, train_next_frame
+from convt3.experiments.config import Config
 from convt3.torch import PredictorConfig, count_parameters
 
 
@@ -46,7 +46,7 @@ def run_task(
     var = float(y_test.var())
     base = PredictorConfig(
         in_channels=2, out_channels=1, d_model=c.d_model, state_size=c.state_size,
-        n_layers=c.n_layers, discretization=c.discretization,
+        n_layers=c.n_layers,
     )  # fmt: skip
     results: dict[str, dict[str, object]] = {}
     for name, model in build_models(base, models, seed).items():

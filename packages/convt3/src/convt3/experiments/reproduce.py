@@ -20,7 +20,9 @@ TASK_TITLES = {
 }
 
 
-def _strip(run: Run, name: str, rows: dict[str, np.ndarray], columns: list[int], title: str) -> None:
+def _strip(
+    run: Run, name: str, rows: dict[str, np.ndarray], columns: list[int], title: str
+) -> None:
     """A grid of frames: one row per model (and the truth), one column per horizon."""
     import matplotlib
 
@@ -81,7 +83,9 @@ def reproduce(args: ReproduceArgs) -> int:
         )  # fmt: skip
         truth = res[c.models[0]]["example"][0]  # type: ignore[index]
         rows = {"truth": truth} | {LABELS[n]: r["example"][1] for n, r in res.items()}  # type: ignore[index]
-        _strip(run, f"frames_{kind}", rows, list(c.horizons), f"{TASK_TITLES[kind]}: one test field")
+        _strip(
+            run, f"frames_{kind}", rows, list(c.horizons), f"{TASK_TITLES[kind]}: one test field"
+        )
     if c.digits:
         res = run_digits(c, args.seed)
         truth = res.pop("_truth")

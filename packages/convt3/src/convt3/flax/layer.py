@@ -207,7 +207,9 @@ class Conv2d(nnx.Module):
         self.weight = nnx.Param(
             jax.random.uniform(rngs.params(), (c_out, c_in, k, k), param_dtype, -bound, bound)
         )
-        self.bias = nnx.Param(jax.random.uniform(rngs.params(), (c_out,), param_dtype, -bound, bound))
+        self.bias = nnx.Param(
+            jax.random.uniform(rngs.params(), (c_out,), param_dtype, -bound, bound)
+        )
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return conv2d(x, self.weight[...]) + self.bias[...][:, None, None]
@@ -292,7 +294,11 @@ class FramePredictor(nnx.Module):
         rngs: nnx.Rngs,
     ) -> None:
         check_choice("model", model, MODELS)
-        for name, v in (("in_channels", in_channels), ("out_channels", out_channels), ("n_layers", n_layers)):
+        for name, v in (
+            ("in_channels", in_channels),
+            ("out_channels", out_channels),
+            ("n_layers", n_layers),
+        ):
             check_int(name, v)
         self.out_channels = out_channels
         self.encoder = Conv2d(in_channels, d_model, 3, param_dtype, rngs=rngs)
@@ -301,9 +307,15 @@ class FramePredictor(nnx.Module):
         self.layers = nnx.List(
             [
                 ConvSSMBlock(
-                    d_model, state_size, groups=groups, param_dtype=param_dtype, rngs=rngs,
-                    state_kernel=kernel, discretization=discretization, lambda_param=lam,
-                )  # fmt: skip
+                    d_model,
+                    state_size,
+                    groups=groups,
+                    param_dtype=param_dtype,
+                    rngs=rngs,
+                    state_kernel=kernel,
+                    discretization=discretization,
+                    lambda_param=lam,
+                )
                 for _ in range(n_layers)
             ]
         )
@@ -330,12 +342,16 @@ def load_torch_state_dict(module: nnx.Module, state_dict: dict[str, Any]) -> nnx
         for part in parts[:-1]:
             obj = obj[int(part)] if part.isdigit() else getattr(obj, part, None)
             if obj is None:
-                raise KeyError(f"state_dict: {name!r} has no counterpart in {type(module).__name__}")
+                raise KeyError(
+                    f"state_dict: {name!r} has no counterpart in {type(module).__name__}"
+                )
         param = getattr(obj, parts[-1], None)
         if not isinstance(param, nnx.Param):
             raise KeyError(f"state_dict: {name!r} has no counterpart in {type(module).__name__}")
         arr = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
         if arr.shape != param[...].shape:
-            raise ValueError(f"state_dict: {name} has shape {arr.shape}, expected {param[...].shape}")
+            raise ValueError(
+                f"state_dict: {name} has shape {arr.shape}, expected {param[...].shape}"
+            )
         param[...] = jnp.asarray(arr, param[...].dtype)
     return module

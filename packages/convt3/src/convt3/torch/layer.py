@@ -188,7 +188,9 @@ class ConvT3SSM(nn.Module):
         z = parallel_scan(A_bar, drive) if self.parallel else sequential_scan(A_bar, drive)
         x = self.from_eigenbasis(z).reshape(N * T, self.P, H, W)
         pad_c = Cw.shape[-1] // 2
-        y = 2 * (F.conv2d(x.real, Cw.real, padding=pad_c) - F.conv2d(x.imag, Cw.imag, padding=pad_c))
+        y = 2 * (
+            F.conv2d(x.real, Cw.real, padding=pad_c) - F.conv2d(x.imag, Cw.imag, padding=pad_c)
+        )
         return y.reshape(N, T, U, H, W), z[:, -1]
 
     def initial_state(self, batch: int, H: int, W: int) -> torch.Tensor:

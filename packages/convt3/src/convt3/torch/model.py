@@ -32,7 +32,12 @@ class ConvSSMBlock(nn.Module):
     """``(N, T, C, H, W) -> (N, T, C, H, W)``: SSM, D conv, GroupNorm, GELU, skip, LayerNorm."""
 
     def __init__(
-        self, features: int, state_size: int, kernel_d: int = 3, groups: int = 1, **ssm_kwargs: object
+        self,
+        features: int,
+        state_size: int,
+        kernel_d: int = 3,
+        groups: int = 1,
+        **ssm_kwargs: object,
     ) -> None:
         super().__init__()
         check_int("groups", groups)
@@ -100,9 +105,13 @@ class FramePredictor(nn.Module):
             lam = "softplus" if config.model == "convt3" else "clip"
             self.layers = nn.ModuleList(
                 ConvSSMBlock(
-                    d, config.state_size, groups=config.groups, state_kernel=kernel,
-                    discretization=config.discretization, lambda_param=lam,
-                )  # fmt: skip
+                    d,
+                    config.state_size,
+                    groups=config.groups,
+                    state_kernel=kernel,
+                    discretization=config.discretization,
+                    lambda_param=lam,
+                )
                 for _ in range(config.n_layers)
             )
         self.decoder = nn.Conv2d(d, config.out_channels, 1)
@@ -118,7 +127,9 @@ class FramePredictor(nn.Module):
                 f"frames: expected {self.config.in_channels} channels on axis 2, got {tuple(frames.shape)}"
             )
 
-    def forward(self, frames: torch.Tensor, states: list[torch.Tensor] | None = None) -> torch.Tensor:
+    def forward(
+        self, frames: torch.Tensor, states: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
         self._check(frames)
         return self.run(frames, states)[0]
 
@@ -136,7 +147,9 @@ class FramePredictor(nn.Module):
         return frames[:, :, : self.config.out_channels] + delta, new_states
 
     @torch.no_grad()
-    def rollout(self, context: torch.Tensor, horizon: int, inputs: torch.Tensor | None = None) -> torch.Tensor:
+    def rollout(
+        self, context: torch.Tensor, horizon: int, inputs: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Closed-loop prediction: read `context` ``(N, T0, C, H, W)``, then feed predictions back.
 
         `inputs` ``(N, horizon, C - out_channels, H, W)``: the known extra channels (forcing) of
@@ -177,7 +190,7 @@ class ConvLSTMCell(nn.Module):
     def forward(
         self, x: torch.Tensor, state: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        N, T, C, H, W = x.shape
+        N, T, _, H, W = x.shape
         if state is None:
             h = x.new_zeros(N, self.hidden, H, W)
             c = x.new_zeros(N, self.hidden, H, W)
