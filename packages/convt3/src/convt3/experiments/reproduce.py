@@ -107,8 +107,9 @@ def reproduce(args: ReproduceArgs) -> int:
             ylabel="frame MSE (pixels in [0, 1])", title="moving digits: closed-loop frame error",
         )  # fmt: skip
         cols = [h for h in (1, 2, 5, 10, 15, 20, 40) if h <= c.future]
-        rows = {"truth": truth["frames"]} | {LABELS[n]: r["frames"] for n, r in res.items()}  # type: ignore[misc]
-        _strip(run, "digits_frames", rows, cols, "moving digits: predicted frames (test digits)")
+        strip: dict[str, np.ndarray] = {"truth": np.asarray(truth["frames"])}
+        strip |= {LABELS[n]: np.asarray(r["frames"]) for n, r in res.items()}
+        _strip(run, "digits_frames", strip, cols, "moving digits: predicted frames (test digits)")
     run.log(results=summary)
     run.finish(
         title="convt3 reproduce: ConvT3 vs ConvS5 vs ConvLSTM",

@@ -85,19 +85,28 @@ class ConvT3SSM(nn.Module):
             dt_min, dt_max, spatial=state_kernel == "3x3", lambda_param=lambda_param,
         )  # fmt: skip
         dtype = torch.get_default_dtype()
-        for name, value in init.items():
-            self.register_parameter(name, nn.Parameter(torch.tensor(value, dtype=dtype)))
+
+        def param(name: str) -> nn.Parameter:
+            return nn.Parameter(torch.tensor(init[name], dtype=dtype))
+
+        self.Lambda_re, self.Lambda_im, self.log_step = (
+            param("Lambda_re"), param("Lambda_im"), param("log_step")
+        )  # fmt: skip
+        self.B, self.C = param("B"), param("C")
+        self.corner_logits: nn.Parameter | None = (
+            param("corner_logits") if "corner_logits" in init else None
+        )
         self._bases: dict[tuple[Any, ...], tuple[torch.Tensor, ...]] = {}
 
     # ------------------------------------------------------------------ the maths
     def continuous_lambda(self) -> torch.Tensor:
-        re = self.Lambda_re
+        re: torch.Tensor = self.Lambda_re
         re = -F.softplus(re) if self.lambda_param == "softplus" else re.clamp(max=-1e-4)
         return torch.complex(re, self.Lambda_im)
 
     def spatial_spectrum(self, H: int, W: int) -> torch.Tensor | None:
         """``(P, H, W)`` eigenvalues ``eps`` of the spatial kernels (None for 1x1)."""
-        if self.state_kernel == "1x1":
+        if self.corner_logits is None:
             return None
         corners = 4 * torch.softmax(self.corner_logits, -1)
         if self.discretization == "direct":
