@@ -7,9 +7,14 @@
   suffices). The forcing ``f_k = g(x) sin(omega k + phi)`` (a random smooth pattern, random
   frequency and phase per trajectory) is a known input, returned as channel 1.
 - `moving_digits`: sklearn's 8x8 digits bouncing on a canvas (Moving-MNIST's recipe, offline).
+- `load_moving_mnist`, `load_pdebench_2d`: readers of the paper's datasets in their published
+  file formats, for a machine that has the files (nothing is downloaded).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -146,3 +151,49 @@ def ssim(a: np.ndarray, b: np.ndarray, window: int = 7, data_range: float = 1.0)
         (mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2)
     )
     return s.mean((-2, -1))
+
+
+def load_moving_mnist(path: str | os.PathLike[str]) -> np.ndarray:
+    """Moving-MNIST in its published file format -> ``(N, T, 1, H, W)`` float32 in [0, 1].
+
+    The standard file (``mnist_test_seq.npy``, Srivastava et al. 2015) is a uint8 array stored
+    time-major, ``(T, N, H, W)`` = ``(20, 10000, 64, 64)``; longer sequences generated the same
+    way (as ConvS5's 300- and 600-frame sets) keep that layout.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"path: no Moving-MNIST file at {str(p)!r}")
+    arr = np.load(p, allow_pickle=False)
+    if arr.ndim != 4 or arr.dtype != np.uint8:
+        raise ValueError(
+            f"path: expected a uint8 array (time, sequences, height, width), got {arr.dtype} {arr.shape}"
+        )
+    return (arr.transpose(1, 0, 2, 3)[:, :, None] / 255.0).astype(np.float32)
+
+
+def load_pdebench_2d(path: str | os.PathLike[str], limit: int | None = None) -> np.ndarray:
+    """A PDEBench 2-D HDF5 file (e.g. ``2D_diff-react_NA_NA.h5``, ``2D_rdb_NA_NA.h5``) -> ``(N, T, C, H, W)``.
+
+    PDEBench stores one group per simulation (``"0000"``, ``"0001"``, ...) holding ``data``
+    ``(T, H, W, C)`` float32 (plus ``grid/x``, ``grid/y``, ``grid/t``). `limit`: the first
+    simulations only. Needs the ``paper`` extra (h5py).
+    """
+    from shared_core.data import require_extra
+
+    require_extra("convt3", "paper", "h5py", "reading PDEBench files")
+    import h5py
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"path: no PDEBench file at {str(p)!r}")
+    out = []
+    with h5py.File(p, "r") as f:
+        names = sorted(k for k in f if isinstance(f[k], h5py.Group) and "data" in f[k])
+        if not names:
+            raise ValueError(f"path: {str(p)!r} has no simulation groups with a 'data' array")
+        for name in names[:limit]:
+            data = np.asarray(f[name]["data"], dtype=np.float32)
+            if data.ndim != 4:
+                raise ValueError(f"path: {name}/data has shape {data.shape}, expected (T, H, W, C)")
+            out.append(data.transpose(0, 3, 1, 2))
+    return np.stack(out)
