@@ -33,6 +33,10 @@ class Config:
     d_model: int = 8
     state_size: int = 16  # ConvS5's ssm_size: P = 8 complex state channels
     n_layers: int = 1
+    # initial SSM steps: time constants 2/dt of about 4 to 100 steps (ConvS5's [1e-3, 1e-1] leaves
+    # near-integrator modes, up to 2,000 steps, that a 32-step training sequence cannot shape)
+    dt_min: float = 0.02
+    dt_max: float = 0.5
     steps: int = 150
     batch: int = 4
     lr: float = 1e-2

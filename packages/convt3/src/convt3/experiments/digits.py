@@ -31,6 +31,8 @@ def run_digits(c: Config, seed: int) -> dict[str, dict[str, object]]:
     base = PredictorConfig(
         in_channels=1, out_channels=1, d_model=c.d_model, state_size=c.state_size,
         n_layers=c.n_layers,
+        dt_min=c.dt_min,
+        dt_max=c.dt_max,
     )  # fmt: skip
     horizons = digit_horizons(c.future)
     results: dict[str, dict[str, object]] = {}

@@ -47,6 +47,8 @@ def run_task(
     base = PredictorConfig(
         in_channels=2, out_channels=1, d_model=c.d_model, state_size=c.state_size,
         n_layers=c.n_layers,
+        dt_min=c.dt_min,
+        dt_max=c.dt_max,
     )  # fmt: skip
     results: dict[str, dict[str, object]] = {}
     for name, model in build_models(base, models, seed).items():

@@ -289,6 +289,8 @@ class FramePredictor(nnx.Module):
         n_layers: int = 2,
         discretization: str = "zoh",
         groups: int = 1,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
         param_dtype: Any = jnp.float32,
         *,
         rngs: nnx.Rngs,
@@ -315,6 +317,8 @@ class FramePredictor(nnx.Module):
                     state_kernel=kernel,
                     discretization=discretization,
                     lambda_param=lam,
+                    dt_min=dt_min,
+                    dt_max=dt_max,
                 )
                 for _ in range(n_layers)
             ]

@@ -75,6 +75,10 @@ class PredictorConfig:
     n_layers: int = 2
     discretization: str = "zoh"
     groups: int = 1
+    dt_min: float = (
+        1e-3  # initial SSM step range (ConvS5's default); ~1/sequence length is sensible
+    )
+    dt_max: float = 1e-1
 
 
 class FramePredictor(nn.Module):
@@ -111,6 +115,8 @@ class FramePredictor(nn.Module):
                     state_kernel=kernel,
                     discretization=config.discretization,
                     lambda_param=lam,
+                    dt_min=config.dt_min,
+                    dt_max=config.dt_max,
                 )
                 for _ in range(config.n_layers)
             )
