@@ -1,0 +1,1 @@
+"""The reproduced findings: forced PDEs (`physics`) and moving digits (`digits`), run by `reproduce`."""
