@@ -130,7 +130,7 @@ def stage1_loss(
     target = ids[:, 1:].masked_fill(~tmask[:, 1:], IGNORE)
     loss_lm = F.cross_entropy(lm_logits.reshape(-1, lm_logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE)
     loss = loss_gtc + loss_gtm + loss_lm
-    return loss, {"gtc": float(loss_gtc), "gtm": float(loss_gtm), "lm": float(loss_lm)}
+    return loss, {"gtc": loss_gtc.item(), "gtm": loss_gtm.item(), "lm": loss_lm.item()}
 
 
 def unlock_new_token_embeddings(llm: Any, new_ids: Sequence[int], init: str = "mean") -> torch.utils.hooks.RemovableHandle:
