@@ -47,7 +47,7 @@ def test_vocab_encode() -> None:
     ids = v.encode("C[Hg]Cl")
     assert ids[0] == v.bos and ids[-1] == v.eos and len(ids) == 5
     assert v.id("Uuo") == v.unk
-    assert v.tokens[: 4] == ("<pad>", "<bos>", "<eos>", "<unk>")
+    assert v.tokens[:4] == ("<pad>", "<bos>", "<eos>", "<unk>")
 
 
 @pytest.mark.parametrize(

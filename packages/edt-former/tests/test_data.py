@@ -16,12 +16,25 @@ from edt_former.data import (
 from edt_former.llm import tiny_llm
 from edt_former.model import IGNORE, freeze_llm
 
-QM9 = ["CCO", "c1ccccc1", "CC#N", "C1CC1N", "NC(=O)C", "c1ccncc1", "CCCC", "OCCO", "C1CCOC1", "CN(C)C"]
+QM9 = [
+    "CCO",
+    "c1ccccc1",
+    "CC#N",
+    "C1CC1N",
+    "NC(=O)C",
+    "c1ccncc1",
+    "CCCC",
+    "OCCO",
+    "C1CCOC1",
+    "CN(C)C",
+]
 
 
 def _qa() -> object:
     targets = np.arange(len(QM9) * 2, dtype=float).reshape(len(QM9), 2)
-    return build_qa(QM9, targets, ("gap", "mu"), ["CCCl", "OCC(O)CO"], np.array([-2.0, 1.0]), seed=0)
+    return build_qa(
+        QM9, targets, ("gap", "mu"), ["CCCl", "OCC(O)CO"], np.array([-2.0, 1.0]), seed=0
+    )
 
 
 def test_structure_counts() -> None:
@@ -55,7 +68,9 @@ def test_encode_and_collate() -> None:
     rows = encode_prompts(tok, ["gap", "rings"], np.array([1, 0]), 2)
     assert rows[0][-1] == yes and rows[1][-1] == no
     assert tok.unk_token_id not in rows[0] + rows[1]  # every prompt word is in the vocabulary
-    smi = encode_prompts(tok, list(QUESTIONS)[:2], np.array([1, 1]), 0, ["CC(=O)O", "c1ccccc1"], spaced=True)
+    smi = encode_prompts(
+        tok, list(QUESTIONS)[:2], np.array([1, 1]), 0, ["CC(=O)O", "c1ccccc1"], spaced=True
+    )
     assert tok.unk_token_id not in smi[0] + smi[1]
     enc = Encoded(
         nodes=[torch.ones(3, 4), torch.ones(6, 4)],

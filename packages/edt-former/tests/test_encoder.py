@@ -36,7 +36,15 @@ def test_pretraining_fits_a_planted_target() -> None:
     smiles = ["C", "CC", "CCC", "CCCC", "CO", "CCO", "CCCO", "N", "CN", "CCN"] * 3
     gs = [mol_graph(s) for s in smiles]
     y = np.array([[g.num_atoms, float((g.atomic_numbers == 8).sum())] for g in gs])
-    enc = pretrain_gin(gs, y, steps=150, batch_size=16, lr=5e-3, config=GINConfig(dim=16, layers=2, n_targets=2), cache=False)
+    enc = pretrain_gin(
+        gs,
+        y,
+        steps=150,
+        batch_size=16,
+        lr=5e-3,
+        config=GINConfig(dim=16, layers=2, n_targets=2),
+        cache=False,
+    )
     pred = enc.model.predict(collate_graphs(gs)).detach().numpy()
     z = (y - y.mean(0)) / y.std(0)
     assert np.mean((pred - z) ** 2) < 0.1

@@ -29,7 +29,12 @@ def _graph_batch(b: int = 3, n: int = 6, d: int = 8, seed: int = 0) -> dict[str,
     sizes = [n, n - 2, 3][:b] + [n] * max(0, b - 3)
     brics = pad_ids([[i // 2 for i in range(s)] for s in sizes], n)
     ent = pad_ids([[min(i, 1) for i in range(s)] for s in sizes], n)
-    return {"nodes": torch.randn(b, n, d, generator=g), "node_mask": brics >= 0, "brics_ids": brics, "entropy_ids": ent}
+    return {
+        "nodes": torch.randn(b, n, d, generator=g),
+        "node_mask": brics >= 0,
+        "brics_ids": brics,
+        "entropy_ids": ent,
+    }
 
 
 def _prompt_batch(tok: object, n_static: int, b: int) -> dict[str, torch.Tensor]:
@@ -60,7 +65,14 @@ def test_stage2_step_changes_only_new_rows_and_connector(tied: bool) -> None:
     before = {k: v.detach().clone() for k, v in llm.state_dict().items()}
     conn_before = {k: v.detach().clone() for k, v in model.connector.state_dict().items()}
     batch = {**_graph_batch(), **_prompt_batch(tok, 3, 3)}
-    fit(model, answer_loss, lambda step: batch, TrainConfig(steps=3, lr=1e-2, weight_decay=0.1), show_progress=False, device="cpu")
+    fit(
+        model,
+        answer_loss,
+        lambda step: batch,
+        TrainConfig(steps=3, lr=1e-2, weight_decay=0.1),
+        show_progress=False,
+        device="cpu",
+    )
     emb_key = "model.embed_tokens.weight"
     old = torch.ones(len(tok), dtype=torch.bool)
     old[new_ids] = False
@@ -79,7 +91,7 @@ def test_stage2_step_changes_only_new_rows_and_connector(tied: bool) -> None:
 
 
 def test_new_rows_start_at_the_mean_and_bad_ids_raise() -> None:
-    llm, tok = tiny_llm()
+    llm, _tok = tiny_llm()
     w = llm.get_input_embeddings().weight
     mean = w[:-1].mean(0).detach().clone()
     unlock_new_token_embeddings(llm, [w.shape[0] - 1])
@@ -110,7 +122,9 @@ def test_injection_places_local_tokens_after_last_mol() -> None:
     emb = torch.randn(*ids.shape, 4)
     q = torch.randn(3, 3 + 4, 4)
     qm = torch.tensor([[True] * 3 + [True, True, False, False]] * 2 + [[True] * 3 + [False] * 4])
-    out, attn, labels = inject_queries(emb, ids, batch["attention_mask"], batch["labels"], q, qm, mol_id, 3)
+    out, attn, labels = inject_queries(
+        emb, ids, batch["attention_mask"], batch["labels"], q, qm, mol_id, 3
+    )
     for b in range(3):
         pos = (ids[b] == mol_id).nonzero().flatten().tolist()
         last = pos[-1]
@@ -135,8 +149,14 @@ def test_injection_places_local_tokens_after_last_mol() -> None:
 
 def test_connector_query_layout() -> None:
     batch = _graph_batch()
-    for use_b, use_e, want in [(True, True, [5, 4, 4]), (True, False, [3, 2, 2]), (False, True, [2, 2, 2])]:
-        cc = ConnectorConfig(n_static=2, local_budget=7, use_brics=use_b, use_entropy=use_e, qformer=QF)
+    for use_b, use_e, want in [
+        (True, True, [5, 4, 4]),
+        (True, False, [3, 2, 2]),
+        (False, True, [2, 2, 2]),
+    ]:
+        cc = ConnectorConfig(
+            n_static=2, local_budget=7, use_brics=use_b, use_entropy=use_e, qformer=QF
+        )
         out, qm = EDTConnector(cc, 8)(batch)
         assert out.shape == (3, 2 + 7, 16)
         assert (qm.sum(1) - 2).tolist() == [min(7, w) for w in want]
@@ -171,7 +191,11 @@ def test_stage1_losses() -> None:
     conn = EDTConnector(ConnectorConfig(n_static=2, local_budget=3, qformer=qf), 8)
     heads = Stage1Heads(qf)
     g = torch.Generator().manual_seed(0)
-    batch = {**_graph_batch(), "text_ids": torch.randint(1, 20, (3, 6), generator=g), "text_mask": torch.ones(3, 6, dtype=torch.long)}
+    batch = {
+        **_graph_batch(),
+        "text_ids": torch.randint(1, 20, (3, 6), generator=g),
+        "text_mask": torch.ones(3, 6, dtype=torch.long),
+    }
     batch["text_mask"][2, 4:] = 0
     loss, parts = stage1_loss(conn, heads, batch, torch.Generator().manual_seed(1))
     assert torch.isfinite(loss) and set(parts) == {"gtc", "gtm", "lm"}

@@ -66,9 +66,21 @@ def test_batched_group_ids_equal_per_molecule() -> None:
         ({"entropy": torch.rand(5)}, ValueError, "shape \\(batch, atoms\\)"),
         ({"entropy": torch.ones(2, 3, dtype=torch.long)}, TypeError, "floating-point"),
         ({"entropy": torch.rand(2, 3), "q": 1.5}, ValueError, "quantile in \\[0, 1\\]"),
-        ({"entropy": torch.rand(2, 3), "mask": torch.ones(2, 4, dtype=torch.bool)}, ValueError, "bool tensor of shape"),
-        ({"entropy": torch.rand(1, 3), "mask": torch.tensor([[False, True, True]])}, ValueError, "right"),
-        ({"entropy": torch.rand(1, 3), "mask": torch.zeros(1, 3, dtype=torch.bool)}, ValueError, "at least one atom"),
+        (
+            {"entropy": torch.rand(2, 3), "mask": torch.ones(2, 4, dtype=torch.bool)},
+            ValueError,
+            "bool tensor of shape",
+        ),
+        (
+            {"entropy": torch.rand(1, 3), "mask": torch.tensor([[False, True, True]])},
+            ValueError,
+            "right",
+        ),
+        (
+            {"entropy": torch.rand(1, 3), "mask": torch.zeros(1, 3, dtype=torch.bool)},
+            ValueError,
+            "at least one atom",
+        ),
         ({"entropy": torch.tensor([[0.1, float("nan")]])}, ValueError, "NaN"),
     ],
 )
@@ -78,7 +90,8 @@ def test_group_ids_bad_input(kwargs: dict, error: type[Exception], match: str) -
 
 
 @pytest.mark.parametrize(
-    "smiles", ["CCOC(=O)c1ccccc1NC(=O)C", "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "c1ccccc1", "CN1CCC[C@H]1c2cccnc2"]
+    "smiles",
+    ["CCOC(=O)c1ccccc1NC(=O)C", "CC(C)Cc1ccc(cc1)C(C)C(=O)O", "c1ccccc1", "CN1CCC[C@H]1c2cccnc2"],
 )
 def test_brics_fragments_match_rdkit(smiles: str) -> None:
     ids = brics_group_ids(smiles)

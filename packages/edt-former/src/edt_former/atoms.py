@@ -121,11 +121,11 @@ def parse_smiles(smiles: str) -> Any:
     from rdkit import Chem, RDLogger
 
     _check_smiles(smiles)
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     try:
         mol = Chem.MolFromSmiles(smiles)
     finally:
-        RDLogger.EnableLog("rdApp.*")
+        RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
     if mol is None:
         raise ValueError(f"smiles: RDKit cannot parse or sanitise {smiles!r}")
     if mol.GetNumAtoms() == 0:

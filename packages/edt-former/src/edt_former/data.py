@@ -106,7 +106,9 @@ def build_qa(
     return qa
 
 
-def prompt_text(question: str, n_static: int, smiles: str | None = None, spaced: bool = False) -> str:
+def prompt_text(
+    question: str, n_static: int, smiles: str | None = None, spaced: bool = False
+) -> str:
     """The prompt (without the answer): ``<mol>`` slots, or the SMILES for the text baseline."""
     if smiles is None:
         mol = "<mol_start>" + "<mol>" * n_static + "<mol_end>"

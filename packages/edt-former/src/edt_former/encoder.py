@@ -151,7 +151,9 @@ def pretrain_gin(
     from shared_core.train import TrainConfig, fit, step_generator
 
     if len(graphs) != len(targets):
-        raise ValueError(f"targets: expected {len(graphs)} rows (one per graph), got {len(targets)}")
+        raise ValueError(
+            f"targets: expected {len(graphs)} rows (one per graph), got {len(targets)}"
+        )
     c = config or GINConfig(n_targets=targets.shape[1])
     if c.n_targets != targets.shape[1]:
         raise ValueError(f"targets: expected {c.n_targets} columns, got {targets.shape[1]}")

@@ -48,7 +48,9 @@ def build_entropy_model(vocab: AtomVocab, config: EntropyModelConfig | None = No
     return GPT2LMHeadModel(cfg)
 
 
-def encode_batch(smiles: list[str], vocab: AtomVocab, max_len: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+def encode_batch(
+    smiles: list[str], vocab: AtomVocab, max_len: int = 512
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, mask)``, both ``(batch, T)``: ``[<bos>, atoms..., <eos>]`` right-padded with ``<pad>``."""
     if not isinstance(smiles, (list, tuple)) or not smiles:
         raise ValueError(f"smiles: expected a non-empty list of SMILES, got {smiles!r}")
@@ -71,7 +73,9 @@ def next_token_loss(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     ids, mask = batch["ids"], batch["mask"]
     logits = model(input_ids=ids, attention_mask=mask.long()).logits[:, :-1]
     target = ids[:, 1:].masked_fill(~mask[:, 1:], -100)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100
+    )
 
 
 def entropy_bits(logits: torch.Tensor) -> torch.Tensor:
@@ -131,7 +135,15 @@ def train_entropy_model(
         return {"ids": ids[idx, :width], "mask": mask[idx, :width]}
 
     cfg = TrainConfig(steps=steps, lr=lr, warmup=max(1, steps // 20), weight_decay=0.01)
-    fit(model, next_token_loss, batch_fn, cfg, desc="entropy model", show_progress=False, device=device)
+    fit(
+        model,
+        next_token_loss,
+        batch_fn,
+        cfg,
+        desc="entropy model",
+        show_progress=False,
+        device=device,
+    )
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)

@@ -10,7 +10,7 @@ the tokens added to its vocabulary (`unlock_new_token_embeddings`); optionally L
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -40,11 +40,13 @@ class ConnectorConfig:
     local_budget: int = 64
     use_brics: bool = True
     use_entropy: bool = True
-    qformer: QFormerConfig = QFormerConfig()
+    qformer: QFormerConfig = field(default_factory=QFormerConfig)
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_static, int) or self.n_static < 1:
-            raise ValueError(f"n_static: expected an int >= 1 (the <mol> slots), got {self.n_static!r}")
+            raise ValueError(
+                f"n_static: expected an int >= 1 (the <mol> slots), got {self.n_static!r}"
+            )
         if not isinstance(self.local_budget, int) or self.local_budget < 0:
             raise ValueError(f"local_budget: expected an int >= 0, got {self.local_budget!r}")
         if self.local_budget and not (self.use_brics or self.use_entropy):
@@ -71,7 +73,9 @@ class EDTConnector(nn.Module):
         self.local_proj = nn.Linear(node_dim, h) if config.dynamic else None
         self.qformer = QFormer(config.qformer, node_dim)
 
-    def queries(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def queries(
+        self, batch: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(queries, query_mask, nodes, node_mask)`` with nodes layer-normed (as pooled)."""
         nodes = self.ln_graph(batch["nodes"])
         node_mask = batch["node_mask"]
@@ -81,8 +85,12 @@ class EDTConnector(nn.Module):
         if self.local_proj is not None:
             brics = batch.get("brics_ids") if self.config.use_brics else None
             ent = batch.get("entropy_ids") if self.config.use_entropy else None
-            if (self.config.use_brics and brics is None) or (self.config.use_entropy and ent is None):
-                raise ValueError("batch: the connector needs 'brics_ids' and/or 'entropy_ids' it is configured for")
+            if (self.config.use_brics and brics is None) or (
+                self.config.use_entropy and ent is None
+            ):
+                raise ValueError(
+                    "batch: the connector needs 'brics_ids' and/or 'entropy_ids' it is configured for"
+                )
             loc, lm = local_tokens(nodes, brics, ent, self.config.local_budget)
             q = torch.cat([q, self.local_proj(loc)], dim=1)
             qm = torch.cat([qm, lm], dim=1)
@@ -95,7 +103,10 @@ class EDTConnector(nn.Module):
 
 
 def stage1_loss(
-    connector: EDTConnector, heads: Stage1Heads, batch: dict[str, Any], generator: torch.Generator | None = None
+    connector: EDTConnector,
+    heads: Stage1Heads,
+    batch: dict[str, Any],
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """BLIP-2 stage 1 on (molecule, text) pairs: contrastive + matching + captioning.
 
@@ -128,12 +139,16 @@ def stage1_loss(
     # captioning: next text token from the queries and the text before it
     lm_logits = qf.lm_head(hidden[:, n_q:-1])
     target = ids[:, 1:].masked_fill(~tmask[:, 1:], IGNORE)
-    loss_lm = F.cross_entropy(lm_logits.reshape(-1, lm_logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE)
+    loss_lm = F.cross_entropy(
+        lm_logits.reshape(-1, lm_logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE
+    )
     loss = loss_gtc + loss_gtm + loss_lm
     return loss, {"gtc": loss_gtc.item(), "gtm": loss_gtm.item(), "lm": loss_lm.item()}
 
 
-def unlock_new_token_embeddings(llm: Any, new_ids: Sequence[int], init: str = "mean") -> torch.utils.hooks.RemovableHandle:
+def unlock_new_token_embeddings(
+    llm: Any, new_ids: Sequence[int], init: str = "mean"
+) -> torch.utils.hooks.RemovableHandle:
     """Make only the rows `new_ids` of the LLM's input embedding trainable.
 
     The whole table gets ``requires_grad`` with a gradient hook that zeroes every other row,
@@ -166,7 +181,9 @@ def unlock_new_token_embeddings(llm: Any, new_ids: Sequence[int], init: str = "m
     return w.register_hook(lambda g: torch.where(rows, g, torch.zeros_like(g)))
 
 
-def freeze_llm(llm: Any, tokenizer: Any, new_tokens: Sequence[str] = NEW_TOKENS, lora_r: int = 0) -> list[int]:
+def freeze_llm(
+    llm: Any, tokenizer: Any, new_tokens: Sequence[str] = NEW_TOKENS, lora_r: int = 0
+) -> list[int]:
     """Add `new_tokens` to the tokenizer and the LLM, freeze the LLM, unlock the new rows.
 
     With ``lora_r > 0`` the official downstream setting is added: peft LoRA (alpha 32,
@@ -263,7 +280,9 @@ class EDTFormer(nn.Module):
         self.mol_id = mol_id
         self.new_ids = tuple(int(i) for i in new_ids)
         d_llm = llm.get_input_embeddings().weight.shape[1]
-        self.llm_proj = nn.Linear(connector.config.qformer.hidden, d_llm) if connector is not None else None
+        self.llm_proj = (
+            nn.Linear(connector.config.qformer.hidden, d_llm) if connector is not None else None
+        )
 
     def forward(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, attn, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
@@ -293,5 +312,7 @@ def answer_loss(model: EDTFormer, batch: dict[str, Any]) -> tuple[torch.Tensor, 
     """Cross-entropy of the labelled (answer) tokens, next-token shifted; `fit`'s ``loss_fn``."""
     logits, labels = model(batch)
     logits, labels = logits[:, :-1], labels[:, 1:]
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE)
+    loss = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE
+    )
     return loss, {}

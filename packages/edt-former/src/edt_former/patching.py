@@ -42,7 +42,9 @@ def entropy_group_ids(
         ``(batch, atoms)`` int64 group ids (0, 1, ...; -1 on padding).
     """
     if not isinstance(entropy, torch.Tensor) or not entropy.is_floating_point():
-        raise TypeError(f"entropy: expected a floating-point torch.Tensor, got {type(entropy).__name__}")
+        raise TypeError(
+            f"entropy: expected a floating-point torch.Tensor, got {type(entropy).__name__}"
+        )
     if entropy.ndim != 2:
         raise ValueError(f"entropy: expected shape (batch, atoms), got {tuple(entropy.shape)}")
     if not (isinstance(q, (int, float)) and 0.0 <= q <= 1.0):
@@ -126,7 +128,9 @@ def pool_groups(
     return pooled, counts > 0
 
 
-def compact(tokens: torch.Tensor, mask: torch.Tensor, budget: int) -> tuple[torch.Tensor, torch.Tensor]:
+def compact(
+    tokens: torch.Tensor, mask: torch.Tensor, budget: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Move the real tokens of each row to the front (order kept) and keep at most `budget`.
 
     Truncation keeps the leftmost tokens, as the official ``local_q_budget`` does: BRICS

@@ -102,7 +102,9 @@ class QFormer(nn.Module):
         if not self.config.vocab_size:
             raise ValueError("text: this Q-Former has no text side (QFormerConfig.vocab_size = 0)")
         if ids.shape[1] > self.config.max_text:
-            raise ValueError(f"text: {ids.shape[1]} tokens exceed max_text = {self.config.max_text}")
+            raise ValueError(
+                f"text: {ids.shape[1]} tokens exceed max_text = {self.config.max_text}"
+            )
         pos = torch.arange(ids.shape[1], device=ids.device)
         out: torch.Tensor = self.text_ln(self.word(ids) + self.pos(pos))
         return out
@@ -167,7 +169,10 @@ class Stage1Heads(nn.Module):
 
 
 def contrastive_loss(
-    graph_feats: torch.Tensor, query_mask: torch.Tensor, text_feats: torch.Tensor, temperature: float
+    graph_feats: torch.Tensor,
+    query_mask: torch.Tensor,
+    text_feats: torch.Tensor,
+    temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Graph-text contrastive loss, similarity = max over (real) queries of the cosine.
 
@@ -181,7 +186,9 @@ def contrastive_loss(
     return loss, sim
 
 
-def hard_negatives(sim: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def hard_negatives(
+    sim: torch.Tensor, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """For each graph a negative text, for each text a negative graph, ~ softmax(sim) off-diagonal."""
     with torch.no_grad():
         w_g2t = F.softmax(sim.float(), dim=1) + 1e-4

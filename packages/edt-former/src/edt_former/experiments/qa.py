@@ -25,12 +25,12 @@ import torch
 from edt_former.atoms import AtomVocab
 from edt_former.data import (
     QM9_QUESTIONS,
+    Encoded,
     QASet,
     answer_ids,
     build_qa,
     collate,
     encode_prompts,
-    Encoded,
 )
 from edt_former.model import (
     MOL,
@@ -43,7 +43,14 @@ from edt_former.model import (
 from edt_former.qformer import QFormerConfig
 from shared_core.cli import ReproduceArgs
 
-ARMS = ("static", "static+brics", "static+entropy", "edt-former", "smiles-prompt", "shuffled-labels")
+ARMS = (
+    "static",
+    "static+brics",
+    "static+entropy",
+    "edt-former",
+    "smiles-prompt",
+    "shuffled-labels",
+)
 """Every arm of the comparison; the first four are run at every budget."""
 CONNECTOR_ARMS = ARMS[:4]
 
@@ -75,27 +82,63 @@ class Config:
 
 SCALES: dict[str, Config] = {
     "micro": Config(
-        n_qm9=120, n_solubility=30, n_entropy_smiles=300, entropy_steps=15, n_gin=300,
-        gin_steps=20, budgets=(4,), main_budget=4, arms=("static", "edt-former", "smiles-prompt"),
-        seeds=1, steps=8, batch_size=16, qformer_hidden=32, qformer_layers=1, max_test_rows=120,
-    ),  # fmt: skip
+        n_qm9=120,
+        n_solubility=30,
+        n_entropy_smiles=300,
+        entropy_steps=15,
+        n_gin=300,
+        gin_steps=20,
+        budgets=(4,),
+        main_budget=4,
+        arms=("static", "edt-former", "smiles-prompt"),
+        seeds=1,
+        steps=8,
+        batch_size=16,
+        qformer_hidden=32,
+        qformer_layers=1,
+        max_test_rows=120,
+    ),
     "tiny": Config(),
     "small": Config(
-        n_qm9=3000, n_solubility=800, n_entropy_smiles=20000, entropy_steps=1500, n_gin=20000,
-        gin_steps=2000, llm="smollm2", budgets=(8, 16, 32), main_budget=16, steps=600,
-        batch_size=16, lr=3e-4, qformer_hidden=128, max_test_rows=3000,
-    ),  # fmt: skip
+        n_qm9=3000,
+        n_solubility=800,
+        n_entropy_smiles=20000,
+        entropy_steps=1500,
+        n_gin=20000,
+        gin_steps=2000,
+        llm="smollm2",
+        budgets=(8, 16, 32),
+        main_budget=16,
+        steps=600,
+        batch_size=16,
+        lr=3e-4,
+        qformer_hidden=128,
+        max_test_rows=3000,
+    ),
     "paper": Config(
-        n_qm9=20000, n_solubility=1025, n_entropy_smiles=200000, entropy_steps=20000,
-        n_gin=100000, gin_steps=20000, llm="smollm2", budgets=(16, 32, 64, 96), main_budget=96,
-        steps=5000, batch_size=32, lr=1e-4, qformer_hidden=256, qformer_layers=4,
+        n_qm9=20000,
+        n_solubility=1025,
+        n_entropy_smiles=200000,
+        entropy_steps=20000,
+        n_gin=100000,
+        gin_steps=20000,
+        llm="smollm2",
+        budgets=(16, 32, 64, 96),
+        main_budget=96,
+        steps=5000,
+        batch_size=32,
+        lr=1e-4,
+        qformer_hidden=256,
+        qformer_layers=4,
         max_test_rows=20000,
-    ),  # fmt: skip
+    ),
 }
 
 
 def _arm_connector(arm: str, budget: int, c: Config) -> ConnectorConfig | None:
-    qf = QFormerConfig(hidden=c.qformer_hidden, layers=c.qformer_layers, heads=4, ffn=2 * c.qformer_hidden)
+    qf = QFormerConfig(
+        hidden=c.qformer_hidden, layers=c.qformer_layers, heads=4, ffn=2 * c.qformer_hidden
+    )
     if arm == "smiles-prompt":
         return None
     if arm == "static":
@@ -108,11 +151,10 @@ def _arm_connector(arm: str, budget: int, c: Config) -> ConnectorConfig | None:
 
 def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any]]:
     """Load data, train the entropy model and the GIN, encode the QA molecules."""
-    from shared_core.data import QM9_PROPERTIES, load, mol_graph, require_extra
-
     from edt_former.encoder import PRETRAIN_TARGETS, pretrain_gin
     from edt_former.entropy_model import atom_entropies, train_entropy_model
     from edt_former.patching import brics_group_ids, entropy_group_ids
+    from shared_core.data import QM9_PROPERTIES, load, mol_graph, require_extra
 
     require_extra("edt-former", "data", "qm9pack", "the QM9 questions", "qm9pack==1.0.3")
     info: dict[str, Any] = {}
@@ -136,7 +178,10 @@ def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any]]:
     )
     cols = [QM9_PROPERTIES.index(t) for t in PRETRAIN_TARGETS]
     gin = pretrain_gin(
-        [mol_graph(smiles[i]) for i in gin_idx], targets[gin_idx][:, cols], steps=c.gin_steps, seed=seed
+        [mol_graph(smiles[i]) for i in gin_idx],
+        targets[gin_idx][:, cols],
+        steps=c.gin_steps,
+        seed=seed,
     )
     info["pretrain_cpu_s"] = time.process_time() - t0
     qa = build_qa(
@@ -205,12 +250,22 @@ def train_arm(
     pad = int(tok.pad_token_id)
 
     def batch_fn(step: int) -> dict[str, torch.Tensor]:
-        idx = torch.randint(len(tr_mols), (c.batch_size,), generator=step_generator(seed, step)).tolist()
+        idx = torch.randint(
+            len(tr_mols), (c.batch_size,), generator=step_generator(seed, step)
+        ).tolist()
         return collate(enc, [int(tr_mols[i]) for i in idx], [tr_tok[i] for i in idx], pad)
 
     t0, c0 = time.perf_counter(), time.process_time()
     cfg = TrainConfig(steps=c.steps, lr=c.lr, warmup=max(1, c.steps // 10), weight_decay=0.05)
-    fit(model, answer_loss, batch_fn, cfg, desc=f"{arm} T={budget}", show_progress=False, device="cpu")
+    fit(
+        model,
+        answer_loss,
+        batch_fn,
+        cfg,
+        desc=f"{arm} T={budget}",
+        show_progress=False,
+        device="cpu",
+    )
     train_s, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     te_mols, te_tok, te_q = rows("test")
     yes, no = answer_ids(tok)
@@ -297,7 +352,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             xs, ys = curves.setdefault(arm, ([], []))
             xs.append(budget)
             ys.append(est)
-    run.log(majority_accuracy=majority, n_test_rows=len(next(iter(results.values()))[0]["correct"]), **info)
+    run.log(
+        majority_accuracy=majority,
+        n_test_rows=len(next(iter(results.values()))[0]["correct"]),
+        **info,
+    )
     if curves:
         _plot(run, curves, majority)
     run.finish(
@@ -306,11 +365,15 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             f"Majority-answer accuracy {majority:.3f}. Accuracy: mean over {c.seeds} seed(s); "
             "CI: 95% bootstrap over test rows of the seed-averaged correctness. "
             f"LLM: {c.llm} (frozen; only the connector and the new token rows train). "
-            f"Questions: {', '.join(QM9_QUESTIONS)}"
-            + (", soluble" if c.n_solubility else "") + "."
+            f"Questions: {', '.join(QM9_QUESTIONS)}" + (", soluble" if c.n_solubility else "") + "."
         ),
     )
-    return {"majority": majority, "results": {f"{a}@{b}": np.mean([r['accuracy'] for r in rs]) for (a, b), rs in results.items()}}
+    return {
+        "majority": majority,
+        "results": {
+            f"{a}@{b}": np.mean([r["accuracy"] for r in rs]) for (a, b), rs in results.items()
+        },
+    }
 
 
 def _plot(run: Any, curves: dict[str, tuple[list[float], list[float]]], majority: float) -> None:
