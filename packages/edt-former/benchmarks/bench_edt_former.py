@@ -36,7 +36,9 @@ def _step(model: EDTFormer, batch: dict[str, torch.Tensor]) -> None:
     loss.backward()
 
 
-def bench_training(llm_name: str, batch_size: int, repeats: int) -> tuple[BenchTable, dict[str, int]]:
+def bench_training(
+    llm_name: str, batch_size: int, repeats: int
+) -> tuple[BenchTable, dict[str, int]]:
     base = tiny_llm() if llm_name == "tiny" else smollm2()
     smiles = list(load("zinc-smiles", limit=batch_size))
     qs = ["soluble"] * batch_size
@@ -54,26 +56,40 @@ def bench_training(llm_name: str, batch_size: int, repeats: int) -> tuple[BenchT
     ids = freeze_llm(llm, tok)
     cc = ConnectorConfig(8, 8, qformer=QFormerConfig(hidden=64, layers=2, heads=4, ffn=128))
     edt = EDTFormer(EDTConnector(cc, 64), llm, tok.convert_tokens_to_ids(MOL), ids)
-    edt_batch = collate(enc, list(range(batch_size)), encode_prompts(tok, qs, ys, 8), tok.pad_token_id)
+    edt_batch = collate(
+        enc, list(range(batch_size)), encode_prompts(tok, qs, ys, 8), tok.pad_token_id
+    )
     # LoRA r = 8 on the LLM, SMILES in the prompt
     llm2, tok2 = copy.deepcopy(base[0]), copy.deepcopy(base[1])
     ids2 = freeze_llm(llm2, tok2, lora_r=8)
     lora = EDTFormer(None, llm2, tok2.convert_tokens_to_ids(MOL), ids2)
     lora_batch = collate(
-        enc, list(range(batch_size)), encode_prompts(tok2, qs, ys, 0, smiles, spaced), tok2.pad_token_id
+        enc,
+        list(range(batch_size)),
+        encode_prompts(tok2, qs, ys, 0, smiles, spaced),
+        tok2.pad_token_id,
     )
     lora.train()
     edt.train()
     res = measure(
-        {"edt-former": lambda: _step(edt, edt_batch), "lora-r8 + SMILES": lambda: _step(lora, lora_batch)},
+        {
+            "edt-former": lambda: _step(edt, edt_batch),
+            "lora-r8 + SMILES": lambda: _step(lora, lora_batch),
+        },
         repeats=repeats,
         threads=1,
     )
-    table = BenchTable(f"training step (forward + backward), batch {batch_size}, LLM {llm_name}", candidate="edt-former")
+    table = BenchTable(
+        f"training step (forward + backward), batch {batch_size}, LLM {llm_name}",
+        candidate="edt-former",
+    )
     table.add(f"batch {batch_size}", res)
     for name, m in res.items():
         print(f"{name}: {batch_size / m.median('cpu'):.1f} molecules/s (CPU)")
-    params = {"edt-former": edt.trainable_parameters(), "lora-r8 + SMILES": lora.trainable_parameters()}
+    params = {
+        "edt-former": edt.trainable_parameters(),
+        "lora-r8 + SMILES": lora.trainable_parameters(),
+    }
     print("trainable parameters:", params)
     return table, params
 
@@ -94,7 +110,9 @@ def bench_patching(n: int, repeats: int) -> BenchTable:
             entropy_group_ids_reference(e[i, : int(mask[i].sum())])
 
     res = measure({"ours": ours, "official loop": official}, repeats=repeats, threads=1)
-    table = BenchTable(f"entropy patching of {n} ZINC molecules (scoring + group ids)", candidate="ours")
+    table = BenchTable(
+        f"entropy patching of {n} ZINC molecules (scoring + group ids)", candidate="ours"
+    )
     table.add(f"{n} molecules", res)
     for name, m in res.items():
         print(f"{name}: {n / m.median('cpu'):.0f} molecules/s (CPU)")

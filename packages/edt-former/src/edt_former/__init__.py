@@ -55,7 +55,31 @@ _HOME = {
     "QFormer": "qformer",
     "QFormerConfig": "qformer",
 }
-__all__ = sorted(_HOME)
+__all__ = [
+    "GIN",
+    "AtomVocab",
+    "ConnectorConfig",
+    "EDTConnector",
+    "EDTFormer",
+    "FrozenGIN",
+    "NodeEncoder",
+    "QFormer",
+    "QFormerConfig",
+    "atom_entropies",
+    "brics_group_ids",
+    "build_entropy_model",
+    "entropy_group_ids",
+    "freeze_llm",
+    "inject_queries",
+    "local_tokens",
+    "parse_smiles",
+    "pool_groups",
+    "pretrain_gin",
+    "stage1_loss",
+    "tokenize_atoms",
+    "train_entropy_model",
+    "unlock_new_token_embeddings",
+]
 
 
 def __getattr__(name: str) -> Any:

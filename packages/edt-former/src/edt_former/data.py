@@ -31,7 +31,14 @@ QUESTIONS: dict[str, str] = {
 """Question type -> its prompt text (lower-case words: the tiny test tokenizer reads them)."""
 
 QM9_QUESTIONS = ("gap", "dipole", "rings", "aromatic", "nitrogen")
+CAPTION = "a molecule with {rings} rings , {aromatic} aromatic atoms and {nitrogen} nitrogen atoms"
+"""Stage-1 caption of a molecule (its RDKit counts), the stand-in for PubChem descriptions."""
 ANSWERS = ("yes", "no")
+
+
+def caption(smiles: str) -> str:
+    """The stage-1 text of one molecule (`CAPTION` filled with its RDKit counts)."""
+    return CAPTION.format(**{k: int(v) for k, v in structure_counts(smiles).items()})
 
 
 def structure_counts(smiles: str) -> dict[str, float]:

@@ -10,7 +10,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from edt_former.data import ANSWERS, QUESTIONS
+from edt_former.data import ANSWERS, CAPTION, QUESTIONS
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>")
 _SMILES_CHARS = string.ascii_letters + string.digits + "()[]=#+-@/\\%.:*?"
@@ -21,6 +21,7 @@ def tiny_vocabulary() -> list[str]:
     words = {"question", "molecule", "answer", *ANSWERS}
     for q in QUESTIONS.values():
         words.update(q.split())
+    words.update(w for w in CAPTION.split() if w.isalpha())
     return [*SPECIAL, *sorted(words), *[c for c in _SMILES_CHARS if c not in words]]
 
 

@@ -77,6 +77,7 @@ class Config:
     qformer_layers: int = 2
     entropy_quantile: float = 0.75
     lora_r: int = 0  # LoRA rank on the LLM (0: frozen LLM, the paper's stage-2 setting)
+    stage1_steps: int = 0  # BLIP-2 stage-1 steps on (molecule, caption) pairs before stage 2
     max_test_rows: int = 1500
 
 
@@ -114,6 +115,7 @@ SCALES: dict[str, Config] = {
         lr=3e-4,
         qformer_hidden=128,
         max_test_rows=3000,
+        stage1_steps=300,
     ),
     "paper": Config(
         n_qm9=20000,
@@ -131,6 +133,7 @@ SCALES: dict[str, Config] = {
         qformer_hidden=256,
         qformer_layers=4,
         max_test_rows=20000,
+        stage1_steps=5000,
     ),
 }
 
@@ -230,8 +233,15 @@ def train_arm(
     new_ids = freeze_llm(llm, tok, lora_r=c.lora_r)
     mol_id = int(tok.convert_tokens_to_ids(MOL))
     cc = _arm_connector(arm, budget, c)
+    if cc is not None and c.stage1_steps:
+        cc = replace(cc, qformer=replace(cc.qformer, vocab_size=len(tok), max_text=48))
     seed_everything(seed)
     connector = EDTConnector(cc, enc.nodes[0].shape[1]) if cc is not None else None
+    stage1_cpu = 0.0
+    if connector is not None and c.stage1_steps:
+        c0 = time.process_time()
+        run_stage1(connector, c, seed, qa, enc, tok)
+        stage1_cpu = time.process_time() - c0
     model = EDTFormer(connector, llm, mol_id, new_ids)
     n_static = cc.n_static if cc is not None else 0
     spaced = c.llm == "tiny"
@@ -287,8 +297,51 @@ def train_arm(
     return {
         "correct": correct_arr, "accuracy": float(correct_arr.mean()), "per_question": per_q,
         "tokens": float(np.mean(n_tokens)) if n_tokens else float("nan"),
-        "trainable": model.trainable_parameters(), "train_s": train_s, "train_cpu_s": train_cpu,
+        "trainable": model.trainable_parameters(), "train_s": train_s,
+        "train_cpu_s": train_cpu + stage1_cpu,
     }  # fmt: skip
+
+
+def run_stage1(
+    connector: EDTConnector, c: Config, seed: int, qa: QASet, enc: Encoded, tok: Any
+) -> None:
+    """BLIP-2 stage 1 of the connector on (training molecule, caption) pairs, via `fit`."""
+    from edt_former.data import caption
+    from edt_former.model import stage1_loss
+    from edt_former.qformer import Stage1Heads
+    from shared_core.train import TrainConfig, fit, step_generator
+
+    mols = [int(m) for m in qa.train]
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    texts = {
+        m: [bos, *tok(caption(qa.smiles[m]), add_special_tokens=False)["input_ids"]] for m in mols
+    }
+    pad = int(tok.pad_token_id)
+    heads = Stage1Heads(connector.config.qformer)
+    both = torch.nn.ModuleDict({"connector": connector, "heads": heads})
+
+    def batch_fn(step: int) -> dict[str, Any]:
+        idx = torch.randint(
+            len(mols), (c.batch_size,), generator=step_generator(seed, step)
+        ).tolist()
+        pick = [mols[i] for i in idx]
+        rows = [texts[m] for m in pick]
+        b = collate(enc, pick, rows, pad)
+        return {**b, "text_ids": b["input_ids"], "text_mask": b["attention_mask"], "step": step}
+
+    def loss_fn(m: torch.nn.ModuleDict, b: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+        g = torch.Generator().manual_seed(seed * 7919 + int(b["step"]))
+        return stage1_loss(m["connector"], m["heads"], b, g)  # type: ignore[arg-type]
+
+    cfg = TrainConfig(
+        steps=c.stage1_steps, lr=c.lr, warmup=max(1, c.stage1_steps // 10), weight_decay=0.05
+    )
+    fit(both, loss_fn, batch_fn, cfg, desc="stage 1", show_progress=False, device="cpu")
+    # stage 2 drops the Q-Former's text side (official `postprocess_encoder`): freeze it
+    qf = connector.qformer
+    for part in (qf.word, qf.pos, qf.text_ln, qf.lm_head):
+        part.requires_grad_(False)
+    connector.train()
 
 
 def majority_accuracy(qa: QASet) -> float:
