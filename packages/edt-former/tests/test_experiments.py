@@ -73,3 +73,11 @@ def test_reproduce_refuses_cuda() -> None:
 
     with pytest.raises(UsageError, match="CPU only"):
         reproduce(ReproduceArgs(scale="micro", device="cuda", config=SCALES["micro"]))
+
+
+@pytest.mark.parametrize("questions", [(), ("gap", "colour")])
+def test_unknown_questions_raise(questions: tuple[str, ...]) -> None:
+    from edt_former.experiments.qa import prepare
+
+    with pytest.raises(ValueError, match="questions: expected a non-empty subset"):
+        prepare(replace(SCALES["micro"], questions=questions))
