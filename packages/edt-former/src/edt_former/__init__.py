@@ -1,0 +1,88 @@
+"""EDT-Former (ICLR 2026): entropy-guided dynamic query tokens between a frozen molecular
+graph encoder and a frozen LLM.
+
+Entropy patches (`atom_entropies` + `entropy_group_ids`) and BRICS fragments
+(`brics_group_ids`) are mean-pooled into local queries next to the static ones
+(`EDTConnector`); their Q-Former outputs enter the frozen LLM through ``<mol>`` slots
+(`EDTFormer`), and only the connector and the new token rows train (`freeze_llm`).
+
+The names below are imported on first use, so that ``edt-former --help`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edt_former.atoms import AtomVocab, parse_smiles, tokenize_atoms
+    from edt_former.encoder import GIN, FrozenGIN, NodeEncoder, pretrain_gin
+    from edt_former.entropy_model import atom_entropies, build_entropy_model, train_entropy_model
+    from edt_former.model import (
+        ConnectorConfig,
+        EDTConnector,
+        EDTFormer,
+        freeze_llm,
+        inject_queries,
+        stage1_loss,
+        unlock_new_token_embeddings,
+    )
+    from edt_former.patching import brics_group_ids, entropy_group_ids, local_tokens, pool_groups
+    from edt_former.qformer import QFormer, QFormerConfig
+
+_HOME = {
+    "AtomVocab": "atoms",
+    "parse_smiles": "atoms",
+    "tokenize_atoms": "atoms",
+    "GIN": "encoder",
+    "FrozenGIN": "encoder",
+    "NodeEncoder": "encoder",
+    "pretrain_gin": "encoder",
+    "atom_entropies": "entropy_model",
+    "build_entropy_model": "entropy_model",
+    "train_entropy_model": "entropy_model",
+    "ConnectorConfig": "model",
+    "EDTConnector": "model",
+    "EDTFormer": "model",
+    "freeze_llm": "model",
+    "inject_queries": "model",
+    "stage1_loss": "model",
+    "unlock_new_token_embeddings": "model",
+    "brics_group_ids": "patching",
+    "entropy_group_ids": "patching",
+    "local_tokens": "patching",
+    "pool_groups": "patching",
+    "QFormer": "qformer",
+    "QFormerConfig": "qformer",
+}
+__all__ = [
+    "GIN",
+    "AtomVocab",
+    "ConnectorConfig",
+    "EDTConnector",
+    "EDTFormer",
+    "FrozenGIN",
+    "NodeEncoder",
+    "QFormer",
+    "QFormerConfig",
+    "atom_entropies",
+    "brics_group_ids",
+    "build_entropy_model",
+    "entropy_group_ids",
+    "freeze_llm",
+    "inject_queries",
+    "local_tokens",
+    "parse_smiles",
+    "pool_groups",
+    "pretrain_gin",
+    "stage1_loss",
+    "tokenize_atoms",
+    "train_entropy_model",
+    "unlock_new_token_embeddings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"edt_former.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'edt_former' has no attribute {name!r}")

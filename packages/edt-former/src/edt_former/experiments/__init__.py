@@ -1,0 +1,1 @@
+"""Reproduction experiments: `qa` (molecular yes/no QA through a frozen LLM)."""

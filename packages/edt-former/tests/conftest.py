@@ -1,0 +1,25 @@
+"""Shared fixtures: one thread, and molecules from the offline QM9 / ZINC wheels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from shared_core.device import limit_threads
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread() -> Iterator[None]:
+    # the test models are tiny: one thread avoids oversubscribing the shared CPU cores
+    with limit_threads(1):
+        yield
+
+
+@pytest.fixture(scope="session")
+def qm9_zinc_smiles() -> list[str]:
+    """500 QM9 + 500 ZINC SMILES (fixed slices)."""
+    from shared_core.data import load
+
+    qm9, _ = load("qm9-smiles")
+    return list(qm9[::260][:500]) + list(load("zinc-smiles", limit=500))

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from edt_former.experiments.qa import SCALES, _arm_connector, runs_of
+
+
+def test_help_does_not_import_torch() -> None:
+    code = (
+        "import sys; from edt_former.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported by --help'"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "reproduce" in out.stdout
+
+
+def test_bad_scale_is_one_error_line() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "edt_former.cli", "reproduce", "--scale", "huge"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_scales_and_equal_budgets() -> None:
+    assert list(SCALES) == ["micro", "tiny", "small", "paper"]
+    assert SCALES["small"].llm == "smollm2" and SCALES["tiny"].llm == "tiny"
+    for arm in ("static", "static+brics", "static+entropy", "edt-former"):
+        for budget in (4, 8, 16):
+            cc = _arm_connector(arm, budget, SCALES["tiny"])
+            assert cc is not None and cc.n_static + cc.local_budget == budget
+    assert _arm_connector("smiles-prompt", 8, SCALES["tiny"]) is None
+    pairs = runs_of(SCALES["tiny"])
+    assert ("smiles-prompt", SCALES["tiny"].main_budget) in pairs
+
+
+@pytest.mark.slow
+def test_micro_reproduce_runs(tmp_path: object) -> None:
+    from edt_former.cli import main
+
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
