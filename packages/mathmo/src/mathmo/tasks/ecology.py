@@ -42,6 +42,12 @@ class EcologyTask(Task):
 
     def __init__(self, seed: int = 0, n_train: int = 80, gplearn: bool = True) -> None:
         self.name = "ecology"
+        # imported here, not in the sandboxed child: each child is a fork and inherits them
+        import scipy.integrate  # noqa: F401
+        import scipy.optimize  # noqa: F401
+
+        if gplearn:
+            import gplearn.genetic  # noqa: F401
         rng = np.random.default_rng(seed)
         self.t = np.arange(121) * 0.25
         clean = lotka_volterra(np.array(TRUE), np.array([10.0, 5.0]), self.t)
