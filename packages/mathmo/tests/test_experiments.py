@@ -5,11 +5,18 @@ from pathlib import Path
 
 from mathmo.experiments.ablation import SCALES, Config, reproduce
 from mathmo.search import SearchConfig
+
 from shared_core.cli import ReproduceArgs
 
 
 def test_reproduce_writes_report_and_orders_methods(tmp_path: Path) -> None:
-    config = Config(tasks=("tsp",), seeds=2, search=SearchConfig(rounds=6, time_limit=30.0), tsp_cities=6, ortools=False)
+    config = Config(
+        tasks=("tsp",),
+        seeds=2,
+        search=SearchConfig(rounds=6, time_limit=30.0),
+        tsp_cities=6,
+        ortools=False,
+    )
     summary = reproduce(ReproduceArgs(scale="micro", out=tmp_path, config=config))
     run = next((tmp_path / "mathmo").iterdir())
     metrics = json.loads((run / "metrics.json").read_text())
@@ -35,5 +42,9 @@ def test_help_does_not_import_heavy_modules() -> None:
 
 
 def test_cli_rejects_unknown_scale() -> None:
-    out = subprocess.run([sys.executable, "-m", "mathmo.cli", "reproduce", "--scale", "huge"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "mathmo.cli", "reproduce", "--scale", "huge"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "huge" in out.stderr

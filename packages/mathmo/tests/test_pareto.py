@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
-from pymoo.indicators.hv import HV
-
 from mathmo import hypervolume, hypervolume_gain, non_dominated
 from mathmo.reference import dominates, hypervolume_inclusion_exclusion, non_dominated_naive
+from pymoo.indicators.hv import HV
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -62,7 +61,9 @@ def test_non_dominated_filter_properties() -> None:
         (np.zeros((2, 2)), np.zeros(3), r"shape \(2,\)"),
     ],
 )
-def test_hypervolume_rejects_bad_input(points: np.ndarray, ref: np.ndarray | None, error: str) -> None:
+def test_hypervolume_rejects_bad_input(
+    points: np.ndarray, ref: np.ndarray | None, error: str
+) -> None:
     with pytest.raises(ValueError, match=error):
         hypervolume(points, ref)
 

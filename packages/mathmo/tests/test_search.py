@@ -1,9 +1,9 @@
+import itertools
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from mathmo import (
     Evaluation,
     PlantedTask,
@@ -41,8 +41,11 @@ def test_ucb_bonus_shrinks_with_visits() -> None:
     ucb = pareto_ucb(ys, c=0.5, d=0.3)
     assert np.all(ucb["a"] > ucb["b"])
     assert ucb["b"][0] - 0.5 == pytest.approx(0.3 * math.sqrt(math.log(10) / 8))
-    bonuses = [pareto_ucb({"a": [np.array([0.5])] * n, "z": [np.array([0.5])] * 5}, 0.5, 0.3)["a"][0] for n in (1, 2, 4, 8, 16)]
-    assert all(x > y for x, y in zip(bonuses, bonuses[1:], strict=False))
+    bonuses = [
+        pareto_ucb({"a": [np.array([0.5])] * n, "z": [np.array([0.5])] * 5}, 0.5, 0.3)["a"][0]
+        for n in (1, 2, 4, 8, 16)
+    ]
+    assert all(x > y for x, y in itertools.pairwise(bonuses))
 
 
 def test_one_framework_bilevel_equals_flat() -> None:
@@ -56,7 +59,9 @@ def test_one_framework_bilevel_equals_flat() -> None:
 def test_dominant_framework_gets_the_majority() -> None:
     task = PlantedTask(("good", "weak", "bad"))
     for seed in range(5):
-        counts = run_search(task, SearchConfig(rounds=20, sandbox=False), seed=seed).framework_counts()
+        counts = run_search(
+            task, SearchConfig(rounds=20, sandbox=False), seed=seed
+        ).framework_counts()
         assert counts["good"] > 10, counts
 
 
@@ -67,10 +72,12 @@ def test_ablations_run_and_front_is_non_dominated() -> None:
         assert len(result.evaluations) == 12
         assert 0.0 < result.hypervolume() <= 1.0
         trace = result.trace()
-        assert all(x <= y + 1e-15 for x, y in zip(trace, trace[1:], strict=False))
+        assert all(x <= y + 1e-15 for x, y in itertools.pairwise(trace))
 
 
-def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failures_are_recorded_and_the_search_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     task = PlantedTask(("good",), failing=True)
     result = run_search(task, SearchConfig(rounds=8, frameworks=5, time_limit=1.0), seed=0)

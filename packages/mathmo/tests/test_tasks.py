@@ -2,10 +2,9 @@ import itertools
 
 import numpy as np
 import pytest
-
+from mathmo.mose import parsimony_judge
 from mathmo.operators import grid_candidates
 from mathmo.search import Evaluator
-from mathmo.mose import parsimony_judge
 from mathmo.tasks.base import Candidate
 from mathmo.tasks.ecology import EcologyTask
 from mathmo.tasks.epidemiology import EpidemiologyTask
@@ -28,7 +27,9 @@ def test_tsp_heuristics_are_valid_tours_no_better_than_optimum() -> None:
             assert cost >= task.optimum - 1e-9, (c, cost)
     tour = two_opt(task.dist, nearest_neighbour(task.dist, 0))
     assert sorted(tour) == list(range(10))
-    assert tour_cost(task.dist, tour) <= tour_cost(task.dist, nearest_neighbour(task.dist, 0)) + 1e-12
+    assert (
+        tour_cost(task.dist, tour) <= tour_cost(task.dist, nearest_neighbour(task.dist, 0)) + 1e-12
+    )
 
 
 def test_jobshop_solvers_respect_the_lower_bound_and_cp_sat_is_best() -> None:
@@ -37,7 +38,9 @@ def test_jobshop_solvers_respect_the_lower_bound_and_cp_sat_is_best() -> None:
     assert opt >= task.lower_bound
     for rule in ("SPT", "MWKR", "FIFO"):
         assert giffler_thompson(task.machines, task.durations, rule) >= opt
-    ga = task.evaluate(Candidate.of("random_key_ga", population=10, generations=5, seed=0))["makespan"]
+    ga = task.evaluate(Candidate.of("random_key_ga", population=10, generations=5, seed=0))[
+        "makespan"
+    ]
     assert ga >= opt
     seq = np.repeat(np.arange(5), 4)
     assert semi_active_makespan(task.machines, task.durations, seq) >= opt
@@ -51,11 +54,11 @@ def test_epidemiology_mechanistic_beats_trend_and_scores_are_normalised() -> Non
     assert not seir.failed and not trend.failed
     assert seir.y[0] > trend.y[0]  # accuracy
     assert seir.y[1] > trend.y[1]  # interpretability (fewer parameters, mechanistic)
-    assert np.all((0 <= seir.y) & (seir.y <= 1))
+    assert np.all((seir.y >= 0) & (seir.y <= 1))
 
 
 def test_ecology_lotka_volterra_fit_forecasts_well() -> None:
-    task = EcologyTask(gplearn=False)
+    task = EcologyTask(symbolic=False)
     raw = task.evaluate(Candidate.of("lotka_volterra", init_scale=1.0, loss="soft_l1"))
     assert raw["rmse"] < 0.3 * task.scale
     ar = task.evaluate(Candidate.of("autoregressive", p=8, ridge=0.0))

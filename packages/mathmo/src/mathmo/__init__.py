@@ -4,7 +4,15 @@ from mathmo.mose import mose_score, parsimony_judge
 from mathmo.operators import Evaluation, Operators, ProgrammaticOperators
 from mathmo.pareto import hypervolume, hypervolume_gain, non_dominated
 from mathmo.sandbox import SandboxResult, run_sandboxed
-from mathmo.search import VARIANTS, Evaluator, SearchConfig, SearchResult, pareto_ucb, run_search, select_framework
+from mathmo.search import (
+    VARIANTS,
+    Evaluator,
+    SearchConfig,
+    SearchResult,
+    pareto_ucb,
+    run_search,
+    select_framework,
+)
 from mathmo.tasks import Candidate, Framework, ModelCard, PlantedTask, Task
 
 __all__ = [

@@ -12,7 +12,9 @@ def as_points(name: str, points: Any, k: int | None = None) -> np.ndarray:
     """A finite ``(n, k)`` float64 array of objective vectors (``n`` may be 0)."""
     arr = np.asarray(points, dtype=np.float64)
     if arr.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D array (points, objectives), got shape {arr.shape}")
+        raise ValueError(
+            f"{name}: expected a 2-D array (points, objectives), got shape {arr.shape}"
+        )
     if arr.shape[1] < 1:
         raise ValueError(f"{name}: expected at least one objective column, got shape {arr.shape}")
     if k is not None and arr.shape[1] != k:

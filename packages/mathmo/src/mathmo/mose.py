@@ -28,7 +28,9 @@ def mose_score(candidate: ModelCard, references: Sequence[ModelCard], judge: Jud
     return sum(probs) / len(probs)
 
 
-def parsimony_judge(a: ModelCard, b: ModelCard, scale: float = 4.0, mechanism: float = 1.5) -> float:
+def parsimony_judge(
+    a: ModelCard, b: ModelCard, scale: float = 4.0, mechanism: float = 1.5
+) -> float:
     """The programmatic judge: P(a is more interpretable than b), a Bradley-Terry model on
     ``-n_params / scale + mechanism * mechanistic`` (fewer parameters and a mechanistic
     reading are preferred, as an expert applying Occam's razor would)."""

@@ -44,12 +44,19 @@ class Operators(Protocol):
         ...
 
     def propose_candidates(
-        self, task: Task, framework: str, history: list[Evaluation], l: int, rng: np.random.Generator
+        self,
+        task: Task,
+        framework: str,
+        history: list[Evaluation],
+        l: int,
+        rng: np.random.Generator,
     ) -> list[Candidate]:
         """``l`` candidates ``(m, a)`` in ``framework`` given its history ``S^f``."""
         ...
 
-    def predict_objectives(self, task: Task, candidates: list[Candidate], history: list[Evaluation]) -> np.ndarray:
+    def predict_objectives(
+        self, task: Task, candidates: list[Candidate], history: list[Evaluation]
+    ) -> np.ndarray:
         """Predicted normalised objectives, shape ``(len(candidates), k)``."""
         ...
 
@@ -68,7 +75,9 @@ class ProgrammaticOperators:
 
     def __init__(self, neighbour_fraction: float = 0.5, k: int = 3) -> None:
         if not 0.0 <= neighbour_fraction <= 1.0:
-            raise ValueError(f"neighbour_fraction: expected a value in [0, 1], got {neighbour_fraction}")
+            raise ValueError(
+                f"neighbour_fraction: expected a value in [0, 1], got {neighbour_fraction}"
+            )
         if k < 1:
             raise ValueError(f"k: expected a positive int, got {k}")
         self.neighbour_fraction = neighbour_fraction
@@ -78,7 +87,12 @@ class ProgrammaticOperators:
         return [f.name for f in task.frameworks[:n]]
 
     def propose_candidates(
-        self, task: Task, framework: str, history: list[Evaluation], l: int, rng: np.random.Generator
+        self,
+        task: Task,
+        framework: str,
+        history: list[Evaluation],
+        l: int,
+        rng: np.random.Generator,
     ) -> list[Candidate]:
         fw = task.framework(framework)
         own = [e for e in history if e.candidate.framework == framework]
@@ -106,7 +120,9 @@ class ProgrammaticOperators:
                             cand = c
                             break
             for _ in range(16 if cand is None else 0):
-                c = Candidate.of(framework, **{k: v[int(rng.integers(len(v)))] for k, v in fw.grid.items()})
+                c = Candidate.of(
+                    framework, **{k: v[int(rng.integers(len(v)))] for k, v in fw.grid.items()}
+                )
                 cand = c
                 if c not in seen or len(seen) >= total:
                     break
@@ -115,7 +131,9 @@ class ProgrammaticOperators:
             seen.add(cand)
         return out
 
-    def predict_objectives(self, task: Task, candidates: list[Candidate], history: list[Evaluation]) -> np.ndarray:
+    def predict_objectives(
+        self, task: Task, candidates: list[Candidate], history: list[Evaluation]
+    ) -> np.ndarray:
         k_obj = len(task.objectives)
         prior = np.mean([e.y for e in history], axis=0) if history else np.full(k_obj, 0.5)
         out = np.empty((len(candidates), k_obj))
@@ -141,4 +159,7 @@ def grid_candidates(task: Task, framework: str) -> list[Candidate]:
     """Every candidate of a framework's grid (for exhaustive baselines and tests)."""
     fw = task.framework(framework)
     keys = list(fw.grid)
-    return [Candidate.of(framework, **dict(zip(keys, vals, strict=True))) for vals in itertools.product(*fw.grid.values())]
+    return [
+        Candidate.of(framework, **dict(zip(keys, vals, strict=True)))
+        for vals in itertools.product(*fw.grid.values())
+    ]

@@ -84,8 +84,12 @@ def hypervolume(points: np.ndarray, ref: np.ndarray | None = None) -> float:
     return float(_hv(y, r))
 
 
-def hypervolume_gain(front: np.ndarray, candidate: np.ndarray, ref: np.ndarray | None = None) -> float:
+def hypervolume_gain(
+    front: np.ndarray, candidate: np.ndarray, ref: np.ndarray | None = None
+) -> float:
     """``HV(front + {candidate}) - HV(front)``: what evaluating ``candidate`` would add."""
     c = np.asarray(candidate, dtype=np.float64).reshape(1, -1)
     f = np.asarray(front, dtype=np.float64).reshape(-1, c.shape[1])
-    return hypervolume(np.vstack([f, c]), ref) - hypervolume(f, ref) if len(f) else hypervolume(c, ref)
+    return (
+        hypervolume(np.vstack([f, c]), ref) - hypervolume(f, ref) if len(f) else hypervolume(c, ref)
+    )

@@ -37,7 +37,9 @@ def hypervolume_inclusion_exclusion(points: np.ndarray, ref: np.ndarray) -> floa
     y = as_points("points", points)
     r = as_ref("ref", ref, y.shape[1])
     if len(y) > 16:
-        raise ValueError(f"points: inclusion-exclusion takes 2^n terms; expected n <= 16, got {len(y)}")
+        raise ValueError(
+            f"points: inclusion-exclusion takes 2^n terms; expected n <= 16, got {len(y)}"
+        )
     total = 0.0
     for size in range(1, len(y) + 1):
         sign = 1.0 if size % 2 else -1.0

@@ -41,7 +41,7 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], workdir: st
     try:
         value = fn(*args)
         conn.send((True, value, ""))
-    except BaseException as e:  # noqa: BLE001 - everything a candidate raises is a failure
+    except BaseException as e:
         last = traceback.format_exception_only(type(e), e)[-1].strip()
         conn.send((False, None, last))
     finally:
@@ -52,7 +52,9 @@ def _context() -> Any:
     return mp.get_context("fork" if sys.platform != "win32" else "spawn")
 
 
-def run_sandboxed(fn: Callable[..., Any], args: tuple[Any, ...] = (), time_limit: float = 300.0) -> SandboxResult:
+def run_sandboxed(
+    fn: Callable[..., Any], args: tuple[Any, ...] = (), time_limit: float = 300.0
+) -> SandboxResult:
     """``fn(*args)`` in a child process in a temporary directory, killed after ``time_limit`` s."""
     limit = nonneg_float("time_limit", time_limit)
     if limit <= 0:
@@ -87,6 +89,6 @@ def run_inline(fn: Callable[..., Any], args: tuple[Any, ...] = ()) -> SandboxRes
     start = time.perf_counter()
     try:
         value = fn(*args)
-    except Exception as e:  # noqa: BLE001 - a failing candidate is recorded, not raised
+    except Exception as e:
         return SandboxResult(False, None, f"{type(e).__name__}: {e}", time.perf_counter() - start)
     return SandboxResult(True, value, "", time.perf_counter() - start)

@@ -78,7 +78,9 @@ def pareto_ucb(values: dict[str, list[np.ndarray]], c: float, d: float) -> dict[
         y = np.stack(ys)
         n_f = len(ys)
         log_n = math.log(max(n_total, 1))
-        out[name] = y.mean(axis=0) + c * np.sqrt(y.var(axis=0) * log_n / n_f) + d * math.sqrt(log_n / n_f)
+        out[name] = (
+            y.mean(axis=0) + c * np.sqrt(y.var(axis=0) * log_n / n_f) + d * math.sqrt(log_n / n_f)
+        )
     return out
 
 
@@ -103,8 +105,10 @@ def select_framework(
 def acquisition(front: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     """Score per predicted vector: its hypervolume gain, or minus its epsilon distance to the
     front when no candidate adds volume (so the choice is never arbitrary)."""
-    gains = np.array([hypervolume_gain(front, p) for p in predicted]) if len(front) else np.array(
-        [hypervolume(p[None]) for p in predicted]
+    gains = (
+        np.array([hypervolume_gain(front, p) for p in predicted])
+        if len(front)
+        else np.array([hypervolume(p[None]) for p in predicted])
     )
     if np.any(gains > 1e-12) or len(front) == 0:
         return gains
@@ -145,14 +149,22 @@ class Evaluator:
         if not isinstance(raw, dict) or not all(
             isinstance(v, int | float) and math.isfinite(v) for v in raw.values()
         ):
-            return Evaluation(-1, candidate, np.zeros(k), True, f"non-finite or malformed result {raw!r}")
+            return Evaluation(
+                -1, candidate, np.zeros(k), True, f"non-finite or malformed result {raw!r}"
+            )
         subjective = None
         if self.task.subjective:
-            subjective = mose_score(self.task.card(candidate, raw), self.task.references(), self.judge)
+            subjective = mose_score(
+                self.task.card(candidate, raw), self.task.references(), self.judge
+            )
         y = np.asarray(self.task.normalise(raw, subjective), dtype=np.float64)
         if y.shape != (k,) or not np.all(np.isfinite(y)):
-            return Evaluation(-1, candidate, np.zeros(k), True, f"normalised objectives not finite: {y}")
-        return Evaluation(-1, candidate, np.clip(y, 0.0, 1.0), False, "", tuple(sorted(raw.items())))
+            return Evaluation(
+                -1, candidate, np.zeros(k), True, f"normalised objectives not finite: {y}"
+            )
+        return Evaluation(
+            -1, candidate, np.clip(y, 0.0, 1.0), False, "", tuple(sorted(raw.items()))
+        )
 
 
 @dataclass
@@ -165,7 +177,11 @@ class SearchResult:
 
     def points(self) -> np.ndarray:
         ok = [e.y for e in self.evaluations if not e.failed]
-        return np.stack(ok) if ok else np.zeros((0, len(self.evaluations[0].y) if self.evaluations else 1))
+        return (
+            np.stack(ok)
+            if ok
+            else np.zeros((0, len(self.evaluations[0].y) if self.evaluations else 1))
+        )
 
     def front(self) -> list[Evaluation]:
         ok = [e for e in self.evaluations if not e.failed]
@@ -236,7 +252,9 @@ def run_search(
         if config.variant == "naive":
             pick = int(rng_lower.integers(len(cands)))
         else:
-            predicted_all = np.asarray(ops.predict_objectives(task, cands, history), dtype=np.float64)
+            predicted_all = np.asarray(
+                ops.predict_objectives(task, cands, history), dtype=np.float64
+            )
             ok = [e.y for e in history if not e.failed]
             front = np.stack(ok) if ok else np.zeros((0, predicted_all.shape[1]))
             front = front[non_dominated(front)] if len(front) else front

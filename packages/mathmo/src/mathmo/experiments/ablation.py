@@ -27,7 +27,12 @@ from mathmo.tasks.base import Task
 from shared_core.cli import ReproduceArgs
 
 TASKS = ("tsp", "jobshop", "ecology", "epidemiology")
-LABELS = {"mathmo": "MATHMO", "ran": "RAN (random framework)", "flat": "FLAT (no upper level)", "naive": "NAIVE (no surrogate)"}
+LABELS = {
+    "mathmo": "MATHMO",
+    "ran": "RAN (random framework)",
+    "flat": "FLAT (no upper level)",
+    "naive": "NAIVE (no surrogate)",
+}
 # The paper's Table 2 hypervolumes, for the report.
 PAPER = {
     "tsp": {"mathmo": 0.998, "ran": 0.972, "flat": 0.987, "naive": 0.977},
@@ -62,7 +67,9 @@ SCALES: dict[str, Config] = {
     ),
     "tiny": Config(),
     "small": Config(seeds=30, jobshop_size=(10, 8)),
-    "paper": Config(seeds=30, jobshop_size=(10, 10), search=SearchConfig(rounds=20, time_limit=300.0)),
+    "paper": Config(
+        seeds=30, jobshop_size=(10, 10), search=SearchConfig(rounds=20, time_limit=300.0)
+    ),
 }
 
 
@@ -79,7 +86,7 @@ def make_task(name: str, config: Config, seed: int = 0) -> Task:
     if name == "ecology":
         from mathmo.tasks.ecology import EcologyTask
 
-        return EcologyTask(seed, gplearn=config.gplearn)
+        return EcologyTask(seed, symbolic=config.gplearn)
     if name == "epidemiology":
         from mathmo.tasks.epidemiology import EpidemiologyTask
 
@@ -87,7 +94,9 @@ def make_task(name: str, config: Config, seed: int = 0) -> Task:
     raise ValueError(f"task: expected one of {TASKS}, got {name!r}")
 
 
-def relative_hypervolumes(results: dict[str, list[SearchResult]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def relative_hypervolumes(
+    results: dict[str, list[SearchResult]],
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per variant, each seed's HV divided by the HV of everything found (and that pooled front)."""
     pooled = np.vstack([r.points() for rs in results.values() for r in rs if len(r.points())])
     best = hypervolume(pooled)
@@ -111,11 +120,19 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     with Run("mathmo", config, out=args.out) as run:
         for name in config.tasks:
             task = make_task(name, config, seed=args.seed)
-            evaluator = Evaluator(task, ops.judge_pair, config.search.sandbox, config.search.time_limit)
+            evaluator = Evaluator(
+                task, ops.judge_pair, config.search.sandbox, config.search.time_limit
+            )
             start, cpu0 = time.perf_counter(), time.process_time()
             results = {
                 v: [
-                    run_search(task, replace(config.search, variant=v), ops, seed=args.seed * 1000 + s, evaluator=evaluator)
+                    run_search(
+                        task,
+                        replace(config.search, variant=v),
+                        ops,
+                        seed=args.seed * 1000 + s,
+                        evaluator=evaluator,
+                    )
                     for s in range(config.seeds)
                 ]
                 for v in config.variants
@@ -124,7 +141,12 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             all_results[name] = results
             rel, _ = relative_hypervolumes(results)
             failed = sum(1 for e in evaluator.cache.values() if e.failed)
-            summary[name] = {"wall_s": wall, "search_cpu_s": time.process_time() - cpu0, "executed": len(evaluator.cache), "failed": failed}
+            summary[name] = {
+                "wall_s": wall,
+                "search_cpu_s": time.process_time() - cpu0,
+                "executed": len(evaluator.cache),
+                "failed": failed,
+            }
             for v in config.variants:
                 mean, lo, hi = _ci(rel[v])
                 row: dict[str, Any] = {
@@ -140,11 +162,16 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     row["MATHMO - this (paired)"] = f"{d:+.3f} [{dlo:+.3f}, {dhi:+.3f}]"
                     summary[name][f"mathmo_minus_{v}"] = d
                     summary[name][f"mathmo_beats_{v}"] = bool(d > 0)
-                    summary[name][f"paper_mathmo_beats_{v}"] = PAPER[name]["mathmo"] > PAPER[name][v]
+                    summary[name][f"paper_mathmo_beats_{v}"] = (
+                        PAPER[name]["mathmo"] > PAPER[name][v]
+                    )
                 run.add_row(**row)
                 summary[name][f"{v}_rel_hv"] = mean
                 summary[name][f"{v}_rel_hv_ci"] = [lo, hi]
-            print(f"{task.name}: {len(evaluator.cache)} distinct candidates executed ({failed} failed), {wall:.1f} s", flush=True)
+            print(
+                f"{task.name}: {len(evaluator.cache)} distinct candidates executed ({failed} failed), {wall:.1f} s",
+                flush=True,
+            )
         import resource
 
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -168,20 +195,28 @@ def _plot(run: Any, results: dict[str, dict[str, list[SearchResult]]], config: C
     import matplotlib.pyplot as plt
 
     names = list(results)
-    fig, axes = plt.subplots(2, len(names), figsize=(4.2 * len(names) + 2.5, 7.5), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(
+        2, len(names), figsize=(4.2 * len(names) + 2.5, 7.5), dpi=110, squeeze=False
+    )
     for col, name in enumerate(names):
         res = results[name]
-        rel, pooled = relative_hypervolumes(res)
+        _rel, pooled = relative_hypervolumes(res)
         best = hypervolume(pooled)
         ax = axes[0, col]
         for v, rs in res.items():
             front = rs[0].points()
             front = front[non_dominated(front)] if len(front) else front
-            order = np.argsort(front[:, 0]) if len(front) else []
-            ax.step(front[order, 0], front[order, 1], where="post", marker="o", ms=4, label=LABELS[v])
+            order = np.argsort(front[:, 0]) if len(front) else np.zeros(0, dtype=np.int64)
+            ax.step(
+                front[order, 0], front[order, 1], where="post", marker="o", ms=4, label=LABELS[v]
+            )
         p = pooled[np.argsort(pooled[:, 0])]
-        ax.scatter(p[:, 0], p[:, 1], marker="x", c="k", s=20, label="best front found (all runs)", zorder=5)
-        objs = {"tsp": ("quality", "speed"), "jobshop": ("quality", "speed")}.get(name, ("accuracy", "interpretability (MOSE)"))
+        ax.scatter(
+            p[:, 0], p[:, 1], marker="x", c="k", s=20, label="best front found (all runs)", zorder=5
+        )
+        objs = {"tsp": ("quality", "speed"), "jobshop": ("quality", "speed")}.get(
+            name, ("accuracy", "interpretability (MOSE)")
+        )
         ax.set_xlabel(f"{objs[0]} (normalised, higher better)")
         ax.set_ylabel(f"{objs[1]} (normalised)")
         ax.set_title(f"{name}: fronts of seed 0")
@@ -199,7 +234,12 @@ def _plot(run: Any, results: dict[str, dict[str, list[SearchResult]]], config: C
     handles, labels = axes[1, 0].get_legend_handles_labels()
     h0, l0 = axes[0, 0].get_legend_handles_labels()
     extra = [(h, lab) for h, lab in zip(h0, l0, strict=True) if lab not in labels]
-    fig.legend(handles + [h for h, _ in extra], labels + [lab for _, lab in extra], loc="center right", fontsize=8)
+    fig.legend(
+        handles + [h for h, _ in extra],
+        labels + [lab for _, lab in extra],
+        loc="center right",
+        fontsize=8,
+    )
     fig.suptitle("MATHMO vs ablations: Pareto fronts and hypervolume per round")
     fig.tight_layout(rect=(0, 0, 1 - 2.3 / (4.2 * len(names) + 2.5), 0.96))
     run.save_figure("fronts_and_hypervolume", fig)

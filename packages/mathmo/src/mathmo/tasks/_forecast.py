@@ -26,7 +26,7 @@ def poly_features(z: np.ndarray, degree: int) -> np.ndarray:
 
 def fit_ar(series: np.ndarray, p: int, lam: float) -> np.ndarray:
     """Vector AR(p) with intercept: ``z_t = c + sum_i A_i z_{t-i}``; returns the weight matrix."""
-    t, k = series.shape
+    t, _k = series.shape
     if t <= p + 1:
         raise ValueError(f"p: AR order {p} needs more than {p + 1} training points, got {t}")
     x = np.hstack([np.ones((t - p, 1))] + [series[p - i - 1 : t - i - 1] for i in range(p)])

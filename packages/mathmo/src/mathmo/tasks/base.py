@@ -72,7 +72,9 @@ class Task:
         for f in self.frameworks:
             if f.name == name:
                 return f
-        raise ValueError(f"framework: expected one of {[f.name for f in self.frameworks]}, got {name!r}")
+        raise ValueError(
+            f"framework: expected one of {[f.name for f in self.frameworks]}, got {name!r}"
+        )
 
     def evaluate(self, candidate: Candidate) -> dict[str, float]:
         raise NotImplementedError

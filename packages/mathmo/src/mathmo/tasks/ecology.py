@@ -18,7 +18,14 @@ from math import comb
 
 import numpy as np
 
-from mathmo.tasks._forecast import fit_ar, fit_poly_map, forecast_ar, forecast_map, poly_features, rmse
+from mathmo.tasks._forecast import (
+    fit_ar,
+    fit_poly_map,
+    forecast_ar,
+    forecast_map,
+    poly_features,
+    rmse,
+)
 from mathmo.tasks.base import Candidate, Framework, ModelCard, Task, accuracy
 
 TRUE = (1.0, 0.1, 0.075, 1.5)
@@ -40,14 +47,14 @@ class EcologyTask(Task):
     objectives = ("accuracy", "interpretability")
     subjective = True
 
-    def __init__(self, seed: int = 0, n_train: int = 80, gplearn: bool = True) -> None:
+    def __init__(self, seed: int = 0, n_train: int = 80, symbolic: bool = True) -> None:
         self.name = "ecology"
         # imported here, not in the sandboxed child: each child is a fork and inherits them
-        import scipy.integrate  # noqa: F401
+        import scipy.integrate
         import scipy.optimize  # noqa: F401
 
-        if gplearn:
-            import gplearn.genetic  # noqa: F401
+        if symbolic:
+            import gplearn.genetic
         rng = np.random.default_rng(seed)
         self.t = np.arange(121) * 0.25
         clean = lotka_volterra(np.array(TRUE), np.array([10.0, 5.0]), self.t)
@@ -60,10 +67,18 @@ class EcologyTask(Task):
                 "Lotka-Volterra ODE fitted by least squares",
                 {"init_scale": (0.5, 1.0, 2.0), "loss": ("linear", "soft_l1", "cauchy")},
             ),
-            Framework("autoregressive", "vector AR(p) on log counts", {"p": (1, 2, 3, 4, 6, 8), "ridge": (0.0, 0.1, 10.0)}),
-            Framework("polynomial", "polynomial map of the log state", {"degree": (1, 2, 3, 4), "ridge": (0.0, 0.1, 10.0)}),
+            Framework(
+                "autoregressive",
+                "vector AR(p) on log counts",
+                {"p": (1, 2, 3, 4, 6, 8), "ridge": (0.0, 0.1, 10.0)},
+            ),
+            Framework(
+                "polynomial",
+                "polynomial map of the log state",
+                {"degree": (1, 2, 3, 4), "ridge": (0.0, 0.1, 10.0)},
+            ),
         ]
-        if gplearn:
+        if symbolic:
             fws.append(
                 Framework(
                     "symbolic",
@@ -119,11 +134,19 @@ class EcologyTask(Task):
                 )
                 sr.fit(logs[:-1], np.diff(logs[:, k]))
                 models.append(sr)
-            pred = np.exp(forecast_map(logs[-1], lambda z: np.array([[m.predict(z)[0] for m in models]]), steps))
+            pred = np.exp(
+                forecast_map(
+                    logs[-1], lambda z: np.array([[m.predict(z)[0] for m in models]]), steps
+                )
+            )
             n_params = sum(len(m._program.program) for m in models)
         else:
             raise ValueError(f"candidate: unknown ecology framework {f!r}")
-        return {"rmse": rmse(pred, test), "n_params": float(n_params), "mechanistic": float(f == "lotka_volterra")}
+        return {
+            "rmse": rmse(pred, test),
+            "n_params": float(n_params),
+            "mechanistic": float(f == "lotka_volterra"),
+        }
 
     def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
         return ModelCard(

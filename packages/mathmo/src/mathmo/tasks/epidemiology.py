@@ -20,7 +20,9 @@ from mathmo.tasks.base import Candidate, Framework, ModelCard, Task, accuracy
 POPULATION = 100_000.0
 
 
-def compartments(beta: float, sigma: float | None, gamma: float, seed_cases: float, days: int) -> np.ndarray:
+def compartments(
+    beta: float, sigma: float | None, gamma: float, seed_cases: float, days: int
+) -> np.ndarray:
     """Daily incidence of an SIR (``sigma`` None) or SEIR model (forward Euler, 4 steps a day)."""
     s, e, i = POPULATION - 2 * seed_cases, seed_cases, seed_cases
     if sigma is None:
@@ -60,8 +62,16 @@ class EpidemiologyTask(Task):
         self.frameworks = (
             Framework("sir", "SIR compartmental model fitted by least squares", ode_grid),
             Framework("seir", "SEIR compartmental model fitted by least squares", ode_grid),
-            Framework("autoregressive", "AR(p) on log(1 + cases)", {"p": (1, 2, 3, 5, 7, 10), "ridge": (0.0, 0.1, 10.0)}),
-            Framework("polynomial", "polynomial trend in time on log(1 + cases)", {"degree": (1, 2, 3, 4, 5), "ridge": (0.0, 0.1, 10.0)}),
+            Framework(
+                "autoregressive",
+                "AR(p) on log(1 + cases)",
+                {"p": (1, 2, 3, 5, 7, 10), "ridge": (0.0, 0.1, 10.0)},
+            ),
+            Framework(
+                "polynomial",
+                "polynomial trend in time on log(1 + cases)",
+                {"degree": (1, 2, 3, 4, 5), "ridge": (0.0, 0.1, 10.0)},
+            ),
         )
 
     def describe(self) -> str:
@@ -79,7 +89,7 @@ class EpidemiologyTask(Task):
         if f in ("sir", "seir"):
             from scipy.optimize import least_squares
 
-            first = int(round(n * (1.0 - candidate.get("window"))))
+            first = round(n * (1.0 - candidate.get("window")))
             b0 = candidate.get("beta0")
             # log-parameters: beta, gamma, seed cases (, sigma)
             x0 = np.log([b0, 0.25, 5.0] + ([1 / 3] if f == "seir" else []))
@@ -108,7 +118,11 @@ class EpidemiologyTask(Task):
             n_params = deg + 1
         else:
             raise ValueError(f"candidate: unknown epidemiology framework {f!r}")
-        return {"rmse": rmse(pred, test), "n_params": float(n_params), "mechanistic": float(f in ("sir", "seir"))}
+        return {
+            "rmse": rmse(pred, test),
+            "n_params": float(n_params),
+            "mechanistic": float(f in ("sir", "seir")),
+        }
 
     def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
         return ModelCard(

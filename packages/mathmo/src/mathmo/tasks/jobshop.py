@@ -12,6 +12,7 @@ length)`` (0 at twice the bound), and speed as in the TSP task.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,9 @@ def semi_active_makespan(machines: np.ndarray, durations: np.ndarray, sequence: 
     return int(job_ready.max())
 
 
-def giffler_thompson(machines: np.ndarray, durations: np.ndarray, rule: str, rng: np.random.Generator | None = None) -> int:
+def giffler_thompson(
+    machines: np.ndarray, durations: np.ndarray, rule: str, rng: np.random.Generator | None = None
+) -> int:
     """Active schedule: take the machine of the earliest possible completion, choose among the
     operations that could start before it by ``rule`` (``"RANDOM"`` draws uniformly)."""
     n_jobs, n_mach = machines.shape
@@ -73,7 +76,9 @@ def giffler_thompson(machines: np.ndarray, durations: np.ndarray, rule: str, rng
     return int(job_ready.max())
 
 
-def random_key_ga(machines: np.ndarray, durations: np.ndarray, population: int, generations: int, seed: int) -> int:
+def random_key_ga(
+    machines: np.ndarray, durations: np.ndarray, population: int, generations: int, seed: int
+) -> int:
     """Biased random-key GA: 20 % elite, 10 % fresh mutants, offspring take each key from the
     elite parent with probability 0.7; a chromosome's sorted keys give the operation order."""
     rng = np.random.default_rng(seed)
@@ -108,30 +113,33 @@ def cp_sat(machines: np.ndarray, durations: np.ndarray, time_limit_s: float, see
     n_jobs, n_mach = machines.shape
     horizon = int(durations.sum())
     model = cp_model.CpModel()
-    ends, per_machine = [], [[] for _ in range(n_mach)]
+    ends: list[Any] = []
+    per_machine: list[list[Any]] = [[] for _ in range(n_mach)]
     for j in range(n_jobs):
         prev = None
         for k in range(n_mach):
-            s = model.NewIntVar(0, horizon, f"s{j}_{k}")
-            e = model.NewIntVar(0, horizon, f"e{j}_{k}")
-            per_machine[machines[j, k]].append(model.NewIntervalVar(s, int(durations[j, k]), e, f"i{j}_{k}"))
+            s = model.new_int_var(0, horizon, f"s{j}_{k}")
+            e = model.new_int_var(0, horizon, f"e{j}_{k}")
+            per_machine[machines[j, k]].append(
+                model.new_interval_var(s, int(durations[j, k]), e, f"i{j}_{k}")
+            )
             if prev is not None:
-                model.Add(s >= prev)
+                model.add(s >= prev)
             prev = e
         ends.append(prev)
     for ivs in per_machine:
-        model.AddNoOverlap(ivs)
-    makespan = model.NewIntVar(0, horizon, "makespan")
-    model.AddMaxEquality(makespan, ends)
-    model.Minimize(makespan)
+        model.add_no_overlap(ivs)
+    makespan = model.new_int_var(0, horizon, "makespan")
+    model.add_max_equality(makespan, ends)
+    model.minimize(makespan)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise RuntimeError(f"CP-SAT found no schedule within {time_limit_s} s")
-    return int(solver.Value(makespan))
+    return int(solver.value(makespan))
 
 
 class JobShopTask(Task):
@@ -139,7 +147,9 @@ class JobShopTask(Task):
 
     objectives = ("quality", "speed")
 
-    def __init__(self, jobs: int = 8, machines: int = 6, seed: int = 0, ortools: bool = True) -> None:
+    def __init__(
+        self, jobs: int = 8, machines: int = 6, seed: int = 0, ortools: bool = True
+    ) -> None:
         if not isinstance(jobs, int) or not isinstance(machines, int) or jobs < 2 or machines < 2:
             raise ValueError(f"jobs, machines: expected ints >= 2, got {jobs!r}, {machines!r}")
         self.name = f"jobshop-{jobs}x{machines}"
@@ -150,8 +160,16 @@ class JobShopTask(Task):
         np.add.at(load, self.machines.ravel(), self.durations.ravel())
         self.lower_bound = int(max(load.max(), self.durations.sum(axis=1).max()))
         fws = [
-            Framework("dispatch_rule", "Giffler-Thompson active schedule with a priority rule", {"rule": RULES}),
-            Framework("random_schedules", "best of random active schedules", {"samples": (1, 10, 100, 300), "seed": (0, 1)}),
+            Framework(
+                "dispatch_rule",
+                "Giffler-Thompson active schedule with a priority rule",
+                {"rule": RULES},
+            ),
+            Framework(
+                "random_schedules",
+                "best of random active schedules",
+                {"samples": (1, 10, 100, 300), "seed": (0, 1)},
+            ),
             Framework(
                 "random_key_ga",
                 "biased random-key genetic algorithm",
@@ -162,7 +180,14 @@ class JobShopTask(Task):
             # imported here, not inside the timed solve: a sandboxed child inherits the module
             from ortools.sat.python import cp_model  # noqa: F401
 
-            fws.insert(0, Framework("cp_sat", "OR-Tools CP-SAT constraint programming", {"time_limit_s": (0.01, 0.05, 0.2, 1.0), "seed": (0, 1)}))
+            fws.insert(
+                0,
+                Framework(
+                    "cp_sat",
+                    "OR-Tools CP-SAT constraint programming",
+                    {"time_limit_s": (0.01, 0.05, 0.2, 1.0), "seed": (0, 1)},
+                ),
+            )
         self.frameworks = tuple(fws)
 
     def describe(self) -> str:
@@ -177,9 +202,17 @@ class JobShopTask(Task):
             return giffler_thompson(mach, dur, candidate.get("rule"))
         if f == "random_schedules":
             rng = np.random.default_rng(candidate.get("seed"))
-            return min(giffler_thompson(mach, dur, "RANDOM", rng) for _ in range(candidate.get("samples")))
+            return min(
+                giffler_thompson(mach, dur, "RANDOM", rng) for _ in range(candidate.get("samples"))
+            )
         if f == "random_key_ga":
-            return random_key_ga(mach, dur, candidate.get("population"), candidate.get("generations"), candidate.get("seed"))
+            return random_key_ga(
+                mach,
+                dur,
+                candidate.get("population"),
+                candidate.get("generations"),
+                candidate.get("seed"),
+            )
         raise ValueError(f"candidate: unknown job-shop framework {f!r}")
 
     def evaluate(self, candidate: Candidate) -> dict[str, float]:
@@ -188,4 +221,6 @@ class JobShopTask(Task):
         return {"makespan": float(makespan), "cpu_s": time.process_time() - start}
 
     def normalise(self, raw: dict[str, float], subjective: float | None = None) -> np.ndarray:
-        return np.array([gap_quality(raw["makespan"], self.lower_bound, 1.0), log_speed(raw["cpu_s"])])
+        return np.array(
+            [gap_quality(raw["makespan"], self.lower_bound, 1.0), log_speed(raw["cpu_s"])]
+        )

@@ -107,7 +107,9 @@ def simulated_annealing(dist: np.ndarray, iterations: int, t0: float, seed: int)
     return best.tolist()
 
 
-def ortools_routing(dist: np.ndarray, first_solution: str, metaheuristic: str, time_ms: int) -> list[int]:
+def ortools_routing(
+    dist: np.ndarray, first_solution: str, metaheuristic: str, time_ms: int
+) -> list[int]:
     from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 
     n = len(dist)
@@ -119,9 +121,13 @@ def ortools_routing(dist: np.ndarray, first_solution: str, metaheuristic: str, t
     )
     routing.SetArcCostEvaluatorOfAllVehicles(cb)
     params = pywrapcp.DefaultRoutingSearchParameters()
-    params.first_solution_strategy = getattr(routing_enums_pb2.FirstSolutionStrategy, first_solution)
+    params.first_solution_strategy = getattr(
+        routing_enums_pb2.FirstSolutionStrategy, first_solution
+    )
     if metaheuristic != "NONE":
-        params.local_search_metaheuristic = getattr(routing_enums_pb2.LocalSearchMetaheuristic, metaheuristic)
+        params.local_search_metaheuristic = getattr(
+            routing_enums_pb2.LocalSearchMetaheuristic, metaheuristic
+        )
         params.time_limit.FromMilliseconds(time_ms)
     solution = routing.SolveWithParameters(params)
     if solution is None:
@@ -140,7 +146,9 @@ class TSPTask(Task):
 
     def __init__(self, n: int = 12, seed: int = 0, ortools: bool = True) -> None:
         if not isinstance(n, int) or not 4 <= n <= 12:
-            raise ValueError(f"n: expected an int in [4, 12] (Held-Karp is the ground truth), got {n!r}")
+            raise ValueError(
+                f"n: expected an int in [4, 12] (Held-Karp is the ground truth), got {n!r}"
+            )
         self.name = f"tsp-{n}"
         rng = np.random.default_rng(seed)
         xy = rng.random((n, 2))
@@ -148,16 +156,28 @@ class TSPTask(Task):
         self.optimum = held_karp(self.dist)
         fws = [
             Framework("exact_dp", "Held-Karp dynamic programming (exact)", {}),
-            Framework("nearest_neighbour", "greedy construction from a start city", {"start": tuple(range(n))}),
+            Framework(
+                "nearest_neighbour",
+                "greedy construction from a start city",
+                {"start": tuple(range(n))},
+            ),
             Framework(
                 "two_opt",
                 "2-opt local search with restarts",
-                {"init": ("random", "nearest_neighbour"), "restarts": (1, 2, 4, 8), "seed": (0, 1, 2)},
+                {
+                    "init": ("random", "nearest_neighbour"),
+                    "restarts": (1, 2, 4, 8),
+                    "seed": (0, 1, 2),
+                },
             ),
             Framework(
                 "annealing",
                 "simulated annealing over 2-opt moves",
-                {"iterations": (300, 1000, 3000, 10000, 30000), "t0": (0.05, 0.2, 1.0), "seed": (0, 1)},
+                {
+                    "iterations": (300, 1000, 3000, 10000, 30000),
+                    "t0": (0.05, 0.2, 1.0),
+                    "seed": (0, 1),
+                },
             ),
         ]
         if ortools:
@@ -203,7 +223,12 @@ class TSPTask(Task):
             it, t0, seed = candidate.get("iterations"), candidate.get("t0"), candidate.get("seed")
             return tour_cost(d, simulated_annealing(d, it, t0, seed))
         if f == "ortools_routing":
-            tour = ortools_routing(d, candidate.get("first_solution"), candidate.get("metaheuristic"), candidate.get("time_ms"))
+            tour = ortools_routing(
+                d,
+                candidate.get("first_solution"),
+                candidate.get("metaheuristic"),
+                candidate.get("time_ms"),
+            )
             return tour_cost(d, tour)
         raise ValueError(f"candidate: unknown TSP framework {f!r}")
 
