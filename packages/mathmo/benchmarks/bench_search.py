@@ -15,12 +15,12 @@ time / ours.
 from __future__ import annotations
 
 import numpy as np
-from pymoo.indicators.hv import HV
-
 from mathmo import PlantedTask, SearchConfig, hypervolume, run_search
 from mathmo.sandbox import run_sandboxed
 from mathmo.tasks.base import Candidate
 from mathmo.tasks.tsp import TSPTask
+from pymoo.indicators.hv import HV
+
 from shared_core.bench import BenchTable, bench_parser, finish, measure
 
 
@@ -31,14 +31,25 @@ def sphere_front(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 def main() -> None:
     args = bench_parser((__doc__ or "").splitlines()[0]).parse_args()
-    sizes = [(10, 2), (100, 2), (10, 3), (50, 3)] if args.quick else [(10, 2), (100, 2), (1000, 2), (10, 3), (50, 3), (200, 3)]
+    sizes = (
+        [(10, 2), (100, 2), (10, 3), (50, 3)]
+        if args.quick
+        else [(10, 2), (100, 2), (1000, 2), (10, 3), (50, 3), (200, 3)]
+    )
     repeats = min(args.repeats, 3) if args.quick else args.repeats
-    hv_table = BenchTable(f"exact hypervolume, front on the unit sphere, CPU, {args.threads} thread(s)", candidate="ours")
+    hv_table = BenchTable(
+        f"exact hypervolume, front on the unit sphere, CPU, {args.threads} thread(s)",
+        candidate="ours",
+    )
     for n, k in sizes:
         y = sphere_front(n, k)
         ind = HV(ref_point=np.zeros(k))
         assert abs(hypervolume(y) - ind(-y)) < 1e-9
-        res = measure({"ours": lambda y=y: hypervolume(y), "pymoo": lambda y=y, ind=ind: ind(-y)}, repeats=repeats, threads=args.threads)
+        res = measure(
+            {"ours": lambda y=y: hypervolume(y), "pymoo": lambda y=y, ind=ind: ind(-y)},
+            repeats=repeats,
+            threads=args.threads,
+        )
         hv_table.add(f"n={n}, k={k}", res)
 
     planted = PlantedTask()
@@ -54,7 +65,9 @@ def main() -> None:
         {
             "ours": lambda: run_search(planted, cfg, seed=0),
             "2-opt inline": lambda: [tsp.evaluate(cand) for _ in range(rounds)],
-            "2-opt sandboxed": lambda: [run_sandboxed(tsp.evaluate, (cand,), 60.0) for _ in range(rounds)],
+            "2-opt sandboxed": lambda: [
+                run_sandboxed(tsp.evaluate, (cand,), 60.0) for _ in range(rounds)
+            ],
         },
         repeats=repeats,
         threads=args.threads,

@@ -58,7 +58,7 @@ class Config:
 
 SCALES: dict[str, Config] = {
     "micro": Config(
-        tasks=("tsp", "epidemiology"),
+        tasks=("tsp", "ecology"),
         seeds=2,
         search=SearchConfig(rounds=8, time_limit=30.0),
         tsp_cities=8,
@@ -168,6 +168,14 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 run.add_row(**row)
                 summary[name][f"{v}_rel_hv"] = mean
                 summary[name][f"{v}_rel_hv_ci"] = [lo, hi]
+            for cand, e in evaluator.cache.items():
+                if e.failed:
+                    run.add_row(
+                        "failed candidates (recorded, search went on)",
+                        task=task.name,
+                        candidate=cand.label(),
+                        error=e.error,
+                    )
             print(
                 f"{task.name}: {len(evaluator.cache)} distinct candidates executed ({failed} failed), {wall:.1f} s",
                 flush=True,
