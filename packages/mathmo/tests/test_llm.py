@@ -2,6 +2,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from mathmo.tasks.base import ModelCard
 
 
 class _Handler(BaseHTTPRequestHandler):
-    requests: list[dict] = []
+    requests: ClassVar[list[dict]] = []
     garbage = False
 
     def do_POST(self) -> None:
