@@ -48,3 +48,22 @@ def test_cli_rejects_unknown_scale() -> None:
         text=True,
     )
     assert out.returncode == 2 and "huge" in out.stderr
+
+
+def test_paper_scale_without_endpoint_is_one_line(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("MATHMO_BASE_URL", raising=False)
+    monkeypatch.delenv("MATHMO_MODEL", raising=False)
+    from shared_core.cli import UsageError
+
+    config = Config(tasks=("tsp",), seeds=1, operators="openai", tsp_cities=5, ortools=False)
+    import pytest
+
+    with pytest.raises(UsageError, match="MATHMO_BASE_URL"):
+        reproduce(ReproduceArgs(scale="paper", out=tmp_path, config=config))
+
+
+def test_unknown_judge_is_rejected(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="judge"):
+        reproduce(ReproduceArgs(scale="micro", out=tmp_path, config=Config(judge="gpt")))

@@ -6,12 +6,14 @@ surrogate), and judging pairs of models on a subjective criterion. `Operators` i
 interface; `ProgrammaticOperators` fills it without a language model so that the search itself
 can be measured: it samples from each task's library of real model families (grid neighbours of
 the framework's non-dominated models, and fresh draws), predicts with a distance-weighted k-NN
-over the framework's evaluated grid positions, and judges with `mathmo.mose.parsimony_judge`.
+over the framework's evaluated grid positions, and judges with `mathmo.mose.parsimony_judge` (or the ``judge`` given,
+e.g. `mathmo.judge.SmolLMJudge`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,7 +75,12 @@ class ProgrammaticOperators:
     evaluated candidates are avoided while unevaluated ones remain. k: neighbours of the k-NN.
     """
 
-    def __init__(self, neighbour_fraction: float = 0.5, k: int = 3) -> None:
+    def __init__(
+        self,
+        neighbour_fraction: float = 0.5,
+        k: int = 3,
+        judge: Callable[[ModelCard, ModelCard], float] | None = None,
+    ) -> None:
         if not 0.0 <= neighbour_fraction <= 1.0:
             raise ValueError(
                 f"neighbour_fraction: expected a value in [0, 1], got {neighbour_fraction}"
@@ -82,6 +89,7 @@ class ProgrammaticOperators:
             raise ValueError(f"k: expected a positive int, got {k}")
         self.neighbour_fraction = neighbour_fraction
         self.k = k
+        self.judge = judge or parsimony_judge
 
     def propose_frameworks(self, task: Task, n: int, rng: np.random.Generator) -> list[str]:
         return [f.name for f in task.frameworks[:n]]
@@ -152,7 +160,7 @@ class ProgrammaticOperators:
         return out
 
     def judge_pair(self, a: ModelCard, b: ModelCard) -> float:
-        return parsimony_judge(a, b)
+        return self.judge(a, b)
 
 
 def grid_candidates(task: Task, framework: str) -> list[Candidate]:

@@ -54,6 +54,8 @@ class Config:
     jobshop_size: tuple[int, int] = (8, 6)  # jobs x machines
     ortools: bool = True  # OR-Tools frameworks in TSP and job-shop (extra `tasks`)
     gplearn: bool = True  # symbolic regression framework in ecology (extra `tasks`)
+    judge: str = "parsimony"  # MOSE judge: "parsimony" (programmatic) or "smollm2" (extra `llm`)
+    operators: str = "programmatic"  # or "openai": $MATHMO_BASE_URL, $MATHMO_MODEL, $OPENAI_API_KEY
 
 
 SCALES: dict[str, Config] = {
@@ -66,15 +68,19 @@ SCALES: dict[str, Config] = {
         gplearn=False,
     ),
     "tiny": Config(),
-    "small": Config(seeds=30, jobshop_size=(10, 8)),
-    "paper": Config(
-        seeds=30, jobshop_size=(10, 10), search=SearchConfig(rounds=20, time_limit=300.0)
-    ),
+    "small": Config(tasks=("ecology", "epidemiology"), judge="smollm2"),
+    "paper": Config(operators="openai", search=SearchConfig(rounds=20, time_limit=300.0)),
 }
 
 
 def make_task(name: str, config: Config, seed: int = 0) -> Task:
     """The task instance of a reproduction (the instance seed is fixed across methods)."""
+    from shared_core.data import require_extra
+
+    if config.ortools and name in ("tsp", "jobshop"):
+        require_extra("mathmo", "tasks", "ortools", f"the {name} task's OR-Tools solvers")
+    if config.gplearn and name == "ecology":
+        require_extra("mathmo", "tasks", "gplearn", "the ecology task's symbolic regression")
     if name == "tsp":
         from mathmo.tasks.tsp import TSPTask
 
@@ -114,7 +120,28 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from shared_core.report import Run
 
     config: Config = args.config
-    ops = ProgrammaticOperators()
+    if config.judge not in ("parsimony", "smollm2"):
+        raise ValueError(f"judge: expected 'parsimony' or 'smollm2', got {config.judge!r}")
+    ops: Any
+    if config.judge == "smollm2":
+        from mathmo.judge import SmolLMJudge
+
+        ops = ProgrammaticOperators(judge=SmolLMJudge())
+    else:
+        ops = ProgrammaticOperators()
+    if config.operators == "openai":
+        import os
+
+        from mathmo.llm import OpenAIOperators
+        from shared_core.cli import UsageError
+
+        url, model = os.environ.get("MATHMO_BASE_URL", ""), os.environ.get("MATHMO_MODEL", "")
+        if not url or not model:
+            raise UsageError(
+                "--scale paper uses an OpenAI-compatible endpoint: set MATHMO_BASE_URL (e.g. "
+                "http://127.0.0.1:8000/v1), MATHMO_MODEL and, if needed, OPENAI_API_KEY"
+            )
+        ops = OpenAIOperators(url, model, os.environ.get("OPENAI_API_KEY"), fallback=ops)
     summary: dict[str, Any] = {}
     all_results: dict[str, dict[str, list[SearchResult]]] = {}
     with Run("mathmo", config, out=args.out) as run:
