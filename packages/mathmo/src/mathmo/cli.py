@@ -11,8 +11,8 @@ main = make_main(
             "mathmo.experiments.ablation",
             help="MATHMO vs RAN / FLAT / NAIVE with the programmatic operators on TSP, job-shop, "
             "ecology and epidemiology (relative hypervolume, paired CIs, front plots); micro "
-            "takes seconds (2 tasks, 2 seeds), tiny a few minutes (4 tasks, 10 seeds x 20 "
-            "rounds), small and paper 30 seeds on larger job-shop instances (CPU, 1 thread).",
+            "takes seconds (2 tasks, 2 seeds x 6 rounds), tiny a few minutes (4 tasks, 10 seeds x 20 "
+            "rounds), small adds the SmolLM2 judge (ecology, epidemiology; ~20 min), paper an OpenAI-compatible endpoint (CPU, 1 thread).",
         )
     ],
     description="MATHMO (ICLR 2026): automated mathematical modelling by bi-level adaptive search.",

@@ -62,7 +62,7 @@ SCALES: dict[str, Config] = {
     "micro": Config(
         tasks=("tsp", "ecology"),
         seeds=2,
-        search=SearchConfig(rounds=8, time_limit=30.0),
+        search=SearchConfig(rounds=6, time_limit=30.0),
         tsp_cities=8,
         ortools=False,
         gplearn=False,
