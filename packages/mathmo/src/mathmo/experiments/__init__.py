@@ -1,0 +1,1 @@
+"""Reproduced findings: `ablation` (MATHMO vs RAN / FLAT / NAIVE on the four tasks)."""

@@ -1,0 +1,179 @@
+"""LLM operators over any OpenAI-compatible chat-completions endpoint (stdlib HTTP only).
+
+The four roles of `mathmo.operators.Operators` become four prompts. The model chooses within
+the task's library: frameworks by name, candidates as settings of a framework's grid (values
+snapped to the nearest allowed one), predictions as objective vectors in ``[0, 1]``, and pair
+judgements as the probability that model A is preferred. Whatever cannot be parsed falls back to
+`ProgrammaticOperators` and is counted in ``fallbacks`` (an LLM that answers nonsense degrades to
+the programmatic search, it never stops it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from typing import Any
+
+import numpy as np
+
+from mathmo.operators import Evaluation, ProgrammaticOperators
+from mathmo.tasks.base import Candidate, ModelCard, Task
+
+_SYSTEM = (
+    "You are an expert in mathematical modelling assisting a search over models. "
+    "Answer with JSON only, no prose."
+)
+
+
+def chat(
+    base_url: str, model: str, prompt: str, api_key: str | None = None, timeout: float = 60.0
+) -> str:
+    """One chat-completions call; returns the first choice's message text."""
+    body = json.dumps(
+        {
+            "model": model,
+            "messages": [
+                {"role": "system", "content": _SYSTEM},
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": 0.7,
+        }
+    ).encode()
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    req = urllib.request.Request(
+        base_url.rstrip("/") + "/chat/completions", body, headers, method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        payload = json.loads(resp.read().decode())
+    return str(payload["choices"][0]["message"]["content"])
+
+
+def _json(text: str) -> Any:
+    """The first JSON value in ``text`` (models often wrap it in prose or code fences)."""
+    match = re.search(r"[\[{].*[\]}]", text, re.S)
+    if match is None:
+        raise ValueError("no JSON in the answer")
+    return json.loads(match.group(0))
+
+
+def _snap(values: tuple[Any, ...], value: Any) -> Any:
+    if value in values:
+        return value
+    if all(isinstance(v, int | float) for v in values) and isinstance(value, int | float):
+        return min(values, key=lambda v: abs(float(v) - float(value)))
+    raise ValueError(f"{value!r} is not one of {values}")
+
+
+class OpenAIOperators:
+    """`Operators` backed by an OpenAI-compatible endpoint (``base_url`` ends in ``/v1``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        fallback: ProgrammaticOperators | None = None,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"base_url: expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}"
+            )
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: expected a non-empty model name, got {model!r}")
+        self.base_url, self.model, self.api_key, self.timeout = base_url, model, api_key, timeout
+        self.fallback = fallback or ProgrammaticOperators()
+        self.fallbacks = 0
+        self.calls = 0
+
+    def _ask(self, prompt: str) -> Any:
+        self.calls += 1
+        return _json(chat(self.base_url, self.model, prompt, self.api_key, self.timeout))
+
+    def propose_frameworks(self, task: Task, n: int, rng: np.random.Generator) -> list[str]:
+        names = [f.name for f in task.frameworks]
+        library = "\n".join(f"- {f.name}: {f.description}" for f in task.frameworks)
+        prompt = (
+            f"Problem: {task.describe()}\nCandidate modelling frameworks:\n{library}\n"
+            f"Return a JSON list of the {n} most promising framework names, best first."
+        )
+        try:
+            answer = [a for a in self._ask(prompt) if a in names]
+            if not answer:
+                raise ValueError("no known framework")
+            return list(dict.fromkeys(answer))[:n]
+        except (ValueError, TypeError, KeyError, OSError):
+            self.fallbacks += 1
+            return self.fallback.propose_frameworks(task, n, rng)
+
+    def propose_candidates(
+        self,
+        task: Task,
+        framework: str,
+        history: list[Evaluation],
+        l: int,
+        rng: np.random.Generator,
+    ) -> list[Candidate]:
+        fw = task.framework(framework)
+        tried = [
+            {"settings": dict(e.candidate.params), "objectives": np.round(e.y, 3).tolist()}
+            for e in history[-20:]
+        ]
+        prompt = (
+            f"Problem: {task.describe()}\nFramework: {fw.name} ({fw.description}).\n"
+            f"Allowed settings (choose one value per key): {json.dumps(fw.grid)}\n"
+            f"Tried so far (objectives {list(task.objectives)}, normalised, higher is better): {json.dumps(tried)}\n"
+            f"Return a JSON list of {l} new settings objects likely to improve the Pareto front."
+        )
+        out: list[Candidate] = []
+        try:
+            for item in self._ask(prompt)[:l]:
+                out.append(
+                    Candidate.of(framework, **{k: _snap(v, item[k]) for k, v in fw.grid.items()})
+                )
+        except (ValueError, TypeError, KeyError, OSError):
+            self.fallbacks += 1
+        if len(out) < l:
+            out += self.fallback.propose_candidates(task, framework, history, l - len(out), rng)
+        return out
+
+    def predict_objectives(
+        self, task: Task, candidates: list[Candidate], history: list[Evaluation]
+    ) -> np.ndarray:
+        k = len(task.objectives)
+        seen = [
+            {"model": e.candidate.label(), "objectives": np.round(e.y, 3).tolist()}
+            for e in history[-30:]
+        ]
+        prompt = (
+            f"Problem: {task.describe()}\nEvaluated models (objectives {list(task.objectives)} in [0, 1], higher "
+            f"is better): {json.dumps(seen)}\nPredict the objectives of: "
+            f"{json.dumps([c.label() for c in candidates])}\nReturn a JSON list of {len(candidates)} lists of {k} numbers."
+        )
+        try:
+            pred = np.asarray(self._ask(prompt), dtype=np.float64)
+            if pred.shape != (len(candidates), k) or not np.all(np.isfinite(pred)):
+                raise ValueError(f"prediction of shape {pred.shape}")
+            return np.clip(pred, 0.0, 1.0)
+        except (ValueError, TypeError, KeyError, OSError):
+            self.fallbacks += 1
+            return self.fallback.predict_objectives(task, candidates, history)
+
+    def judge_pair(self, a: ModelCard, b: ModelCard) -> float:
+        prompt = (
+            "Which model is more interpretable to a domain scientist?\n"
+            f"A: {a.description} ({a.n_params} parameters, {'mechanistic' if a.mechanistic else 'phenomenological'})\n"
+            f"B: {b.description} ({b.n_params} parameters, {'mechanistic' if b.mechanistic else 'phenomenological'})\n"
+            'Return {"p_a": <probability that A is more interpretable>}.'
+        )
+        try:
+            p = float(self._ask(prompt)["p_a"])
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"probability {p}")
+            return p
+        except (ValueError, TypeError, KeyError, OSError):
+            self.fallbacks += 1
+            return self.fallback.judge_pair(a, b)

@@ -1,0 +1,119 @@
+"""What a modelling task is to the search: frameworks with hyper-parameter grids, an evaluator
+that runs one candidate and returns raw measurements, and the transform of those measurements
+to MATHMO's normalised objective space (``[0, 1]^k``, higher is better, reference point 0).
+
+A candidate is the paper's ``(m, a)`` inside framework ``f``: one point of the framework's grid
+(the model's structural choices and the algorithm's settings together).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A modelling framework ``f``: a family with a discrete grid of settings ``(m, a)``."""
+
+    name: str
+    description: str
+    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.grid.values())
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One concrete model + algorithm: a framework name and one value per grid key."""
+
+    framework: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def of(framework: str, **params: Any) -> Candidate:
+        return Candidate(framework, tuple(sorted(params.items())))
+
+    def get(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+    def label(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.framework}({inner})"
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a judge of a subjective objective sees: a text and two structural facts."""
+
+    description: str
+    n_params: int
+    mechanistic: bool
+
+
+class Task:
+    """Base class of a modelling task. Subclasses set the class attributes and implement
+    `evaluate` (runs in the sandbox, returns raw numbers) and `normalise`.
+
+    ``subjective`` tasks have one objective scored by MOSE (`mathmo.mose`): `card` describes a
+    fitted candidate to the judge, `references` are the 3 fixed reference models.
+    """
+
+    name: str = "task"
+    objectives: tuple[str, ...] = ()
+    frameworks: tuple[Framework, ...] = ()
+    subjective: bool = False
+
+    def framework(self, name: str) -> Framework:
+        for f in self.frameworks:
+            if f.name == name:
+                return f
+        raise ValueError(
+            f"framework: expected one of {[f.name for f in self.frameworks]}, got {name!r}"
+        )
+
+    def evaluate(self, candidate: Candidate) -> dict[str, float]:
+        raise NotImplementedError
+
+    def normalise(self, raw: dict[str, float], subjective: float | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
+        raise NotImplementedError(f"{self.name} has no subjective objective")
+
+    def references(self) -> tuple[ModelCard, ...]:
+        raise NotImplementedError(f"{self.name} has no subjective objective")
+
+    def describe(self) -> str:
+        """The problem statement an LLM operator is given."""
+        return f"{self.name}: objectives {', '.join(self.objectives)} (all maximised after normalisation)"
+
+
+def encode(framework: Framework, candidate: Candidate) -> np.ndarray:
+    """A candidate's grid position scaled to ``[0, 1]`` per key (the surrogate's features)."""
+    out = []
+    for key, values in framework.grid.items():
+        idx = values.index(candidate.get(key))
+        out.append(idx / (len(values) - 1) if len(values) > 1 else 0.0)
+    return np.asarray(out, dtype=np.float64)
+
+
+def log_speed(cpu_s: float, fastest: float = 1e-5, slowest: float = 10.0) -> float:
+    """Runtime -> ``[0, 1]``: 1 at ``fastest`` seconds or less, 0 at ``slowest``, linear in log10."""
+    t = min(max(cpu_s, fastest), slowest)
+    return float(1.0 - math.log10(t / fastest) / math.log10(slowest / fastest))
+
+
+def gap_quality(value: float, best: float, worst_gap: float) -> float:
+    """Cost -> ``[0, 1]``: 1 at the optimum (or bound) ``best``, 0 at ``worst_gap`` relative gap."""
+    gap = value / best - 1.0
+    return float(min(max(1.0 - gap / worst_gap, 0.0), 1.0))
+
+
+def accuracy(rmse: float, scale: float) -> float:
+    """Error -> ``(0, 1]``: ``1 / (1 + rmse / scale)`` (scale = the test series' spread)."""
+    return float(1.0 / (1.0 + rmse / scale))

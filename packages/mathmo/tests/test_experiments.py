@@ -1,0 +1,69 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mathmo.experiments.ablation import SCALES, Config, reproduce
+from mathmo.search import SearchConfig
+
+from shared_core.cli import ReproduceArgs
+
+
+def test_reproduce_writes_report_and_orders_methods(tmp_path: Path) -> None:
+    config = Config(
+        tasks=("tsp",),
+        seeds=2,
+        search=SearchConfig(rounds=6, time_limit=30.0),
+        tsp_cities=6,
+        ortools=False,
+    )
+    summary = reproduce(ReproduceArgs(scale="micro", out=tmp_path, config=config))
+    run = next((tmp_path / "mathmo").iterdir())
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert (run / "report.md").exists() and (run / "fronts_and_hypervolume.png").exists()
+    for v in ("mathmo", "ran", "flat", "naive"):
+        assert 0.0 < summary["tsp"][f"{v}_rel_hv"] <= 1.0 + 1e-12
+    assert metrics["metrics"]["sandbox_children_cpu_s"] >= 0.0
+
+
+def test_scales_are_defined() -> None:
+    assert set(SCALES) == {"micro", "tiny", "small", "paper"}
+    assert SCALES["tiny"].search.rounds == 20 and SCALES["tiny"].seeds == 10
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys\nfrom mathmo.cli import main\n"
+        "try:\n    main(['reproduce', '--help'])\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('torch', 'ortools', 'gplearn', 'scipy.optimize') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_cli_rejects_unknown_scale() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "mathmo.cli", "reproduce", "--scale", "huge"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "huge" in out.stderr
+
+
+def test_paper_scale_without_endpoint_is_one_line(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("MATHMO_BASE_URL", raising=False)
+    monkeypatch.delenv("MATHMO_MODEL", raising=False)
+    from shared_core.cli import UsageError
+
+    config = Config(tasks=("tsp",), seeds=1, operators="openai", tsp_cities=5, ortools=False)
+    import pytest
+
+    with pytest.raises(UsageError, match="MATHMO_BASE_URL"):
+        reproduce(ReproduceArgs(scale="paper", out=tmp_path, config=config))
+
+
+def test_unknown_judge_is_rejected(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="judge"):
+        reproduce(ReproduceArgs(scale="micro", out=tmp_path, config=Config(judge="gpt")))
