@@ -1,0 +1,54 @@
+"""NextQuill: causal preference alignment for LLM personalisation (ICLR 2026).
+
+`nextquill_loss(model, batch)` is ``L_n + alpha L_p`` on a batch of `encode(examples, tokenizer)`
+(each prompt with and without its history block); `NextQuillTrainer` (module `nextquill.hf`,
+extra ``hf``) is the same loss inside `transformers.Trainer`.
+"""
+
+from nextquill.data import (
+    Encoded,
+    Example,
+    character_examples,
+    collate,
+    encode,
+    encode_one,
+    read_reviews,
+    review_examples,
+)
+from nextquill.loss import (
+    NextQuillConfig,
+    NextQuillTerms,
+    data_side_effect,
+    nextquill_from_logits,
+    nextquill_loss,
+    nextquill_terms,
+    preference_weights,
+    target_logits,
+)
+from nextquill.model import greedy_decode, tiny_llama, word_tokenizer
+from nextquill.world import World, WorldConfig, make_world
+
+__all__ = [
+    "Encoded",
+    "Example",
+    "NextQuillConfig",
+    "NextQuillTerms",
+    "World",
+    "WorldConfig",
+    "character_examples",
+    "collate",
+    "data_side_effect",
+    "encode",
+    "encode_one",
+    "greedy_decode",
+    "make_world",
+    "nextquill_from_logits",
+    "nextquill_loss",
+    "nextquill_terms",
+    "preference_weights",
+    "read_reviews",
+    "review_examples",
+    "target_logits",
+    "tiny_llama",
+    "word_tokenizer",
+]
