@@ -98,7 +98,8 @@ def _upcast(t: torch.Tensor) -> torch.Tensor:
 
 def preference_weights(dce: torch.Tensor, delta: float, lam: float, eps: float) -> torch.Tensor:
     """``w_t = lam if DCE_t > delta else eps``, normalised to sum 1 over the N tokens (detached)."""
-    w = torch.where(dce.detach() > delta, lam, eps).to(dce.dtype)
+    dce = dce.detach()
+    w = torch.full_like(dce, eps).masked_fill(dce > delta, lam)
     return w / w.sum()
 
 
