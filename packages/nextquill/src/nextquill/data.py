@@ -307,12 +307,11 @@ def character_examples(
     def cut(s: str) -> str:
         return " ".join(s.split()[:max_words])
 
-    for i in range(1, len(pairs)):
-        who, speech = pairs[i]
+    for i, (who, speech) in enumerate(pairs):
         if counts[who] < min_speeches:
             continue
         past = earlier.setdefault(who, [])
-        if past:
+        if past and i > 0:
             prev_who, prev = pairs[i - 1]
             history = "Earlier, " + who + " said:\n" + "".join(f"- {p}\n" for p in past)
             out.append(
