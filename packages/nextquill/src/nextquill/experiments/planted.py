@@ -56,9 +56,9 @@ class Config:
     model: TinyLlamaConfig = field(default_factory=TinyLlamaConfig)
     arms: tuple[str, ...] = ARMS
     seeds: int = 3
-    steps: int = 150
+    steps: int = 250
     batch: int = 16
-    lr: float = 3e-3
+    lr: float = 6e-3
     loss: NextQuillConfig = field(default_factory=NextQuillConfig)
     eval_examples: int = 96  # held-out examples scored (teacher-forced) and decoded
     smollm2: bool = False  # also fine-tune SmolLM2-135M with LoRA on Shakespeare's characters
@@ -76,7 +76,7 @@ SCALES: dict[str, Config] = {
         batch=8,
         eval_examples=8,
     ),
-    "tiny": Config(),
+    "tiny": Config(arms=("sft", "ln", "lp", "nextquill")),
     "small": Config(
         world=WorldConfig(users=400, test_users=80),
         steps=600,
