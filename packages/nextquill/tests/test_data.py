@@ -19,7 +19,9 @@ def test_counterfactual_prompt_is_the_prompt_minus_exactly_the_history(tok, exam
     batch = encode(examples, tok, padding_side=side)
     for i, e in enumerate(examples):
         full = _unpad(batch["input_ids"][i], batch["attention_mask"][i])
-        cf = _unpad(batch["input_ids_without_history"][i], batch["attention_mask_without_history"][i])
+        cf = _unpad(
+            batch["input_ids_without_history"][i], batch["attention_mask_without_history"][i]
+        )
         hist = tok(e.history, add_special_tokens=False)["input_ids"] if e.history else []
         n_prefix = len(tok(e.prefix, add_special_tokens=False)["input_ids"])
         assert full == cf[:n_prefix] + hist + cf[n_prefix:]

@@ -116,8 +116,9 @@ def test_empty_history_gives_zero_effect_log_vocab_and_zero_gradient(model64, to
 @pytest.mark.parametrize("which", ["with", "without"])
 def test_lp_invariant_to_per_position_constants(which):
     g = torch.Generator().manual_seed(0)
-    lw, l0 = torch.randn(30, 11, generator=g, dtype=torch.float64), torch.randn(
-        30, 11, generator=g, dtype=torch.float64
+    lw, l0 = (
+        torch.randn(30, 11, generator=g, dtype=torch.float64),
+        torch.randn(30, 11, generator=g, dtype=torch.float64),
     )
     y = torch.randint(0, 11, (30,), generator=g)
     shift = 100 * torch.randn(30, 1, generator=g, dtype=torch.float64)

@@ -61,7 +61,30 @@ _HOME = {
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
-__all__ = sorted(_MODULE_OF)
+__all__ = [
+    "Encoded",
+    "Example",
+    "NextQuillConfig",
+    "NextQuillTerms",
+    "World",
+    "WorldConfig",
+    "character_examples",
+    "collate",
+    "data_side_effect",
+    "encode",
+    "encode_one",
+    "greedy_decode",
+    "make_world",
+    "nextquill_from_logits",
+    "nextquill_loss",
+    "nextquill_terms",
+    "preference_weights",
+    "read_reviews",
+    "review_examples",
+    "target_logits",
+    "tiny_llama",
+    "word_tokenizer",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -125,7 +125,9 @@ def _pad(
     return ids, mask, labels
 
 
-def collate(encoded: Sequence[Encoded], pad_id: int, padding_side: str = "left") -> dict[str, torch.Tensor]:
+def collate(
+    encoded: Sequence[Encoded], pad_id: int, padding_side: str = "left"
+) -> dict[str, torch.Tensor]:
     """Pad `encode_one` outputs into a NextQuill batch (see `encode`)."""
     if padding_side not in ("left", "right"):
         raise ValueError(f"padding_side: expected 'left' or 'right', got {padding_side!r}")
@@ -146,7 +148,9 @@ def collate(encoded: Sequence[Encoded], pad_id: int, padding_side: str = "left")
 
 def pad_id_of(tokenizer: Any) -> int:
     """The tokenizer's pad id, else its EOS id (padding is masked out either way)."""
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad_id = (
+        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    )
     if pad_id is None:
         raise ValueError("tokenizer: needs a pad_token_id or an eos_token_id to pad with")
     return int(pad_id)
@@ -257,7 +261,9 @@ def review_examples(
         )
         history = f"[User's Past Reviews]:\n{past}\n" if past else ""
         prefix = f"[Item Title]: {title}\n[Item Description]: {desc}\n"
-        suffix = f"[Output Review Rating]: {data['rating']}\n[Output Review Title]: {data['title']}\n"
+        suffix = (
+            f"[Output Review Rating]: {data['rating']}\n[Output Review Title]: {data['title']}\n"
+        )
         if chat:
             prefix = (
                 f"<|im_start|>system\n{REVIEW_SYSTEM_PROMPT}<|im_end|><|im_start|>user\n" + prefix
@@ -273,7 +279,7 @@ _SPEAKER = re.compile(r"^([A-Z][A-Za-z .'-]{0,40}):$")
 def speeches(text: str) -> list[tuple[str, str]]:
     """``(speaker, speech)`` pairs of a play text in the ``Name:`` layout of shared_core.data."""
     out: list[tuple[str, str]] = []
-    speaker, lines = "", []
+    speaker, lines = "", list[str]()
     for line in [*text.splitlines(), "END:"]:
         m = _SPEAKER.match(line.strip())
         if m:

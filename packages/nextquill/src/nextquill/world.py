@@ -116,7 +116,9 @@ def _user_examples(
     rng: np.random.Generator, user: int, items: list[str], cfg: WorldConfig
 ) -> list[PlantedExample]:
     prefs = {name: int(rng.integers(len(syn))) for name, syn in SLOTS.items()}
-    reviews = [_review(rng, str(rng.choice(items)), prefs, cfg.noise) for _ in range(cfg.reviews_per_user)]
+    reviews = [
+        _review(rng, str(rng.choice(items)), prefs, cfg.noise) for _ in range(cfg.reviews_per_user)
+    ]
     out = []
     for k in range(1, len(reviews)):
         words, slot, pref = reviews[k]
@@ -168,6 +170,8 @@ def make_world(config: WorldConfig | None = None, seed: int = 0) -> World:
 
 def _with_item(e: PlantedExample, item: str) -> PlantedExample:
     old = e.example.prefix.split()[2]
-    words = tuple(item if w == old and not s else w for w, s in zip(e.words, e.slot_mask, strict=True))
+    words = tuple(
+        item if w == old and not s else w for w, s in zip(e.words, e.slot_mask, strict=True)
+    )
     ex = Example(f"item : {item} ;", e.example.history, e.example.suffix, " ".join(words))
     return PlantedExample(ex, e.user, words, e.slot_mask, e.preference_mask)
