@@ -13,7 +13,6 @@ and ROUGE-1 F of greedy continuations.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -73,10 +72,9 @@ def run_smollm2(run: Any, config: Any, args: ReproduceArgs) -> dict[str, dict[st
             rows = torch.randint(0, len(enc), (config.smollm2_batch,), generator=g)
             return collate([enc[int(i)] for i in rows], pad)
 
-        loss_cfg = config.loss if arm != "nextquill_code" else replace(config.loss)
         fit(
             model,
-            make_loss(arm, loss_cfg, theta_d if arm == "nextquill" else None),
+            make_loss(arm, config.loss, theta_d if arm == "nextquill" else None),
             batch_fn,
             TrainConfig(
                 steps=config.smollm2_steps, lr=2e-4, warmup=max(1, config.smollm2_steps // 10)

