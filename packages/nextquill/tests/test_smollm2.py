@@ -39,3 +39,35 @@ def test_smollm2_arms_run(tmp_path):
     assert set(out) == set(SMOLLM2_ARMS)
     for row in out.values():
         assert row["nll_with_history"] > 0 and 0 <= row["rouge1"] <= 1
+
+
+def test_paper_scale_without_a_review_file_is_one_error_line(monkeypatch, capsys, tmp_path):
+    from nextquill.cli import main
+
+    monkeypatch.delenv("NEXTQUILL_REVIEWS", raising=False)
+    assert main(["reproduce", "--scale", "paper", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "set NEXTQUILL_REVIEWS" in err[0]
+
+
+def test_review_split_reads_the_file_and_holds_out_a_tenth(monkeypatch, tmp_path):
+    import json
+
+    from nextquill.experiments.smollm2 import review_split
+
+    users = [
+        {
+            "profile": [{"asin": f"p{i}", "title": "t", "text": f"old {i}", "rating": 4}],
+            "data": {"asin": f"d{i}", "title": "t", "text": f"new {i}", "rating": 5},
+        }
+        for i in range(20)
+    ]
+    path = tmp_path / "reviews.json"
+    path.write_text(json.dumps(users))
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({f"d{i}": [f"Book {i}", "desc"] for i in range(20)}))
+    monkeypatch.setenv("NEXTQUILL_META", str(meta))
+    train, test = review_split(str(path), seed=0)
+    assert len(train) == 18 and len(test) == 2
+    assert {e.target for e in train + test} == {f"new {i}" for i in range(20)}
+    assert all("[Item Title]: Book " in e.prefix for e in train + test)

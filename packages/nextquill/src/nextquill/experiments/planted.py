@@ -64,6 +64,7 @@ class Config:
     smollm2: bool = False  # also fine-tune SmolLM2-135M with LoRA on Shakespeare's characters
     smollm2_steps: int = 60
     smollm2_batch: int = 4
+    reviews: bool = False  # also the same SmolLM2 arms on $NEXTQUILL_REVIEWS (Amazon-style JSON)
 
 
 SCALES: dict[str, Config] = {
@@ -94,6 +95,7 @@ SCALES: dict[str, Config] = {
         smollm2=True,
         smollm2_steps=2000,
         smollm2_batch=8,
+        reviews=True,
     ),
 }
 
@@ -211,6 +213,10 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     unknown = [a for a in config.arms if a not in LABELS]
     if unknown:
         raise ValueError(f"arms: unknown {unknown}, expected among {list(LABELS)}")
+    if config.reviews:
+        from nextquill.experiments.smollm2 import reviews_path
+
+        path = reviews_path()  # fail before hours of training, not after
     results: dict[str, list[dict[str, float]]] = {a: [] for a in config.arms}
     with Run("nextquill", config, out=args.out) as run:
         for s in range(config.seeds):
@@ -253,6 +259,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             from nextquill.experiments.smollm2 import run_smollm2
 
             run.log(smollm2=run_smollm2(run, config, args))
+        if config.reviews:
+            from nextquill.experiments.smollm2 import review_split, run_smollm2
+
+            data = review_split(path, args.seed)
+            run.log(reviews=run_smollm2(run, config, args, data, table="reviews"))
         run.finish(
             "NextQuill on planted preferences (held-out users and plays)",
             notes=f"{config.seeds} seed(s), mean ± sd over seeds; {config.steps} steps of "

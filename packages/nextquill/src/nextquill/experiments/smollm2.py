@@ -43,8 +43,52 @@ def character_split(plays: int, seed: int) -> tuple[list[Any], list[Any]]:
     return train, test
 
 
-def run_smollm2(run: Any, config: Any, args: ReproduceArgs) -> dict[str, dict[str, float]]:
-    """Train each arm once (seed `args.seed`) and add the ``smollm2`` table to `run`."""
+REVIEWS_ENV, META_ENV = "NEXTQUILL_REVIEWS", "NEXTQUILL_META"
+
+
+def reviews_path() -> str:
+    """The user's review file for ``--scale paper`` (``$NEXTQUILL_REVIEWS``), checked up front."""
+    import os
+
+    from shared_core.cli import UsageError
+
+    path = os.environ.get(REVIEWS_ENV, "")
+    if not path or not os.path.exists(path):
+        raise UsageError(
+            f"--scale paper trains on your Amazon-Reviews-style file: set {REVIEWS_ENV} to a JSON "
+            f"(lines) file of users with 'profile' and 'data' (and optionally {META_ENV} to a JSON "
+            f"map asin -> [title, description]); got {path!r}"
+        )
+    return path
+
+
+def review_split(path: str, seed: int) -> tuple[list[Any], list[Any]]:
+    """The code's review prompts from `path`; a random tenth of the users is the test set."""
+    import json
+    import os
+
+    from nextquill.data import read_reviews, review_examples
+
+    meta_file = os.environ.get(META_ENV, "")
+    meta = None
+    if meta_file:
+        with open(meta_file, encoding="utf-8") as f:
+            meta = {k: (v[0], v[1]) for k, v in json.load(f).items()}
+    examples = review_examples(read_reviews(path), meta)
+    order = np.random.default_rng(seed).permutation(len(examples))
+    n_test = max(1, len(examples) // 10)
+    return [examples[i] for i in order[n_test:]], [examples[i] for i in order[:n_test]]
+
+
+def run_smollm2(
+    run: Any,
+    config: Any,
+    args: ReproduceArgs,
+    data: tuple[list[Any], list[Any]] | None = None,
+    table: str = "smollm2",
+) -> dict[str, dict[str, float]]:
+    """Train each arm once (seed `args.seed`) on `data` (default: Shakespeare's characters)
+    and add the `table` to `run`."""
     import torch
     from rouge_score import rouge_scorer
 
@@ -55,7 +99,7 @@ def run_smollm2(run: Any, config: Any, args: ReproduceArgs) -> dict[str, dict[st
     from shared_core.models import load_model
     from shared_core.train import TrainConfig, fit, step_generator
 
-    train, test = character_split(plays=4, seed=args.seed)
+    train, test = data if data is not None else character_split(plays=4, seed=args.seed)
     test = test[: config.eval_examples]
     results: dict[str, dict[str, float]] = {}
     theta_d = load_model("smollm2-135m-instruct")  # frozen reference for the paper's form
@@ -110,7 +154,7 @@ def run_smollm2(run: Any, config: Any, args: ReproduceArgs) -> dict[str, dict[st
             "cpu_s": time.process_time() - t0,
         }
         run.add_row(
-            "smollm2",
+            table,
             arm=arm,
             **{k: round(v, 4) for k, v in results[arm].items()},
             train=len(train),
