@@ -33,3 +33,18 @@ def test_batched_greedy_decoding_equals_one_by_one(tok, examples):
     with torch.no_grad():
         first = model(input_ids=torch.tensor([prompts[0]])).logits[0, -1].argmax()
     assert batched[0][:1] == ([] if int(first) == tok.eos_token_id else [int(first)])
+
+
+def test_nextquill_loss_trains_only_the_lora_adapters(tok, examples):
+    peft = pytest.importorskip("peft")
+    from nextquill import encode, nextquill_loss
+
+    base = tiny_llama(len(tok), TinyLlamaConfig(hidden=32, layers=1, ff=64), seed=0)
+    lora = peft.get_peft_model(
+        base, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    )
+    loss = nextquill_loss(lora, encode(examples, tok))
+    loss.backward()
+    grads = {n: p.grad for n, p in lora.named_parameters() if p.grad is not None}
+    assert grads and all("lora_" in n for n in grads)
+    assert any(float(g.abs().max()) > 0 for g in grads.values())
