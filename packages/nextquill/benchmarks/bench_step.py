@@ -12,15 +12,12 @@ full fine-tuning, offline weights from `shared_core.models`):
 - sft: the response cross-entropy of the full prompt (ContextSFT, what a user runs otherwise).
 
 The ratio column is sft time / ours (< 1 is NextQuill's overhead). `--memory` also reports
-peak resident memory of one step of each in a fresh process (CPU) or peak CUDA memory.
+the activation memory each step keeps for its backward pass: the bytes of the distinct
+tensors autograd saves (`torch.autograd.graph.saved_tensors_hooks`), parameters excluded.
 """
 
 from __future__ import annotations
 
-import json
-import resource
-import subprocess
-import sys
 from typing import Any
 
 import torch
@@ -74,25 +71,23 @@ def step(model: Any, batch: dict[str, torch.Tensor], which: str) -> None:
         F.cross_entropy(*target_logits(logits, batch["labels"])).backward()
 
 
-def child(name: str, length: int, which: str) -> None:
-    """Run one step (or none) in this fresh process and print the peak RSS in MiB."""
-    model = make_model(name)
-    batch = make_batch(model.config.vocab_size, length)
-    if which != "none":
+def activation_mib(model: Any, batch: dict[str, torch.Tensor], which: str) -> float:
+    """MiB of the distinct non-parameter tensors autograd saves for the backward of one step."""
+    params = {p.data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        ptr = t.data_ptr()
+        if ptr not in params:
+            seen[ptr] = max(seen.get(ptr, 0), t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         step(model, batch, which)
-    print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
-
-
-def peak_mib(name: str, length: int, which: str) -> float:
-    cmd = [sys.executable, __file__, "--child", name, str(length), which]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return sum(seen.values()) / 2**20
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), sys.argv[4])
-        return
     p = bench_parser(__doc__.splitlines()[0])
     p.add_argument("--smollm2", action="store_true", help="also SmolLM2-135M (needs the llm extra)")
     p.add_argument("--memory", action="store_true", help="also peak memory per step")
@@ -119,11 +114,10 @@ def main() -> None:
             )
             table.add(f"L = {length}", results)
             if args.memory:
-                base = peak_mib(name, length, "none")
-                ours, sft = (peak_mib(name, length, w) - base for w in ("ours", "sft"))
+                ours, sft = (activation_mib(model, batch, w) for w in ("ours", "sft"))
                 print(
-                    f"{name} L={length}: peak step memory over the loaded model: NextQuill "
-                    f"{ours:.0f} MiB, SFT {sft:.0f} MiB, ratio {ours / max(sft, 1e-9):.2f}"
+                    f"{name} L={length}: activations saved for backward: NextQuill "
+                    f"{ours:.1f} MiB, SFT {sft:.1f} MiB, ratio {ours / sft:.2f}"
                 )
         tables.append(table)
     finish(tables, args.json)
