@@ -23,7 +23,7 @@ def test_character_split_holds_out_each_characters_last_speeches():
     assert all(e.history.startswith("Earlier, ") for e in train + test)
 
 
-@pytest.mark.slow  # loads SmolLM2-135M four times (about 2 minutes of CPU)
+@pytest.mark.slow  # loads SmolLM2-135M four times (226 s of CPU here)
 @needs_llm
 def test_smollm2_arms_run(tmp_path):
     from nextquill.experiments.planted import SCALES
