@@ -1,0 +1,40 @@
+"""The console script: --help without torch, micro end to end, one-line usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def test_help_does_not_import_torch():
+    code = (
+        "import sys; from nextquill.cli import main\n"
+        "try:\n    main(['reproduce', '--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported by --help'"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--scale" in out.stdout
+
+
+def test_bad_scale_is_a_usage_error(capsys):
+    from nextquill.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "--scale", "huge"])
+    assert e.value.code == 2
+
+
+@pytest.mark.slow
+def test_micro_reproduce_writes_the_table(tmp_path):
+    from nextquill.cli import main
+
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    (run,) = (tmp_path / "nextquill").iterdir()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert set(metrics["metrics"]["results"]) == {"sft", "nextquill"}
+    assert (run / "planted.png").exists()
+    assert "ContextSFT" in (run / "report.md").read_text()
