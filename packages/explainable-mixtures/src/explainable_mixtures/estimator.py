@@ -93,14 +93,20 @@ class ExplainableMixture:
         n_sub: Gaussians per rule component (1: a Gaussian mixture overall).
         lam: weight of the overlap penalty ``R``.
         gamma: weight of the coverage penalty ``C`` (ours: keeps each box on its rows).
-        tau_start, tau_end: temperature schedule, in standard deviations of each feature.
-        steps: gradient steps in all; lr: AdamW learning rate (constant).
+        tau_start: initial temperature, in standard deviations of each feature.
+        tau_end: final temperature (geometric annealing), same units.
+        steps: gradient steps in all.
+        lr: AdamW learning rate (constant).
         prune_rounds: pruning/merging rounds between the training stages.
         min_share: a rule covering less than this share of the rows is pruned.
-        merge_jaccard, merge_hellinger: redundancy thresholds for merging two rules.
+        merge_jaccard: two rules covering rows with a Jaccard above this may merge.
+        merge_hellinger: ... if their components are closer than this Hellinger distance.
         bic: select the rule set by BIC after training.
         batch_size: rows per step (all rows when there are fewer).
-        seed, device, dtype ("float32" or "float64"), show_progress.
+        seed: seeds the k-means++ anchoring and the minibatches.
+        device: where to train ("cpu", "cuda", ...).
+        dtype: "float32" or "float64".
+        show_progress: print fit's progress bar.
     """
 
     def __init__(
