@@ -94,8 +94,12 @@ def test_dist2_arm_uses_the_codebook_metric():
     loss, parts = vq.make_loss("dist2", table, 0.1, cfg)(model, batch)
     assert parts["ce"] == pytest.approx(float(ce.detach()), rel=1e-6)
     assert parts["dist2"] > 0  # the KL to p_d is positive for an untrained model
-    assert float(loss.detach()) == pytest.approx(float(ce.detach()) + cfg.alpha * parts["dist2"], rel=1e-6)
+    assert float(loss.detach()) == pytest.approx(
+        float(ce.detach()) + cfg.alpha * parts["dist2"], rel=1e-6
+    )
     strong, _ = vq.make_loss("dist2_strong", table, 0.1, cfg)(model, batch)
-    assert float(strong.detach()) == pytest.approx(float(ce.detach()) + cfg.strong_alpha * parts["dist2"], rel=1e-6)
+    assert float(strong.detach()) == pytest.approx(
+        float(ce.detach()) + cfg.strong_alpha * parts["dist2"], rel=1e-6
+    )
     with pytest.raises(ValueError, match="method"):
         vq.make_loss("focal", table, 0.1, cfg)

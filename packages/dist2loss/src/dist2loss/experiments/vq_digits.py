@@ -438,9 +438,11 @@ def _plot(
         for method, rows in results.items():
             ns = sorted(rows)
             y = [rows[n][key] for n in ns]
+            # FD is biased upward on resamples (repeated rows), so the point can sit below
+            # its percentile interval: clip the bar there instead of drawing a negative one
             err = [
-                [rows[n][key] - rows[n][f"{key}_lo"] for n in ns],
-                [rows[n][f"{key}_hi"] - rows[n][key] for n in ns],
+                [max(0.0, rows[n][key] - rows[n][f"{key}_lo"]) for n in ns],
+                [max(0.0, rows[n][f"{key}_hi"] - rows[n][key]) for n in ns],
             ]
             ax.errorbar(ns, y, yerr=err, marker="o", capsize=3, label=names[method])
         ref = "fd_codebook_reconstruction_vs_test" if key == "fd" else "reconstruction_accuracy"
