@@ -42,7 +42,7 @@ class Config:
     sizes: tuple[int, ...] = (100, 300, 1000)  # N training images (nested subsets of the pool)
     seeds: int = 1
     methods: tuple[str, ...] = METHODS
-    steps: int = 400
+    steps: int = 800
     batch: int = 32
     lr: float = 3e-3
     codebook: int = 32  # K codes
@@ -60,7 +60,7 @@ class Config:
 SCALES: dict[str, Config] = {
     "micro": Config(sizes=(100,), steps=15, per_class=8, kmeans_init=1, classifier_steps=40),
     "tiny": Config(),
-    "small": Config(seeds=3, steps=1000, methods=(*METHODS, "dist2_strong")),
+    "small": Config(seeds=3, steps=1500, methods=(*METHODS, "dist2_strong")),
     "paper": Config(
         sizes=(100, 300, 1000, 1200),
         seeds=5,
