@@ -54,7 +54,7 @@ def test_reproduce_micro(tmp_path):
     assert set(vq["results"]) == {"ce", "dist2"}
     for method in ("ce", "dist2"):
         cell = vq["results"][method]["100"]
-        assert cell["fd_lo"] <= cell["fd_hi"] and cell["fd"] > 0
+        assert cell["fd_lo"] <= cell["fd"] <= cell["fd_hi"] and cell["fd"] > 0
         assert 0.0 <= cell["accuracy"] <= 1.0 and cell["heldout_ce"] > 0
     refs = vq["references"]
     assert refs["tau"] > 0 and refs["fd_real_pool_vs_test"] >= 0

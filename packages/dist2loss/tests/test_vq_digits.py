@@ -103,3 +103,14 @@ def test_dist2_arm_uses_the_codebook_metric():
     )
     with pytest.raises(ValueError, match="method"):
         vq.make_loss("focal", table, 0.1, cfg)
+
+
+def test_fd_interval_brackets_the_estimate_and_separates_distributions():
+    rng = np.random.default_rng(0)
+    real = rng.normal(size=(300, 4))
+    near = rng.normal(size=(200, 4))
+    far = rng.normal(size=(200, 4)) + 1.5
+    fd, lo, hi = vq.fd_interval(near, real, seed=0)
+    assert 0.0 <= lo <= fd <= hi
+    fd_far, lo_far, _ = vq.fd_interval(far, real, seed=0)
+    assert fd_far == pytest.approx(4 * 1.5**2, rel=0.2) and lo_far > hi
