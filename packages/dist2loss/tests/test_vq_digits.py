@@ -114,3 +114,10 @@ def test_fd_interval_brackets_the_estimate_and_separates_distributions():
     assert 0.0 <= lo <= fd <= hi
     fd_far, lo_far, _ = vq.fd_interval(far, real, seed=0)
     assert fd_far == pytest.approx(4 * 1.5**2, rel=0.2) and lo_far > hi
+
+
+def test_run_in_rejects_bad_configs_before_work():
+    with pytest.raises(ValueError, match="methods"):
+        vq.run_in(None, vq.Config(methods=("ce", "focal")), 0, "cpu")
+    with pytest.raises(ValueError, match="sizes"):
+        vq.run_in(None, vq.Config(sizes=(100, 1500)), 0, "cpu")
