@@ -49,4 +49,17 @@ def test_reproduce_micro(tmp_path):
     metrics = json.loads((runs[0] / "metrics.json").read_text())
     assert set(metrics["metrics"]["results"]) == {"ce", "dist2"}
     assert (runs[0] / "error_vs_n.png").exists()
+    # the second finding, VQ digits, in the same run
+    vq = metrics["metrics"]["vq"]
+    assert set(vq["results"]) == {"ce", "dist2"}
+    for method in ("ce", "dist2"):
+        cell = vq["results"][method]["100"]
+        assert cell["fd_lo"] <= cell["fd"] <= cell["fd_hi"] and cell["fd"] > 0
+        assert 0.0 <= cell["accuracy"] <= 1.0 and cell["heldout_ce"] > 0
+    refs = vq["references"]
+    assert refs["tau"] > 0 and refs["fd_real_pool_vs_test"] >= 0
+    assert {r["method"] for r in metrics["tables"]["vq"]} >= {"CE"}
+    for png in ("vq_fd_vs_n.png", "vq_samples.png"):
+        assert (runs[0] / png).stat().st_size > 1000
+    assert "## vq" in (runs[0] / "report.md").read_text()
     assert time.perf_counter() - t0 >= 0  # wall time is not asserted (shared machine)

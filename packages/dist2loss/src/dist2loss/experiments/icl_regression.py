@@ -177,53 +177,64 @@ def train_one(method: str, n: int, seed: int, config: Config, device: str) -> np
     return np.abs(pred - test[:, -1].numpy())
 
 
+TITLE = "DIST2Loss on in-context linear regression (integer tokens)"
+
+
+def notes(config: Config) -> str:
+    return (
+        f"{config.seeds} seed(s) per cell; 95 % bootstrap intervals over "
+        f"{config.test * config.seeds} test answers; errors in integer units."
+    )
+
+
 def run(args: ReproduceArgs) -> dict[str, Any]:
-    from shared_core.metrics import bootstrap_ci
+    """The toy alone, in its own run folder."""
     from shared_core.report import Run
 
     config: Config = args.config
+    with Run("dist2loss", config, out=args.out) as run:
+        results = run_in(run, config, args.seed, args.device)
+        run.finish(TITLE, notes=notes(config))
+    return results
+
+
+def run_in(run: Any, config: Config, seed: int, device: str) -> dict[str, Any]:
+    """Run the toy inside an open `shared_core.report.Run` (table "toy", metric "results")."""
+    from shared_core.metrics import bootstrap_ci
+
     unknown = [m for m in config.methods if m not in LABELS]
     if unknown:
         raise ValueError(f"methods: unknown {unknown}, expected among {list(LABELS)}")
     results: dict[str, dict[int, dict[str, float]]] = {m: {} for m in config.methods}
-    with Run("dist2loss", config, out=args.out) as run:
-        for n in config.sizes:
-            for method in config.methods:
-                t0 = time.perf_counter()
-                errs = np.concatenate(
-                    [
-                        train_one(method, n, args.seed + s, config, args.device)
-                        for s in range(config.seeds)
-                    ]
-                )
-                mae, lo, hi = bootstrap_ci(lambda e: float(np.mean(e)), errs)
-                rmse, rlo, rhi = bootstrap_ci(lambda e: float(np.sqrt(np.mean(e**2))), errs)
-                exact = float(np.mean(errs == 0))
-                results[method][n] = {
-                    "mae": mae,
-                    "mae_lo": lo,
-                    "mae_hi": hi,
-                    "rmse": rmse,
-                    "rmse_lo": rlo,
-                    "rmse_hi": rhi,
-                    "exact": exact,
-                }
-                run.add_row(
-                    "toy",
-                    N=n,
-                    method=LABELS[method],
-                    MAE=f"{mae:.3f} [{lo:.3f}, {hi:.3f}]",
-                    RMSE=f"{rmse:.3f} [{rlo:.3f}, {rhi:.3f}]",
-                    exact=round(exact, 3),
-                    seconds=round(time.perf_counter() - t0, 1),
-                )
-        run.log(results={m: {str(n): v for n, v in r.items()} for m, r in results.items()})
-        _plot(run, results, config)
-        run.finish(
-            "DIST2Loss on in-context linear regression (integer tokens)",
-            notes=f"{config.seeds} seed(s) per cell; 95 % bootstrap intervals over "
-            f"{config.test * config.seeds} test answers; errors in integer units.",
-        )
+    for n in config.sizes:
+        for method in config.methods:
+            t0 = time.perf_counter()
+            errs = np.concatenate(
+                [train_one(method, n, seed + s, config, device) for s in range(config.seeds)]
+            )
+            mae, lo, hi = bootstrap_ci(lambda e: float(np.mean(e)), errs)
+            rmse, rlo, rhi = bootstrap_ci(lambda e: float(np.sqrt(np.mean(e**2))), errs)
+            exact = float(np.mean(errs == 0))
+            results[method][n] = {
+                "mae": mae,
+                "mae_lo": lo,
+                "mae_hi": hi,
+                "rmse": rmse,
+                "rmse_lo": rlo,
+                "rmse_hi": rhi,
+                "exact": exact,
+            }
+            run.add_row(
+                "toy",
+                N=n,
+                method=LABELS[method],
+                MAE=f"{mae:.3f} [{lo:.3f}, {hi:.3f}]",
+                RMSE=f"{rmse:.3f} [{rlo:.3f}, {rhi:.3f}]",
+                exact=round(exact, 3),
+                seconds=round(time.perf_counter() - t0, 1),
+            )
+    run.log(results={m: {str(n): v for n, v in r.items()} for m, r in results.items()})
+    _plot(run, results, config)
     return results
 
 
