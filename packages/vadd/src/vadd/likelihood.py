@@ -115,8 +115,10 @@ def valid_bound(
 
 def reveal_any_prob(p_k: float, n_masked: torch.Tensor) -> torch.Tensor:
     """``1 - (1 - p_k)^{n_masked}``: the probability that a step reveals at least one token."""
-    return -torch.expm1(n_masked * math.log1p(-p_k)) if p_k < 1.0 else (n_masked > 0).to(
-        n_masked.dtype
+    return (
+        -torch.expm1(n_masked * math.log1p(-p_k))
+        if p_k < 1.0
+        else (n_masked > 0).to(n_masked.dtype)
     )
 
 
