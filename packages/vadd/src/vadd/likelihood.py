@@ -40,6 +40,9 @@ def _positive(name: str, v) -> int:
     return v
 
 
+KL_MODES = ("revealed", "every_step")
+
+
 @torch.no_grad()
 def valid_bound(
     model,
@@ -49,15 +52,42 @@ def valid_bound(
     schedule: Schedule | None = None,
     n_samples: int = 4,
     seed: int = 0,
+    kl: str = "revealed",
 ) -> torch.Tensor:
     """Upper bound (nats per sequence, (batch,)) on ``-log p_T(x0)`` of the T-step sampler.
 
-    ``sum_k E[p_k E_r sum_{i in M_k} -log mu^i + KL_k]`` with every step k evaluated and
-    `n_samples` draws of (x_{t_k}, z) per step.
+    ``sum_k E_{x_{t_k}}[p_k E_r sum_{i in M_k} -log mu^i + (1 - (1 - p_k)^{|M_k|}) KL_k]``, every
+    step k evaluated with `n_samples` draws of (x_{t_k}, z) per step; ``M_k`` the masked set of
+    ``x_{t_k}``, ``KL_k = KL(r_phi(. | x0, x_{t_k}, t_k) || N(0, I))``.
+
+    Derivation. The sampler is a Markov chain over the grid states x_{t_0} (all masked), ...,
+    x_{t_T} = x0 with a fresh ``z_k ~ p`` per step; the grid's forward process q(. | x0) is the
+    variational posterior over the intermediate states. Given x_{t_k}, let ``R_k`` be the set of
+    tokens that x_{t_{k+1}} reveals. Each token of M_k stays masked with probability 1 - p_k
+    under both the sampler and q, and is revealed with probability p_k (to ``mu^i(z)[v]`` under
+    the sampler, to x0^i under q), so the step's likelihood ratio is
+
+        p(x_{t_{k+1}} | x_{t_k}) / q(x_{t_{k+1}} | x_{t_k}, x0)
+            = E_{z ~ p} prod_{i in R_k} mu^i(x_{t_k}, z, t_k)[x0^i].
+
+    The latent enters only through the revealed tokens: if ``R_k`` is empty the ratio is 1 for
+    every z, its log is 0 and no z (hence no KL) is needed. Otherwise Jensen with r_phi gives
+    ``-log(ratio) <= E_r sum_{i in R_k} -log mu^i + KL_k``. So
+
+        -log p_T(x0) <= sum_k E_q [ 1{R_k != {}} (E_r sum_{i in R_k} -log mu^i + KL_k) ].
+
+    r_phi sees (x0, x_{t_k}, t_k) but not R_k, so given x_{t_k} the expectation over R_k (each
+    masked token in R_k independently with probability p_k) is exact: the reconstruction term
+    becomes ``p_k sum_{i in M_k} E_r -log mu^i`` and the KL is paid with probability
+    ``P(R_k != {}) = 1 - (1 - p_k)^{|M_k|}`` (0 when nothing is masked, 1 at the last step).
+    ``kl="every_step"`` pays the full KL_k at every step (the looser 0.2.0 bound, kept for
+    comparison); both are valid, and "revealed" is <= "every_step" draw by draw.
     """
     _check_x0(model, x0)
     _positive("steps", steps)
     _positive("n_samples", n_samples)
+    if kl not in KL_MODES:
+        raise ValueError(f"kl: expected one of {KL_MODES}, got {kl!r}")
     schedule = schedule or LogLinearSchedule()
     g = torch.Generator(device=x0.device).manual_seed(seed)
     grid = time_grid(steps).to(x0.device)
@@ -70,14 +100,26 @@ def valid_bound(
         t = grid[k].expand(n_samples * b)
         u = torch.rand((n_samples * b, n), generator=g, device=x0.device)
         x_t = torch.where(u < keep[k], torch.full_like(xr, model.mask_id), xr)
-        z, kl = None, torch.zeros(n_samples * b, device=x0.device)
+        z, kl_k = None, torch.zeros(n_samples * b, dtype=torch.float64, device=x0.device)
         if model.latent_dim > 0:
             m, ls = model.posterior(xr, x_t, t)
             z = m + torch.exp(ls) * torch.randn(m.shape, generator=g, device=m.device)
-            kl = gaussian_kl(m, ls)
+            kl_k = gaussian_kl(m, ls).double()
+            if kl == "revealed":
+                n_masked = (x_t == model.mask_id).sum(dim=1).double()
+                kl_k = kl_k * reveal_any_prob(float(p[k]), n_masked)
         nll = _masked_nll(model.logits(x_t, t, z), xr, x_t, model.mask_id)
-        total += (p[k] * nll + kl).double()
+        total += p[k].double() * nll.double() + kl_k
     return total.view(n_samples, b).mean(dim=0).float()
+
+
+def reveal_any_prob(p_k: float, n_masked: torch.Tensor) -> torch.Tensor:
+    """``1 - (1 - p_k)^{n_masked}``: the probability that a step reveals at least one token."""
+    return (
+        -torch.expm1(n_masked * math.log1p(-p_k))
+        if p_k < 1.0
+        else (n_masked > 0).to(n_masked.dtype)
+    )
 
 
 def _masked_nll(logits, x0, x_t, mask_id) -> torch.Tensor:
@@ -186,42 +228,121 @@ def paper_delbo(
     return (total / n_samples).float()
 
 
+QUADRATURES = ("sobol", "gauss-hermite", "monte-carlo")
+
+
+def sobol_normal(latent_dim: int, n: int, seed: int = 0) -> torch.Tensor:
+    """(n, d) scrambled-Sobol points mapped to N(0, I_d) by the inverse normal CDF (float64).
+
+    Randomised quasi-Monte Carlo: every point is marginally N(0, I), so averages are unbiased,
+    and independent `seed`s give independent replicates (their spread is the standard error);
+    the error decays faster than Monte Carlo's n^{-1/2}, also for integrands with jumps.
+    """
+    _positive("latent_dim", latent_dim)
+    _positive("n", n)
+    eng = torch.quasirandom.SobolEngine(latent_dim, scramble=True, seed=seed)
+    u = eng.draw(n, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+    return torch.erfinv(2 * u - 1) * math.sqrt(2.0)
+
+
+def gauss_hermite(latent_dim: int, n_nodes: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """Product Gauss-Hermite rule for ``E_{z ~ N(0, I_d)} f(z)``: nodes (n^d, d), weights (n^d,).
+
+    The probabilists' rule (weight ``exp(-x^2 / 2)``) by Golub-Welsch: the nodes are the
+    eigenvalues of the Jacobi matrix with off-diagonal ``sqrt(1..n-1)``, the weights the squared
+    first components of its eigenvectors (they sum to 1). Exact for polynomials of degree
+    <= 2n - 1 in each coordinate; float64.
+    """
+    _positive("latent_dim", latent_dim)
+    _positive("n_nodes", n_nodes)
+    if n_nodes**latent_dim > 1_000_000:
+        raise ValueError(
+            f"n_nodes: n_nodes ** latent_dim must be <= 1e6, got {n_nodes}**{latent_dim}"
+        )
+    off = torch.arange(1, n_nodes, dtype=torch.float64).sqrt()
+    J = torch.diag(off, 1) + torch.diag(off, -1)
+    x, vec = torch.linalg.eigh(J)
+    w = vec[0] ** 2
+    w = w / w.sum()
+    nodes = torch.cartesian_prod(*([x] * latent_dim)).reshape(-1, latent_dim)
+    weights = torch.cartesian_prod(*([w] * latent_dim)).reshape(-1, latent_dim).prod(dim=1)
+    return nodes, weights
+
+
 @torch.no_grad()
 def exact_sample_distribution(
     model,
     steps: int,
     *,
     schedule: Schedule | None = None,
-    n_latent: int = 256,
+    quadrature: str = "sobol",
+    n_nodes: int = 8,
+    n_latent: int = 1024,
     seed: int = 0,
     latents: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
     chunk: int = 65536,
 ) -> torch.Tensor:
     """Probability table of the T-step ancestral sampler's output, shape ``(V,) * L``.
 
     Forward dynamic programming over the states ``{0..V}^L`` (V = mask). At step k, from a state
     x with masked set M, token i in M stays masked with probability ``1 - p_k`` or becomes v with
-    ``p_k mu^i(x, z, t_k)[v]``; the z integral of the product over i is the average over
-    `n_latent` draws ``z ~ N(0, I)``, fresh per step and shared by all states (pass `latents`,
-    (steps, n_latent, d), to fix them). Exact when ``latent_dim = 0``.
+    ``p_k mu^i(x, z, t_k)[v]``; the z integral of the product over i is a weighted sum over
+    latent points shared by all states:
 
-    `model` needs ``logits(x_t, t, z)``, ``vocab_size``, ``latent_dim`` and ``cfg.seq_len``.
+    * ``quadrature="sobol"`` (default): `n_latent` scrambled-Sobol points per step mapped to
+      N(0, I) (`sobol_normal`; randomised QMC, seeded by `seed`). Unbiased, and on a trained
+      toy VADD (d = 2) 30-150x closer to a 512 x 512 quantile-grid reference than Monte Carlo
+      with as many points (TV 1.5e-4 vs 1.7e-2 at 1024 points); independent seeds give
+      replicates whose spread is the standard error;
+    * ``"gauss-hermite"``: the product Gauss-Hermite rule with `n_nodes` per dimension
+      (`gauss_hermite`, ``n_nodes ** d`` points), deterministic, spectrally accurate when the
+      decoder is smooth in z. A trained decoder is not (z picks a mode almost discontinuously):
+      on that toy, 64 x 64 nodes still leave TV 5e-3 to 2e-2;
+    * ``"monte-carlo"``: `n_latent` i.i.d. draws ``z ~ N(0, I)`` per step (the 0.2 default);
+    * `latents` (steps, n, d), optionally with `weights` (n,) summing to 1 (default equal),
+      overrides both.
+
+    Exact when ``latent_dim = 0``. `model` needs ``logits(x_t, t, z)``, ``vocab_size``,
+    ``latent_dim`` and ``cfg.seq_len``.
     """
     V, L, d = model.vocab_size, model.cfg.seq_len, model.latent_dim
     if L > 3 or (V + 1) ** L > 300_000:
         raise ValueError(f"model: exact enumeration needs seq_len <= 3 and few states, got L={L}")
     _positive("steps", steps)
+    if quadrature not in QUADRATURES:
+        raise ValueError(f"quadrature: expected one of {QUADRATURES}, got {quadrature!r}")
     schedule = schedule or LogLinearSchedule()
     device = next(iter(model.parameters())).device if hasattr(model, "parameters") else "cpu"
     if d > 0:
         if latents is None:
-            g = torch.Generator().manual_seed(seed)
-            latents = torch.randn((steps, _positive("n_latent", n_latent), d), generator=g)
+            dtype = next(iter(model.parameters())).dtype if hasattr(model, "parameters") else None
+            if quadrature == "gauss-hermite":
+                nodes, weights = gauss_hermite(d, n_nodes)
+                latents = nodes.to(dtype or torch.float32).expand(steps, -1, -1)
+            elif quadrature == "sobol":
+                n = _positive("n_latent", n_latent)
+                pts = [sobol_normal(d, n, seed=seed * 1_000_003 + k) for k in range(steps)]
+                latents = torch.stack(pts).to(dtype or torch.float32)
+            else:
+                g = torch.Generator().manual_seed(seed)
+                latents = torch.randn((steps, _positive("n_latent", n_latent), d), generator=g)
         if latents.ndim != 3 or latents.shape[0] != steps or latents.shape[2] != d:
             raise ValueError(
                 f"latents: expected shape ({steps}, n_latent, {d}), got {tuple(latents.shape)}"
             )
+        nz = latents.shape[1]
+        if weights is None:
+            weights = torch.full((nz,), 1.0 / nz, dtype=torch.float64)
+        if weights.shape != (nz,) or abs(float(weights.double().sum()) - 1.0) > 1e-6:
+            raise ValueError(
+                f"weights: expected shape ({nz},) summing to 1, got {tuple(weights.shape)} "
+                f"summing to {float(weights.double().sum()):.6g}"
+            )
         latents = latents.to(device)
+        wz = weights.to(device=device, dtype=torch.float64)
+    else:
+        wz = torch.ones(1, dtype=torch.float64, device=device)
     grid = time_grid(steps)
     p = unmask_probs(schedule, steps)
     S = V + 1
@@ -253,9 +374,9 @@ def exact_sample_distribution(
             fac = torch.where(masked[..., None], fac, onehot)
             # sum over states and latents of P(x) * prod_i fac_i, without materialising z
             letters = "abc"[:L]
-            expr = "s," + ",".join(f"sz{c}" for c in letters) + "->" + letters
-            joint = torch.einsum(expr, flat[idx], *[fac[:, :, i] for i in range(L)])
-            new += joint.flatten() / nz
+            expr = "s,z," + ",".join(f"sz{c}" for c in letters) + "->" + letters
+            joint = torch.einsum(expr, flat[idx], wz, *[fac[:, :, i] for i in range(L)])
+            new += joint.flatten()
         P = new.view((S,) * L)
     return P[(slice(0, V),) * L]  # float64
 

@@ -16,11 +16,14 @@ the negative log-likelihood of the sampler (see `vadd.likelihood` and the README
 sampler with one latent per step (derived in the README, "Which bound is valid"):
 
     NLL_T(x0) <= sum_{k<T} E_{x_{t_k}} [ p_k E_r sum_{i in M_k} -log mu^i(x_{t_k}, z, t_k)[x0^i]
-                                        + KL(r_phi(.|x0, x_{t_k}, t_k) || p) ],
+                                        + c_k KL(r_phi(.|x0, x_{t_k}, t_k) || p) ],
 
 ``p_k = (alpha_{t_{k+1}} - alpha_{t_k}) / (1 - alpha_{t_k})`` the per-step unmasking probability
-(1 at the last step). Each step pays its own full KL, because each step draws its own z; the
-DELBO discounts that KL by ``w(t) dt``. One step k is drawn uniformly per example (times T).
+(1 at the last step), and ``c_k = 1 - (1 - p_k)^{|M_k|}`` the probability that step k reveals
+a token: a step that reveals nothing needs no z, so it pays no KL (derivation in
+`vadd.valid_bound`); a step that reveals tokens pays its own full KL, because each step draws
+its own z; the DELBO discounts that KL by ``w(t) dt``. One step k is drawn uniformly per
+example (times T).
 With ``latent_dim = 0`` both objectives reduce to the corresponding MDM bounds.
 """
 
@@ -65,7 +68,7 @@ class VADDLossOutput:
     loss: scalar, nats per token (``(rec + lambda * kl_term).sum() / (batch * L)``), the MDM
         convention, so that it is comparable with ``mdlm_loss(...).loss``.
     rec: (batch,) weighted reconstruction term; kl: (batch,) the unweighted KL(r || p);
-    kl_term: (batch,) the KL as it enters the bound (``w(t) kl`` for the DELBO, ``T kl`` valid).
+    kl_term: (batch,) the KL as it enters the bound (``w(t) kl`` DELBO, ``T c_k kl`` valid).
     mdm: the `masked_diffusion.LossOutput` of the z-conditioned denoiser call (paper objective).
     """
 
@@ -179,6 +182,8 @@ def _valid_loss(model, x0, schedule, steps, lam, analytic_kl, generator) -> VADD
     nll = -F.log_softmax(logits.float(), dim=-1).gather(-1, x0.long()[..., None]).squeeze(-1)
     nll = torch.where(x_t == model.mask_id, nll, torch.zeros_like(nll))
     rec = steps * p[k] * nll.sum(dim=1)
-    kl_term = steps * kl
+    n_masked = (x_t == model.mask_id).sum(dim=1).to(kl.dtype)
+    reveal = 1.0 - torch.pow(1.0 - p[k].to(kl.dtype), n_masked)  # 0 if nothing is masked
+    kl_term = steps * reveal * kl
     loss = (rec.sum() + lam * kl_term.sum()) / (b * n)
     return VADDLossOutput(loss, rec, kl, kl_term, t, x_t, z)

@@ -20,7 +20,8 @@ class Toy2DConfig:
     lr: float = 3e-3
     anneal_steps: int = 200
     steps: tuple[int, ...] = (1, 2, 4, 16)
-    n_latent: int = 128
+    n_latent: int = 256  # scrambled-Sobol points per step and replicate (0.2: 128 random draws)
+    quad_reps: int = 2  # independent replicates of the z integral: the standard error of TV
     n_scatter: int = 2000
 
 
