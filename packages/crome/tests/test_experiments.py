@@ -31,3 +31,33 @@ def test_ablation_arms_change_one_thing():
     assert arm_data("crome_lam0.25", train, kept, cfg)[1].lam == 0.25
     with pytest.raises(ValueError, match="arms: unknown arm 'bogus'"):
         arm_data("bogus", train, kept, cfg)
+
+
+def test_ablation_evaluate_reports_the_reproduce_best_of_n(tiny_rm):
+    from crome import world as W
+    from crome.experiments.ablation import evaluate
+    from crome.experiments.controlled_world import best_of_n_trap
+
+    w = W.make_world(W.WorldConfig(n_facts=10, n_train=4, n_test=8))
+    m = evaluate(tiny_rm, w, n_best_of=4, seed=3)
+    assert m["bon_gold"] == best_of_n_trap(tiny_rm, w, 4, 3)["rm"]
+    assert 0.0 <= m["bon_gold"] <= 1.0 and 0.0 <= m["causal_acc"] <= 1.0
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_run_ablation_rejects_a_bad_seed(seed):
+    from crome.experiments.ablation import run_ablation
+
+    with pytest.raises(ValueError, match="seed: expected an int >= 0 or None"):
+        run_ablation(["crome"], SCALES["micro"], seed=seed)
+
+
+def test_run_ablation_uses_the_given_seed(tmp_path):
+    import json
+
+    from crome.experiments.ablation import run_ablation
+
+    out = tmp_path / "abl.json"
+    res = run_ablation(["crome"], SCALES["micro"], out=out, seed=2)
+    assert res["crome"]["seed"] == 2 and res["crome"]["steps"] == SCALES["micro"].train.steps
+    assert "bon_gold" in res["standard"] and json.loads(out.read_text())["crome"]["seed"] == 2

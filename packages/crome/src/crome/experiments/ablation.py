@@ -33,10 +33,11 @@ from crome.augment import (
 from crome.data import PairRow
 from crome.evaluate import pairwise_accuracy, sensitivity, signed_preference
 from crome.experiments.config import SCALES, ExperimentConfig
-from crome.experiments.controlled_world import new_reward_model
+from crome.experiments.controlled_world import best_of_n_trap, new_reward_model
 from crome.model import RewardModel
 from crome.oracle import ProgrammaticOracle
 from crome.train import TrainConfig, train_reward_model
+from shared_core.device import seed_everything
 
 ARMS = (
     "crome",
@@ -49,8 +50,9 @@ ARMS = (
 )
 
 
-def evaluate(model: RewardModel, w: W.World) -> dict[str, float]:
-    """The arm's metrics on the world's test splits and probes."""
+def evaluate(model: RewardModel, w: W.World, n_best_of: int = 4, seed: int = 0) -> dict[str, float]:
+    """The arm's metrics on the world's test splits and probes, and the Best-of-`n_best_of`
+    gold reward of `crome reproduce` (`best_of_n_trap`)."""
     q = [p for p, _, _ in w.causal] * 2
     a = [x for _, x, _ in w.causal] + [y for _, _, y in w.causal]
     return {
@@ -61,6 +63,7 @@ def evaluate(model: RewardModel, w: W.World) -> dict[str, float]:
         "spurious_sens": sensitivity(model, w.spurious),
         "causal_sens": sensitivity(model, w.causal),
         "reward_std": float(model.score(q, a).std()),
+        "bon_gold": best_of_n_trap(model, w, n_best_of, seed)["rm"],
     }
 
 
@@ -84,18 +87,34 @@ def arm_data(
 
 
 def run_ablation(
-    arms: list[str], cfg: ExperimentConfig = SCALES["tiny"], out: Path | None = None
+    arms: list[str],
+    cfg: ExperimentConfig = SCALES["tiny"],
+    out: Path | None = None,
+    seed: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Train the standard RM (the filter's baseline) and every arm; write JSON after each."""
+    """Train the standard RM (the filter's baseline) and every arm; write JSON after each.
+
+    `seed`, when given, replaces the world's and the training's seed (as ``crome reproduce
+    --seed`` does); else `cfg`'s seeds are used.
+    """
     for a in arms:
         arm_data(a, [], [], cfg.train)  # fail on an unknown arm before any training
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed: expected an int >= 0 or None, got {seed!r}")
+        cfg = replace(cfg, world=replace(cfg.world, seed=seed), train=replace(cfg.train, seed=seed))
+    seed_everything(cfg.train.seed)
     w = W.make_world(cfg.world)
     base = new_reward_model(cfg)
     init = copy.deepcopy(base.state_dict())
     t0 = time.process_time()
     train_reward_model(base, w.train, cfg.train, desc="standard RM train")
+
+    def ev(m: RewardModel) -> dict[str, float]:
+        return evaluate(m, w, cfg.n_best_of, cfg.world.seed)
+
     results: dict[str, dict[str, Any]] = {
-        "standard": {**evaluate(base, w), "cpu_s": time.process_time() - t0}
+        "standard": {**ev(base), "cpu_s": time.process_time() - t0}
     }
     aug, _ = augment(
         w.train,
@@ -115,7 +134,8 @@ def run_ablation(
         t0 = time.process_time()
         train_reward_model(model, rows, tc, desc=f"{a} train")
         results[a] = {
-            **evaluate(model, w),
+            **ev(model),
+            "seed": cfg.world.seed,
             "rows": len(rows),
             "steps": tc.steps,
             "cpu_s": time.process_time() - t0,
@@ -132,9 +152,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--arms", default="crome", help=f"comma-separated, among {', '.join(ARMS)}")
     p.add_argument("--out", type=Path, default=None, help="write the results here as JSON")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=None, help="world and training seed (default 0)")
     ns = p.parse_args(argv)
     with limit_threads(ns.threads):
-        res = run_ablation(ns.arms.split(","), out=ns.out)
+        res = run_ablation(ns.arms.split(","), out=ns.out, seed=ns.seed)
     for name, m in res.items():
         print(name, {k: round(v, 3) if isinstance(v, float) else v for k, v in m.items()})
 
