@@ -61,3 +61,37 @@ def test_run_ablation_uses_the_given_seed(tmp_path):
     res = run_ablation(["crome"], SCALES["micro"], out=out, seed=2)
     assert res["crome"]["seed"] == 2 and res["crome"]["steps"] == SCALES["micro"].train.steps
     assert "bon_gold" in res["standard"] and json.loads(out.read_text())["crome"]["seed"] == 2
+
+
+def test_t_interval_and_its_errors():
+    from crome.experiments.ablation import t_interval
+
+    mean, lo, hi = t_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and abs((hi - mean) - 4.303 / 3**0.5) < 1e-9 and lo == 4.0 - hi
+    assert t_interval([0.5, 0.5]) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match="values: expected at least 2"):
+        t_interval([1.0])
+
+
+def test_summarize_pools_seeds_and_pairs_the_4x_arms():
+    from crome.experiments.ablation import METRICS, format_summary, summarize
+
+    def m(seed, v, **kw):
+        return {**dict.fromkeys(METRICS, v), "seed": seed, "steps": 144, **kw}
+
+    runs = []
+    for s in range(3):
+        std = m(s, 0.1 * s)
+        runs.append({"standard": std, "crome_4x_steps": m(s, 0.5 + 0.1 * s)})
+        runs.append({"standard": std, "standard_4x_steps": m(s, 0.2 * s, iid_acc=1.0)})
+    out = summarize(runs)
+    assert out["standard"]["seeds"] == [0, 1, 2]  # shared by both runs of a seed: once
+    assert out["crome_4x_steps"]["cf_acc"][0] == pytest.approx(0.6)
+    bars = out["bars"]
+    assert bars["seeds"] == [0, 1, 2]
+    assert bars["cf_acc above standard"][0] == pytest.approx(0.4)
+    assert bars["causal_acc >= standard iid_acc"][0] == pytest.approx(-0.4)
+    text = format_summary(out)
+    assert "| crome_4x_steps | 144 | 0,1,2 |" in text and "bon_gold above standard" in text
+    with pytest.raises(ValueError, match="runs: expected one seed per run"):
+        summarize([{"a": m(0, 0.0), "b": m(1, 0.0)}])
