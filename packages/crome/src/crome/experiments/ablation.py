@@ -198,7 +198,8 @@ def summarize(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
     for arm, ms in by_arm.items():
         if len(ms) < 2:
             continue
-        out[arm] = {"seeds": sorted(ms), "steps": next(iter(ms.values())).get("steps")}
+        steps = sorted({m["steps"] for m in ms.values() if "steps" in m})
+        out[arm] = {"seeds": sorted(ms), "steps": ",".join(map(str, steps)) or "?"}
         out[arm].update({k: t_interval([m[k] for m in ms.values()]) for k in METRICS})
     c, s = by_arm.get("crome_4x_steps", {}), by_arm.get("standard_4x_steps", {})
     paired = sorted(set(c) & set(s))
