@@ -31,3 +31,67 @@ def test_ablation_arms_change_one_thing():
     assert arm_data("crome_lam0.25", train, kept, cfg)[1].lam == 0.25
     with pytest.raises(ValueError, match="arms: unknown arm 'bogus'"):
         arm_data("bogus", train, kept, cfg)
+
+
+def test_ablation_evaluate_reports_the_reproduce_best_of_n(tiny_rm):
+    from crome import world as W
+    from crome.experiments.ablation import evaluate
+    from crome.experiments.controlled_world import best_of_n_trap
+
+    w = W.make_world(W.WorldConfig(n_facts=10, n_train=4, n_test=8))
+    m = evaluate(tiny_rm, w, n_best_of=4, seed=3)
+    assert m["bon_gold"] == best_of_n_trap(tiny_rm, w, 4, 3)["rm"]
+    assert 0.0 <= m["bon_gold"] <= 1.0 and 0.0 <= m["causal_acc"] <= 1.0
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_run_ablation_rejects_a_bad_seed(seed):
+    from crome.experiments.ablation import run_ablation
+
+    with pytest.raises(ValueError, match="seed: expected an int >= 0 or None"):
+        run_ablation(["crome"], SCALES["micro"], seed=seed)
+
+
+def test_run_ablation_uses_the_given_seed(tmp_path):
+    import json
+
+    from crome.experiments.ablation import run_ablation
+
+    out = tmp_path / "abl.json"
+    res = run_ablation(["crome"], SCALES["micro"], out=out, seed=2)
+    assert res["crome"]["seed"] == 2 and res["crome"]["steps"] == SCALES["micro"].train.steps
+    assert "bon_gold" in res["standard"] and json.loads(out.read_text())["crome"]["seed"] == 2
+
+
+def test_t_interval_and_its_errors():
+    from crome.experiments.ablation import t_interval
+
+    mean, lo, hi = t_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and abs((hi - mean) - 4.303 / 3**0.5) < 1e-9 and lo == 4.0 - hi
+    assert t_interval([0.5, 0.5]) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match="values: expected at least 2"):
+        t_interval([1.0])
+
+
+def test_summarize_pools_seeds_and_pairs_the_4x_arms():
+    from crome.experiments.ablation import METRICS, format_summary, summarize
+
+    def m(seed, v, **kw):
+        return {**dict.fromkeys(METRICS, v), "seed": seed, "steps": 144, **kw}
+
+    runs = []
+    for s in range(3):
+        std = m(s, 0.1 * s)
+        runs.append({"standard": std, "crome_4x_steps": m(s, 0.5 + 0.1 * s)})
+        runs.append({"standard": std, "standard_4x_steps": m(s, 0.2 * s, iid_acc=1.0)})
+    out = summarize(runs)
+    assert out["standard"]["seeds"] == [0, 1, 2]  # shared by both runs of a seed: once
+    assert out["crome_4x_steps"]["cf_acc"][0] == pytest.approx(0.6)
+    bars = out["bars"]
+    assert bars["seeds"] == [0, 1, 2]
+    assert bars["cf_acc above standard"][0] == pytest.approx(0.4)
+    assert bars["causal_acc >= standard iid_acc"][0] == pytest.approx(-0.4)
+    text = format_summary(out)
+    assert "| crome_4x_steps | 144 | 0,1,2 |" in text and "bon_gold above standard" in text
+    with pytest.raises(ValueError, match="runs: expected one seed per run"):
+        summarize([{"a": m(0, 0.0), "b": m(1, 0.0)}])

@@ -75,12 +75,9 @@ def new_reward_model(cfg: ExperimentConfig) -> RewardModel:
     return RewardModel.from_backbone(minilm_path(), max_length=cfg.max_length)
 
 
-def _evaluate(
-    model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, seed: int
-) -> dict[str, float]:
-    scores = rewardbench_scores(model, load_rewardbench(bench_file), mapping=WORLD_MAPPING)
-    spur = sensitivity(model, w.spurious)
-    caus = sensitivity(model, w.causal)
+def best_of_n_trap(model: RewardModel, w: W.World, n_best_of: int, seed: int) -> dict[str, float]:
+    """Best-of-`n_best_of` gold reward on half the world's causal prompts, each with one correct
+    plain answer among decorated wrong ones (the spurious trap); `crome.best_of_n`'s result."""
     rng = random.Random(seed)
     prompts, cands = [], []
     for q, _, _ in w.causal[: max(1, len(w.causal) // 2)]:
@@ -95,7 +92,16 @@ def _evaluate(
         rng.shuffle(c)
         prompts.append(q)
         cands.append(c)
-    bon = best_of_n(model, prompts, cands, W.gold_reward, seed=seed)
+    return best_of_n(model, prompts, cands, W.gold_reward, seed=seed)
+
+
+def _evaluate(
+    model: RewardModel, w: W.World, bench_file: Path, n_best_of: int, seed: int
+) -> dict[str, float]:
+    scores = rewardbench_scores(model, load_rewardbench(bench_file), mapping=WORLD_MAPPING)
+    spur = sensitivity(model, w.spurious)
+    caus = sensitivity(model, w.causal)
+    bon = best_of_n_trap(model, w, n_best_of, seed)
     return {
         "iid_acc": scores["I.I.D."],
         "cf_acc": scores["Counterfactual"],
@@ -314,4 +320,12 @@ def _plots(
     )
 
 
-__all__ = ["SCALES", "ExperimentConfig", "config_for", "llm_oracle_run", "new_reward_model", "run"]
+__all__ = [
+    "SCALES",
+    "ExperimentConfig",
+    "best_of_n_trap",
+    "config_for",
+    "llm_oracle_run",
+    "new_reward_model",
+    "run",
+]
