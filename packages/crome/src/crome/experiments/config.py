@@ -64,6 +64,7 @@ SCALES: dict[str, ExperimentConfig] = {
         train=TrainConfig(
             steps=36, batch_size=16, trainable_layers=2, lr_encoder=2e-4, lr_head=3e-3
         ),
+        epochs=3.0,  # both RMs: 3 passes over the CROME data (issue 14)
     ),
     "small": ExperimentConfig(
         scale="small",
