@@ -117,3 +117,22 @@ def gap_quality(value: float, best: float, worst_gap: float) -> float:
 def accuracy(rmse: float, scale: float) -> float:
     """Error -> ``(0, 1]``: ``1 / (1 + rmse / scale)`` (scale = the test series' spread)."""
     return float(1.0 / (1.0 + rmse / scale))
+
+
+class ForecastTask(Task):
+    """A time-series task whose objectives are (accuracy of the held-out RMSE, the subjective
+    interpretability score), with `evaluate` returning ``rmse``, ``n_params`` and
+    ``mechanistic``; subclasses set ``scale``, the RMSE that maps to accuracy 1/2 (the test series' spread)."""
+
+    scale: float
+
+    def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
+        return ModelCard(
+            f"{self.framework(candidate.framework).description}: {candidate.label()}",
+            int(raw["n_params"]),
+            bool(raw["mechanistic"]),
+        )
+
+    def normalise(self, raw: dict[str, float], subjective: float | None = None) -> np.ndarray:
+        assert subjective is not None
+        return np.array([accuracy(raw["rmse"], self.scale), subjective])

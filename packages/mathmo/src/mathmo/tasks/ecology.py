@@ -28,7 +28,7 @@ from mathmo.tasks._forecast import (
     poly_features,
     rmse,
 )
-from mathmo.tasks.base import Candidate, Framework, ModelCard, Task, accuracy
+from mathmo.tasks.base import Candidate, ForecastTask, Framework, ModelCard
 
 TRUE = (1.0, 80.0, 0.1, 0.5, 0.5, 0.4)  # r, K, a, h, e, m
 
@@ -58,7 +58,7 @@ def rosenzweig_macarthur(theta: np.ndarray, z0: np.ndarray, t: np.ndarray) -> np
     return np.asarray(odeint(rhs, z0, t, rtol=1e-7, atol=1e-9, mxstep=5000))
 
 
-class EcologyTask(Task):
+class EcologyTask(ForecastTask):
     objectives = ("accuracy", "interpretability")
     subjective = True
 
@@ -188,20 +188,9 @@ class EcologyTask(Task):
             "mechanistic": float(f in ("lotka_volterra", "rosenzweig_macarthur")),
         }
 
-    def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
-        return ModelCard(
-            f"{self.framework(candidate.framework).description}: {candidate.label()}",
-            int(raw["n_params"]),
-            bool(raw["mechanistic"]),
-        )
-
     def references(self) -> tuple[ModelCard, ...]:
         return (
             ModelCard("Lotka-Volterra ODE (4 rates, 2 initial counts)", 6, True),
             ModelCard("vector AR(2) on log counts", 10, False),
             ModelCard("quadratic map of the log state", 12, False),
         )
-
-    def normalise(self, raw: dict[str, float], subjective: float | None = None) -> np.ndarray:
-        assert subjective is not None
-        return np.array([accuracy(raw["rmse"], self.scale), subjective])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from mathmo.tasks._forecast import fit_ar, forecast_ar, ridge, rmse
-from mathmo.tasks.base import Candidate, Framework, ModelCard, Task, accuracy
+from mathmo.tasks.base import Candidate, ForecastTask, Framework, ModelCard
 
 POPULATION = 100_000.0
 
@@ -59,7 +59,7 @@ def compartments(
     return out
 
 
-class EpidemiologyTask(Task):
+class EpidemiologyTask(ForecastTask):
     objectives = ("accuracy", "interpretability")
     subjective = True
 
@@ -147,20 +147,9 @@ class EpidemiologyTask(Task):
             "mechanistic": float(f in ("sir", "seir", "seir_change")),
         }
 
-    def card(self, candidate: Candidate, raw: dict[str, float]) -> ModelCard:
-        return ModelCard(
-            f"{self.framework(candidate.framework).description}: {candidate.label()}",
-            int(raw["n_params"]),
-            bool(raw["mechanistic"]),
-        )
-
     def references(self) -> tuple[ModelCard, ...]:
         return (
             ModelCard("SIR model (transmission, recovery, initial cases)", 3, True),
             ModelCard("AR(3) on log cases", 4, False),
             ModelCard("cubic trend in log cases", 4, False),
         )
-
-    def normalise(self, raw: dict[str, float], subjective: float | None = None) -> np.ndarray:
-        assert subjective is not None
-        return np.array([accuracy(raw["rmse"], self.scale), subjective])
