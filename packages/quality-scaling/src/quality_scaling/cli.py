@@ -123,7 +123,7 @@ main = make_main(
                 "train the noise-injection grid of tiny GPTs (on --device, in --threads "
                 "single-threaded workers) and fit Chinchilla and the quality-aware law to it "
                 "(numpy, CPU); CPU time on one thread: micro about 10 s, tiny about 3 min, "
-                "small about an hour on 8 workers or a GPU, paper hours on GPUs."
+                "small about 25 min, paper hours on GPUs."
             ),
         ),
         Command(

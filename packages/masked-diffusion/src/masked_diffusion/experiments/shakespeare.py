@@ -51,9 +51,9 @@ SCALES: dict[str, ShakespeareConfig] = {
     ),
     "tiny": ShakespeareConfig(),
     "small": ShakespeareConfig(
-        seq_len=128, plays=None, d_model=256, n_heads=8, n_layers=6, steps=5000, batch_size=64,
-        lr=1e-3, warmup=200, eval_rows=2048, eval_samples=8, n_generate=64,
-        sample_steps=(16, 64, 128),
+        seq_len=128, plays=None, d_model=192, n_heads=6, n_layers=4, steps=1000, batch_size=32,
+        lr=2e-3, warmup=100, eval_rows=512, eval_samples=4, n_generate=32,
+        sample_steps=(8, 32, 128),
     ),
     "paper": ShakespeareConfig(
         seq_len=256, plays=None, d_model=768, n_heads=12, n_layers=12, steps=100_000,
