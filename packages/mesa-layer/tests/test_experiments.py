@@ -90,7 +90,9 @@ def test_micro_reproduce_end_to_end(tmp_path):
     (run,) = (tmp_path / "mesa-layer").iterdir()
     assert json.loads((run / "config.json").read_text())["status"] == "complete"
     report = (run / "report.md").read_text()
-    assert "MQAR query accuracy" in report and "MesaNet MQAR accuracy vs inference-time CG" in report
+    assert (
+        "MQAR query accuracy" in report and "MesaNet MQAR accuracy vs inference-time CG" in report
+    )
     assert {p.name for p in run.glob("*.png")} >= {
         "regression_error_vs_position.png", "mqar_accuracy_vs_kv_pairs.png", "loss_vs_cg_steps.png",
         "mqar_accuracy_vs_cg_steps.png",

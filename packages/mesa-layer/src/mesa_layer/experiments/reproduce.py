@@ -65,11 +65,11 @@ SCALES: dict[str, ReproduceConfig] = {
     ),
     # the headline comparison in a few minutes on 2 CPU cores (one thread)
     "tiny": ReproduceConfig(),
-    # Zoology's MQAR scaled down (T = 128, vocab 256, 4-32 pairs) plus longer regression and
-    # char-LM runs: ~20 CPU-minutes with one thread (measured numbers in the README)
+    # Zoology's MQAR scaled down (T = 128, vocab 256, 4-32 pairs, 800 steps) plus somewhat
+    # longer regression and char-LM runs: ~17 CPU-minutes with one thread (README)
     "small": ReproduceConfig(
         regression=regression.RegressionConfig(
-            batch_size=32, num_layers=2, train=train_config(400, lr=1e-2, warmup=20)
+            batch_size=32, num_layers=2, train=train_config(200, lr=1e-2, warmup=10)
         ),
         mqar=mqar.MQARConfig(
             vocab_size=256,
@@ -79,13 +79,9 @@ SCALES: dict[str, ReproduceConfig] = {
             test_examples=256,
             batch_size=32,
             eval_cg_steps=(0, 1, 2, 4, 8, 16, 32),
-            train=train_config(1000, warmup=50),
+            train=train_config(800, warmup=40),
         ),
-        lm=lm.LMConfig(
-            seq_len=128,
-            batch_size=16,
-            train=train_config(300, warmup=20),
-        ),
+        lm=lm.LMConfig(seq_len=128, batch_size=16, train=train_config(200, warmup=15)),
     ),
     # the paper's regime needs GPUs and far larger models; sizes to start from
     "paper": ReproduceConfig(
