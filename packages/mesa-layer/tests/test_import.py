@@ -16,7 +16,7 @@ def test_top_level_import_is_framework_free():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr + out.stdout
-    assert out.stdout.strip() == "0.2.0"
+    assert out.stdout.strip() == "0.3.0"
 
 
 def test_main_api_from_the_top_level():

@@ -97,6 +97,25 @@ def test_baseline_layers_check_heads_and_input(layer):
         layer(32, 2)(torch.randn(1, 0, 32))
 
 
+@pytest.mark.parametrize("conv_size", [0, 4])
+def test_softmax_attention_is_causal_with_and_without_short_conv(conv_size):
+    torch.manual_seed(0)
+    layer = SoftmaxAttention(32, 2, conv_size=conv_size)
+    assert (layer.q_conv is None) == (conv_size == 0)
+    x = torch.randn(2, 12, 32)
+    x2 = x.clone()
+    x2[:, 7:] = torch.randn(2, 5, 32)  # change the future only
+    y, y2 = layer(x), layer(x2)
+    assert torch.equal(y[:, :7], y2[:, :7]) and not torch.allclose(y[:, 7:], y2[:, 7:])
+
+
+def test_softmax_attention_checks_conv_size():
+    with pytest.raises(ValueError, match="conv_size: expected a non-negative int, got -1"):
+        SoftmaxAttention(32, 2, conv_size=-1)
+    with pytest.raises(ValueError, match="conv_size: expected a non-negative int, got 2.0"):
+        SoftmaxAttention(32, 2, conv_size=2.0)  # type: ignore[arg-type]
+
+
 def test_lm_rejects_bad_token_ids_and_targets():
     model = MesaNetLM(MesaNetConfig(vocab_size=11, hidden_size=16, intermediate_size=16))
     with pytest.raises(ValueError, match=r"idx: expected token ids in \[0, 11\).*max 11"):
@@ -115,7 +134,7 @@ def test_lm_rejects_bad_token_ids_and_targets():
 
 @pytest.mark.parametrize(
     "field,value", [("num_heads", 0), ("hidden_size", 0), ("vocab_size", 0), ("num_layers", 0),
-                    ("chunk_size", 0), ("max_cg_steps_train", -1)],
+                    ("chunk_size", 0), ("max_cg_steps_train", -1), ("attention_conv_size", -1)],
 )  # fmt: skip
 def test_bad_config_fields(field, value):
     with pytest.raises(ValueError, match=field):

@@ -133,7 +133,7 @@ def test_cli_bad_scale_and_version(capsys):
         main(["reproduce", "--scale", "huge"])
     with pytest.raises(SystemExit):
         main(["--version"])
-    assert "mesa-layer 0.2.0" in capsys.readouterr().out
+    assert "mesa-layer 0.3.0" in capsys.readouterr().out
 
 
 def test_cli_reports_bad_device_as_one_error_line(capsys, tmp_path):

@@ -42,12 +42,13 @@ SCALES: dict[str, ReproduceConfig] = {
             **_MICRO_MODEL,
         ),
         mqar=mqar.MQARConfig(
-            vocab_size=32,
-            seq_len=16,
-            kv_pairs=(2,),
+            vocab_size=64,
+            seq_len=32,
+            kv_pairs=(2, 4),
             train_examples=64,
             test_examples=16,
             batch_size=4,
+            eval_cg_steps=(0, 2),
             train=train_config(3, warmup=1),
             **_MICRO_MODEL,
         ),
@@ -64,25 +65,23 @@ SCALES: dict[str, ReproduceConfig] = {
     ),
     # the headline comparison in a few minutes on 2 CPU cores (one thread)
     "tiny": ReproduceConfig(),
-    # a GPU or a free multi-core CPU: ~10x the tiny budget
+    # Zoology's MQAR scaled down (T = 128, vocab 256, 4-32 pairs, 800 steps) plus somewhat
+    # longer regression and char-LM runs: ~17 CPU-minutes with one thread (README)
     "small": ReproduceConfig(
         regression=regression.RegressionConfig(
-            batch_size=64, num_layers=2, train=train_config(1500, warmup=50)
+            batch_size=32, num_layers=2, train=train_config(200, lr=1e-2, warmup=10)
         ),
         mqar=mqar.MQARConfig(
             vocab_size=256,
             seq_len=128,
             kv_pairs=(4, 8, 16, 32),
-            train_examples=65536,
-            batch_size=64,
-            train=train_config(3000, warmup=100),
-        ),
-        lm=lm.LMConfig(
-            seq_len=256,
+            train_examples=16384,
+            test_examples=256,
             batch_size=32,
-            hidden_size=128,
-            train=train_config(3000, lr=2e-3, warmup=100),
+            eval_cg_steps=(0, 1, 2, 4, 8, 16, 32),
+            train=train_config(800, warmup=40),
         ),
+        lm=lm.LMConfig(seq_len=128, batch_size=16, train=train_config(200, warmup=15)),
     ),
     # the paper's regime needs GPUs and far larger models; sizes to start from
     "paper": ReproduceConfig(
@@ -196,18 +195,29 @@ def reproduce(args: ReproduceArgs) -> int:
     t0 = time.time()
     rec = mqar.run(cfg.mqar, seed=args.seed, device=device)
     timings["mqar_s"] = time.time() - t0
+    kv = rec["kv_pairs"]
+    mqar_table = "MQAR query accuracy (one model per mixer, trained on the mixture of pair counts)"
     for method, accs in rec["accuracy"].items():
         run.add_row(
-            "MQAR accuracy",
+            mqar_table,
             method=LABELS[method],
-            **{f"{k} kv": a for k, a in zip(rec["kv_pairs"], accs, strict=False)},
+            **{f"{k} kv": a for k, a in zip(kv, accs, strict=True)},
+            mean=sum(accs) / len(accs),
         )
-    run.plot(
-        "mqar_accuracy_vs_kv_pairs",
-        {LABELS[m]: (rec["kv_pairs"], a) for m, a in rec["accuracy"].items()},
-        xlabel="number of key-value pairs",
-        ylabel="query accuracy",
-    )
+    _plot_mqar_pairs(run, rec)
+    if rec["cg_sweep"]:
+        sweep = {int(k): v for k, v in rec["cg_sweep"].items()}
+        steps = [s for s, _ in sweep[kv[0]]]
+        for i, s in enumerate(steps):
+            accs_s = [sweep[k][i][1] for k in kv]
+            run.add_row(
+                f"MesaNet MQAR accuracy vs inference-time CG steps "
+                f"(trained with {cfg.mqar.cg_steps_train})",
+                cg_steps=s,
+                **{f"{k} kv": a for k, a in zip(kv, accs_s, strict=True)},
+                mean=sum(accs_s) / len(accs_s),
+            )
+        _plot_mqar_cg(run, rec, steps, sweep)
 
     t0 = time.time()
     lmr = lm.run(cfg.lm, seed=args.seed, device=device)
@@ -240,6 +250,72 @@ def reproduce(args: ReproduceArgs) -> int:
     run.log(**timings, regression=reg, mqar=rec, lm=lmr)
     run.finish(title="mesa-layer reproduce: MesaNet vs GLA, DeltaNet and softmax attention")
     return 0
+
+
+def _plot_mqar_pairs(run: Any, rec: dict[str, Any]) -> None:
+    """Accuracy of every mixer against the number of key-value pairs (log-2 x axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kv = rec["kv_pairs"]
+    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
+    for m, accs in rec["accuracy"].items():
+        ax.plot(kv, accs, marker="o", label=LABELS[m])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(kv, [str(k) for k in kv])
+    ax.minorticks_off()
+    ax.set_xlabel("number of key-value pairs (log scale)")
+    ax.set_ylabel("query accuracy")
+    ax.set_title("MQAR: recall against the number of pairs")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    run.save_figure("mqar_accuracy_vs_kv_pairs", fig)
+
+
+def _plot_mqar_cg(
+    run: Any, rec: dict[str, Any], steps: list[int], sweep: dict[int, list[tuple[int, float]]]
+) -> None:
+    """Mesa's accuracy (mean over pair counts, and at the largest count) against inference-time
+    CG steps, with the other mixers' accuracies as horizontal reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kv = rec["kv_pairs"]
+    mean = [sum(sweep[k][i][1] for k in kv) / len(kv) for i in range(len(steps))]
+    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
+    ax.plot(steps, mean, marker="o", color="C0", label="MesaNet, mean over pair counts")
+    ax.plot(
+        steps,
+        [a for _, a in sweep[kv[-1]]],
+        marker="s",
+        ls="--",
+        color="C0",
+        alpha=0.6,
+        label=f"MesaNet, {kv[-1]} pairs",
+    )
+    for i, (m, accs) in enumerate(rec["accuracy"].items()):
+        if m != "mesa":
+            ax.axhline(
+                sum(accs) / len(accs),
+                color=f"C{i + 1}",
+                ls=":",
+                label=f"{LABELS[m]}, mean (no CG)",
+            )
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xticks(steps, [str(s) for s in steps])
+    ax.minorticks_off()
+    ax.set_xlabel("CG steps at inference (symlog scale)")
+    ax.set_ylabel("query accuracy")
+    ax.set_title("MQAR: test-time compute")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    run.save_figure("mqar_accuracy_vs_cg_steps", fig)
 
 
 def _xy(pairs: list[tuple[int, float]]) -> tuple[list[float], list[float]]:

@@ -153,20 +153,33 @@ def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
 
 
 class SoftmaxAttention(nn.Module):
-    """Causal softmax attention with RoPE, the Transformer reference (quadratic in T)."""
+    """Causal softmax attention with RoPE, the Transformer reference (quadratic in T).
 
-    def __init__(self, hidden_size: int, num_heads: int = 4) -> None:
+    ``conv_size > 0`` puts the linear RNNs' short causal convolution (+ SiLU) on q and k
+    before RoPE, so attention gets the same one-layer token binding as the other mixers
+    (used in MQAR); 0 (the default) is plain attention.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int = 4, conv_size: int = 0) -> None:
         super().__init__()
         check_heads(hidden_size, num_heads)
+        if not isinstance(conv_size, int) or isinstance(conv_size, bool) or conv_size < 0:
+            raise ValueError(f"conv_size: expected a non-negative int, got {conv_size!r}")
         self.hidden_size = hidden_size
         self.num_heads, self.head_dim = num_heads, hidden_size // num_heads
         self.qkv = nn.Linear(hidden_size, 3 * num_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(num_heads * self.head_dim, hidden_size, bias=False)
+        dim = num_heads * self.head_dim
+        self.q_conv = ShortConvolution(dim, conv_size) if conv_size else None
+        self.k_conv = ShortConvolution(dim, conv_size) if conv_size else None
 
     def forward(self, x: torch.Tensor, cg_steps: int | None = None) -> torch.Tensor:
         check_features(x, self.hidden_size, self.qkv.weight.dtype)
         B, T, _ = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        if self.q_conv is not None and self.k_conv is not None:
+            q, k = self.q_conv(q)[0], self.k_conv(k)[0]
+        q, k, v = (t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
         o = F.scaled_dot_product_attention(rotary(q), rotary(k), v, is_causal=True)
         return self.o_proj(o.transpose(1, 2).reshape(B, T, -1))
 

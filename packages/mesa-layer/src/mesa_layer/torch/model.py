@@ -39,6 +39,7 @@ class MesaNetConfig:
     use_output_gate: bool = False
     lambda_lower_bound: float = 0.25
     norm_eps: float = 1e-6
+    attention_conv_size: int = 0  # short conv on softmax attention's q/k (0: none)
 
     def __post_init__(self) -> None:
         for name in (
@@ -52,7 +53,7 @@ class MesaNetConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: expected a positive int, got {value!r}")
-        for name in ("max_cg_steps_train", "max_cg_steps_decode"):
+        for name in ("max_cg_steps_train", "max_cg_steps_decode", "attention_conv_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
@@ -84,7 +85,7 @@ def make_mixer(cfg: MesaNetConfig) -> nn.Module:
         )
     if cfg.mixer == "deltanet":
         return DeltaNetLayer(cfg.hidden_size, cfg.num_heads)
-    return SoftmaxAttention(cfg.hidden_size, cfg.num_heads)
+    return SoftmaxAttention(cfg.hidden_size, cfg.num_heads, conv_size=cfg.attention_conv_size)
 
 
 class SwiGLU(nn.Module):
