@@ -1,6 +1,7 @@
 """PGM vs MDLM on char-level Shakespeare: throughput, generative perplexity, entropy, NELBO.
 
-Both models have the same width and depth budget and are trained with the same optimiser, steps
+Both models have the same width and depth (every PGM arm: ``n_encoder + n_decoder ==
+mdlm_layers``) and are trained with the same optimiser, steps
 and batches (`shared_core.train.fit`). At each number of sampling steps S, MDLM uses its
 ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
 the same reveal rate per step), on the same batch size. Samples are scored by a small
@@ -8,6 +9,8 @@ autoregressive char model trained here on the same training split.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from masked_diffusion import (
@@ -22,9 +25,15 @@ from masked_diffusion import (
 )
 
 from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
-from pgm.experiments.common import ReproduceConfig, fit_pair, fit_timed, n_params, timed
+from pgm.experiments.common import (
+    ReproduceConfig,
+    build_pgms,
+    fit_arms,
+    fit_timed,
+    n_params,
+    timed,
+)
 from pgm.loss import pgm_nelbo
-from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_ordered_sample
 from shared_core.distributed import DistInfo
 from shared_core.metrics import bits_per_dim, unigram_entropy
@@ -44,16 +53,11 @@ def run_text(
     mdlm = MaskedDiffusionTransformer(
         BackboneConfig(v, n, cfg.d_model, cfg.n_heads, cfg.mdlm_layers)
     )
-    torch.manual_seed(seed)
-    pgm = PartitionTransformer(
-        PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
-    )
+    pgms = build_pgms(cfg, v, n, seed)
     torch.manual_seed(seed)
     scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
 
-    (mdlm_losses, mdlm_step_s), (pgm_losses, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.steps, seed, info, "text"
-    )
+    fits = fit_arms(mdlm, pgms, data.train, schedule, v, cfg, cfg.steps, seed, info, "text")
     fit_timed(
         scorer, lambda m, b: ar_loss(m, b["x0"]), data.train, cfg, cfg.scorer_steps, seed, info,
         "char GPT scorer train",
@@ -61,28 +65,24 @@ def run_text(
 
     val = data.val[: cfg.eval_rows].to(dev)
     kw = dict(n_samples=cfg.eval_samples, seed=seed)
-    nelbo_bits = {
-        "MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw)),
-        "PGM": bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw)),
-    }
+    nelbo_bits = {"MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw))}
+    for label, pgm in pgms.items():
+        nelbo_bits[label] = bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw))
     scorer_bits = bits_per_dim(float(ar_loss(scorer, val).detach()))
     data_ppl = generative_perplexity(scorer, val)
     data_entropy = unigram_entropy(data.train.numpy(), v)
-    params = {"MDLM": n_params(mdlm), "PGM": n_params(pgm)}
+    params = {"MDLM": n_params(mdlm)} | {label: n_params(m) for label, m in pgms.items()}
     run.log(
-        text_train_step_s_mdlm=mdlm_step_s,
-        text_train_step_s_pgm=pgm_step_s,
-        text_train_step_ratio_pgm_over_mdlm=pgm_step_s / mdlm_step_s,
         text_scorer_val_bits_per_char=scorer_bits,
         text_data_gen_ppl=data_ppl,
         text_data_unigram_entropy_bits=data_entropy,
-        text_params_mdlm=params["MDLM"],
-        text_params_pgm=params["PGM"],
     )
-    series: dict[str, tuple[list[float], list[float]]] = {"MDLM": ([], []), "PGM": ([], [])}
+    for label, (_, step_s) in fits.items():
+        run.log(**{f"text_train_step_s {label}": step_s, f"text_params {label}": params[label]})
+    series: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in fits}
     den = lambda z, t: mdlm(z, t)  # noqa: E731
     for steps in cfg.sample_steps:
-        samplers = {
+        samplers: dict[str, Callable[[], torch.Tensor]] = {
             "MDLM": lambda s=steps: ancestral_sample(
                 den,
                 vocab_size=v,
@@ -92,14 +92,15 @@ def run_text(
                 generator=torch.Generator(device=dev).manual_seed(seed),
                 device=dev,
             ),
-            "PGM": lambda s=steps: pgm_ordered_sample(
-                pgm,
+        }
+        for label, pgm in pgms.items():
+            samplers[label] = lambda s=steps, m=pgm: pgm_ordered_sample(
+                m,
                 random_order(cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev),
                 steps=s,
                 generator=torch.Generator(device=dev).manual_seed(seed),
                 device=dev,
-            ),
-        }
+            )
         for name, sampler in samplers.items():
             x, sec = timed(sampler, f"{name.lower()} sample L={n} steps={steps}")
             tps = x.numel() / sec
@@ -117,7 +118,7 @@ def run_text(
             series[name][0].append(tps)
             series[name][1].append(ppl)
             if steps == cfg.sample_steps[-1]:
-                run.log(**{f"text_sample_{name}": data.decode(x[0].cpu())})
+                run.log(**{f"text_sample {name}": data.decode(x[0].cpu())})
     run.add_row(
         "text",
         model="data (validation windows)",
@@ -131,7 +132,7 @@ def run_text(
     steps_axis = list(range(1, cfg.steps + 1))
     run.plot(
         "text_train_loss",
-        {"MDLM": (steps_axis, mdlm_losses), "PGM": (steps_axis, pgm_losses)},
+        {name: (steps_axis, losses) for name, (losses, _) in fits.items()},
         xlabel="training step",
         ylabel="loss (nats/char)",
         logy=True,
