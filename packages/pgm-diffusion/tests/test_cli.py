@@ -29,12 +29,14 @@ def test_console_script_is_pgm_diffusion():
 
 def test_reproduce_end_to_end_at_micro_scale(tmp_path, capsys):
     assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
-    assert "pgm sample L=16 steps=2" in capsys.readouterr().out
+    assert "pgm 2+2 sample random order L=16 steps=2" in capsys.readouterr().out
     (run_dir,) = (tmp_path / "pgm-diffusion").iterdir()
     metrics = json.loads((run_dir / "metrics.json").read_text())
     text = metrics["tables"]["text"]
-    arms = ["MDLM", "PGM 2+2", "PGM 3+1 learn+freqs+mean"]  # micro's matched-depth arms
+    # MDLM on its ancestral sampler and on PGM's, then micro's two matched-depth PGM arms
+    arms = ["MDLM", "MDLM", "PGM 2+2", "PGM 3+1 learn+freqs+mean"]
     assert [r["model"] for r in text] == arms + arms + ["data (validation windows)"]
+    assert [r["sampler"] for r in text[:4]] == ["ancestral"] + ["random order"] * 3
     assert all(r["gen_ppl"] > 1 for r in text)
     assert len(metrics["tables"]["digits"]) == 2 * 3 + 1  # (Halton, confidence) x 3 models + data
     for name in ("text_quality_vs_throughput", "digits_quality_vs_throughput", "report"):

@@ -4,7 +4,8 @@ Both models have the same width and depth (every PGM arm: ``n_encoder + n_decode
 mdlm_layers``) and are trained with the same optimiser, steps
 and batches (`shared_core.train.fit`). At each number of sampling steps S, MDLM uses its
 ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
-the same reveal rate per step), on the same batch size. Samples are scored by a small
+the same reveal rate per step), on the same batch size. MDLM also runs PGM's sampler (the same
+random order and counts, full-length), which separates the model from the sampler. Samples are scored by a small
 autoregressive char model trained here on the same training split.
 """
 
@@ -19,6 +20,7 @@ from masked_diffusion import (
     MaskedDiffusionTransformer,
     ancestral_sample,
     nelbo,
+    ordered_sample,
     random_order,
     require_shakespeare,
     shakespeare_chars,
@@ -79,35 +81,42 @@ def run_text(
     )
     for label, (_, step_s) in fits.items():
         run.log(**{f"text_train_step_s {label}": step_s, f"text_params {label}": params[label]})
-    series: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in fits}
+    series: dict[str, tuple[list[float], list[float]]] = {}
     den = lambda z, t: mdlm(z, t)  # noqa: E731
+    order = lambda: random_order(  # noqa: E731
+        cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev
+    )
+    gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
     for steps in cfg.sample_steps:
-        samplers: dict[str, Callable[[], torch.Tensor]] = {
-            "MDLM": lambda s=steps: ancestral_sample(
+        # (model, sampler): MDLM's ancestral sampler (binomial reveal counts), and MDLM on PGM's
+        # sampler (same random order, L / S tokens per step, same random numbers), so that the
+        # model comparison is not confounded by the sampler
+        samplers: dict[tuple[str, str], Callable[[], torch.Tensor]] = {
+            ("MDLM", "ancestral"): lambda s=steps: ancestral_sample(
                 den,
                 vocab_size=v,
                 steps=s,
                 batch_size=cfg.n_generate,
                 seq_len=n,
-                generator=torch.Generator(device=dev).manual_seed(seed),
+                generator=gen(),
                 device=dev,
+            ),
+            ("MDLM", "random order"): lambda s=steps: ordered_sample(
+                den, order(), vocab_size=v, steps=s, generator=gen(), device=dev
             ),
         }
         for label, pgm in pgms.items():
-            samplers[label] = lambda s=steps, m=pgm: pgm_ordered_sample(
-                m,
-                random_order(cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev),
-                steps=s,
-                generator=torch.Generator(device=dev).manual_seed(seed),
-                device=dev,
+            samplers[label, "random order"] = lambda s=steps, m=pgm: pgm_ordered_sample(
+                m, order(), steps=s, generator=gen(), device=dev
             )
-        for name, sampler in samplers.items():
-            x, sec = timed(sampler, f"{name.lower()} sample L={n} steps={steps}")
+        for (name, kind), sampler in samplers.items():
+            x, sec = timed(sampler, f"{name.lower()} sample {kind} L={n} steps={steps}")
             tps = x.numel() / sec
             ppl = generative_perplexity(scorer, x)
             run.add_row(
                 "text",
                 model=name,
+                sampler=kind,
                 params=params[name],
                 sampling_steps=steps,
                 tokens_per_s=tps,
@@ -115,13 +124,15 @@ def run_text(
                 unigram_entropy_bits=unigram_entropy(x.cpu().numpy(), v),
                 val_nelbo_bits_per_char=nelbo_bits[name],
             )
-            series[name][0].append(tps)
-            series[name][1].append(ppl)
+            xs, ys = series.setdefault(f"{name} {kind}", ([], []))
+            xs.append(tps)
+            ys.append(ppl)
             if steps == cfg.sample_steps[-1]:
-                run.log(**{f"text_sample {name}": data.decode(x[0].cpu())})
+                run.log(**{f"text_sample {name} {kind}": data.decode(x[0].cpu())})
     run.add_row(
         "text",
         model="data (validation windows)",
+        sampler=None,
         params=None,
         sampling_steps=None,
         tokens_per_s=None,
