@@ -81,7 +81,7 @@ def run_digits(
     gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
     den = lambda z, t: mdlm(z, t)  # noqa: E731
     for steps in cfg.digit_sample_steps:
-        samplers: dict[tuple[str, str], Callable[[], torch.Tensor]] = {
+        samplers: dict[tuple[str, str], Callable[..., torch.Tensor]] = {
             ("MDLM", "halton"): lambda s=steps: ordered_sample(
                 den,
                 order,

@@ -91,7 +91,7 @@ def run_text(
         # (model, sampler): MDLM's ancestral sampler (binomial reveal counts), and MDLM on PGM's
         # sampler (same random order, L / S tokens per step, same random numbers), so that the
         # model comparison is not confounded by the sampler
-        samplers: dict[tuple[str, str], Callable[[], torch.Tensor]] = {
+        samplers: dict[tuple[str, str], Callable[..., torch.Tensor]] = {
             ("MDLM", "ancestral"): lambda s=steps: ancestral_sample(
                 den,
                 vocab_size=v,
