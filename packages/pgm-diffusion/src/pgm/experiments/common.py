@@ -114,21 +114,22 @@ SCALES: dict[str, ReproduceConfig] = {
     "tiny": ReproduceConfig(
         pgm_arms=(PGMArm(2, 2), PGMArm(3, 1), PGMArm(2, 2, "learn+freqs+mean")),
     ),
-    # small: sized to ~20 CPU-minutes on one thread (0.23 s / 0.28 s per MDLM / PGM step measured
-    # at d = 96, L = 64, 6 blocks, batch 32 on the loaded 2-core machine); the paper's 6 + 6 vs
-    # 12 shape at half depth, all 38 plays, 3.2x tiny's text steps and 4x its digit steps
+    # small: sized to ~10 CPU-minutes on one thread (0.10 / 0.11 s per MDLM / PGM step at d = 64,
+    # L = 64, 4 blocks, batch 32, ~1.5x that at 6 blocks, on the loaded 2-core machine): the
+    # paper's 12 vs 6 + 6 shape at half depth (6 vs 3 + 3), all 38 plays, 3.2x tiny's text
+    # steps and 4x its digit steps
     "small": ReproduceConfig(
         seq_len=64,
         plays=None,
-        d_model=96,
+        d_model=64,
         n_heads=4,
         mdlm_layers=6,
         pgm_arms=(PGMArm(3, 3),),
         steps=800,
         batch_size=32,
-        lr=2e-3,
+        lr=3e-3,
         warmup=50,
-        scorer_layers=3,
+        scorer_layers=2,
         scorer_steps=800,
         eval_rows=512,
         eval_samples=4,
@@ -136,7 +137,7 @@ SCALES: dict[str, ReproduceConfig] = {
         sample_steps=(8, 16, 32, 64),
         digit_steps=800,
         digit_sample_steps=(4, 8, 16, 32),
-        n_digit_samples=300,
+        n_digit_samples=200,
     ),
     "paper": ReproduceConfig(
         seq_len=1024,
