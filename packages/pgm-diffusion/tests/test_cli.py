@@ -24,7 +24,7 @@ def test_console_script_is_pgm_diffusion():
         [sys.executable, "-c", "from pgm.cli import main; main()", "--version"],
         capture_output=True, text=True,
     )  # fmt: skip
-    assert out.stdout.startswith("pgm-diffusion 0.2.0")
+    assert out.stdout.startswith("pgm-diffusion 0.3.0")
 
 
 def test_reproduce_end_to_end_at_micro_scale(tmp_path, capsys):
