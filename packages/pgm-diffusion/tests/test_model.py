@@ -210,3 +210,16 @@ def test_grid_rope_is_relative_in_two_dimensions():
     pixel = 1 + 2 * 4 + 3  # data position of (2, 3)
     torch.testing.assert_close(a[pixel, :half], 3 * a[1 + 4, :half] / 2)  # rows: r + 1 = 3 vs 2
     torch.testing.assert_close(a[pixel, half:], 4 * a[1, half:])  # cols: c + 1 = 4 vs 1
+
+
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid"])
+def test_bos_only_context_gives_the_same_prediction_at_every_position(grid):
+    """With BOS as the only clean token every query attends to one key (weight 1), and GroupSwap
+    has no residual (as in the authors' ``GroupSwapLayer``), so the first sampling step cannot
+    depend on the position, even with learned positions: the per-pixel marginal of an image is
+    out of reach of PGM at that step (MDLM, whose mask tokens carry positions, has it)."""
+    m = make_model(grid=grid)
+    empty = torch.zeros(1, 0, dtype=torch.long)
+    with torch.no_grad():
+        logits = m.forward_packed(empty, empty, torch.arange(12)[None])
+    torch.testing.assert_close(logits[0], logits[0, :1].expand(12, -1), atol=1e-6, rtol=0)
