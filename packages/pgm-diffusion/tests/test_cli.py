@@ -34,7 +34,7 @@ def test_reproduce_end_to_end_at_micro_scale(tmp_path, capsys):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     text = metrics["tables"]["text"]
     # MDLM on its ancestral sampler and on PGM's, then micro's two matched-depth PGM arms
-    arms = ["MDLM", "MDLM", "PGM 2+2", "PGM 3+1 learn+freqs+mean"]
+    arms = ["MDLM", "MDLM", "PGM 2+2", "PGM 3+1 learn+freqs+mean +residual"]
     assert [r["model"] for r in text] == arms + arms + ["data (validation windows)"]
     assert [r["sampler"] for r in text[:4]] == ["ancestral"] + ["random order"] * 3
     assert all(r["gen_ppl"] > 1 for r in text)
@@ -62,3 +62,4 @@ def test_arm_labels_name_split_and_query():
 
     assert PGMArm(3, 3).label == "PGM 3+3"
     assert PGMArm(4, 2, "learn+freqs+mean", "mlp4").label == "PGM 4+2 learn+freqs+mean mlp4"
+    assert PGMArm(2, 2, query_residual=True).label == "PGM 2+2 +residual"

@@ -14,10 +14,10 @@ from shared_core.testing import assert_close
 DTYPES = [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
 
 
-@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid"])
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid+residual"])
 @pytest.mark.parametrize("mode", PRE_QUERY_MODES)
 def test_full_forward_equals_dense_per_group_reference(mode, grid):
-    m = make_model(mode, grid=grid)
+    m = make_model(mode, grid=grid, residual=grid)
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 7, (4, 12), generator=g)
     groups = torch.rand(4, 12, generator=g) < 0.5
@@ -73,10 +73,11 @@ def test_packed_forward_in_each_dtype_matches_float64_full(device, dtype, ratio)
     p=st.floats(0.05, 0.95),
     mode=st.sampled_from(PRE_QUERY_MODES),
     grid=st.booleans(),
+    residual=st.booleans(),
 )
-def test_partition_isolation_by_autograd(seed, p, mode, grid):
+def test_partition_isolation_by_autograd(seed, p, mode, grid, residual):
     """Logits of group B have exactly zero gradient w.r.t. the embeddings of group B tokens."""
-    m = make_model(mode, seed=seed % 3, grid=grid)
+    m = make_model(mode, seed=seed % 3, grid=grid, residual=residual)
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(0, 7, (2, 12), generator=g)
     groups = torch.rand(2, 12, generator=g) < p
@@ -97,9 +98,9 @@ def test_partition_isolation_by_autograd(seed, p, mode, grid):
             assert grad[other].abs().sum() > 0
 
 
-@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid"])
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid+residual"])
 def test_packed_equals_full_length_forward(grid):
-    model = make_model(grid=grid)
+    model = make_model(grid=grid, residual=grid)
     g = torch.Generator().manual_seed(2)
     x = torch.randint(0, 7, (3, 12), generator=g)
     groups = torch.rand(3, 12, generator=g) < 0.6
@@ -192,6 +193,7 @@ def test_bad_inputs(model):
         ({"grid": (0, 12)}, ValueError, "grid"),
         ({"grid": (3, 4), "d_model": 24, "n_heads": 4}, ValueError, "divisible by 4"),
         ({"learned_positions": 1}, TypeError, "learned_positions"),
+        ({"query_residual": None}, TypeError, "query_residual"),
     ],
 )
 def test_bad_grid_and_positions(kwargs, exc, match):
@@ -223,3 +225,9 @@ def test_bos_only_context_gives_the_same_prediction_at_every_position(grid):
     with torch.no_grad():
         logits = m.forward_packed(empty, empty, torch.arange(12)[None])
     torch.testing.assert_close(logits[0], logits[0, :1].expand(12, -1), atol=1e-6, rtol=0)
+    # the query residual carries the position past the one-key attention
+    with torch.no_grad():
+        res = make_model(grid=grid, residual=True).forward_packed(
+            empty, empty, torch.arange(12)[None]
+        )
+    assert (res[0] - res[0, :1]).abs().amax() > 1e-3

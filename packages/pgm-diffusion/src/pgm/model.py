@@ -50,6 +50,11 @@ class PGMConfig:
         position) to the input tokens and to the GroupSwap queries. RoPE alone is relative,
         so on images the MDLM baseline adds one too (``learned_positions=True``); in PGM the
         GroupSwap query plays the role of MDLM's mask-token input, so it gets the same code.
+    query_residual: add the projected query to the GroupSwap output (a residual around its
+        cross-attention). Off by default, as in the authors' ``GroupSwapLayer``. Without it the
+        output is a mixture of the opposite group's values only, so when that group is BOS alone
+        (the first sampling step) every position gets the same prediction; with it the
+        position code reaches the decoder stream directly. No extra parameters.
     """
 
     vocab_size: int
@@ -64,6 +69,7 @@ class PGMConfig:
     rope_base: float = 10000.0
     grid: tuple[int, int] | None = None
     learned_positions: bool = False
+    query_residual: bool = False
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_encoder", "mlp_ratio"):
@@ -94,10 +100,11 @@ class PGMConfig:
                     f"grid: 2-D RoPE needs a head dim divisible by 4, got d_model={self.d_model} "
                     f"/ n_heads={self.n_heads}"
                 )
-        if not isinstance(self.learned_positions, bool):
-            raise TypeError(
-                f"learned_positions: expected a bool, got {type(self.learned_positions).__name__}"
-            )
+        for name in ("learned_positions", "query_residual"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name}: expected a bool, got {type(getattr(self, name)).__name__}"
+                )
         if self.pre_query not in PRE_QUERY_MODES:
             raise ValueError(
                 f"pre_query: expected one of {PRE_QUERY_MODES}, got {self.pre_query!r}"
@@ -173,7 +180,8 @@ class GroupSwap(nn.Module):
 
     ``q0_i = b + PE(pos_i) [+ pool_i]`` -> LayerNorm -> projection (linear or MLP) = Q (RoPE at
     the query positions); ``K, V = W_kv h`` (RoPE on K at the key positions); masked MHA;
-    output projection. No residual: the output is the initial decoder stream.
+    output projection. No residual (the authors' layer): the output is the initial decoder
+    stream; ``query_residual=True`` adds the projected query to it.
     """
 
     def __init__(self, cfg: PGMConfig, n_positions: int) -> None:
@@ -181,6 +189,7 @@ class GroupSwap(nn.Module):
         d = cfg.d_model
         self.n_heads = cfg.n_heads
         self.mode = cfg.pre_query
+        self.residual = cfg.query_residual
         # b: one learned vector shared by all positions (nn.Embedding(1, H) in the authors' code,
         # hence its N(0, 1) initialisation; the LayerNorm below fixes the scale anyway).
         self.base = nn.Parameter(torch.randn(d))
@@ -224,10 +233,12 @@ class GroupSwap(nn.Module):
             q0 = q0 + self.pe[q_pos]
         if pool is not None:
             q0 = q0 + pool
-        q = _heads(self.query(self.norm(q0)), self.n_heads)
+        query = self.query(self.norm(q0))
+        q = _heads(query, self.n_heads)
         k, v = (_heads(z, self.n_heads) for z in self.kv(h).chunk(2, dim=-1))
         a = masked_attention(apply_rotary(q, q_angles), apply_rotary(k, k_angles), v, allow)
-        return self.out(_merge(a))
+        out = self.out(_merge(a))
+        return out + query if self.residual else out
 
 
 class DecoderBlock(nn.Module):
