@@ -14,9 +14,10 @@ from shared_core.testing import assert_close
 DTYPES = [(torch.float64, 1e-10), (torch.float32, 1e-5), (torch.bfloat16, 2e-2)]
 
 
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid+residual"])
 @pytest.mark.parametrize("mode", PRE_QUERY_MODES)
-def test_full_forward_equals_dense_per_group_reference(mode):
-    m = make_model(mode)
+def test_full_forward_equals_dense_per_group_reference(mode, grid):
+    m = make_model(mode, grid=grid, residual=grid)
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 7, (4, 12), generator=g)
     groups = torch.rand(4, 12, generator=g) < 0.5
@@ -67,10 +68,16 @@ def test_packed_forward_in_each_dtype_matches_float64_full(device, dtype, ratio)
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), p=st.floats(0.05, 0.95), mode=st.sampled_from(PRE_QUERY_MODES))
-def test_partition_isolation_by_autograd(seed, p, mode):
+@given(
+    seed=st.integers(0, 10_000),
+    p=st.floats(0.05, 0.95),
+    mode=st.sampled_from(PRE_QUERY_MODES),
+    grid=st.booleans(),
+    residual=st.booleans(),
+)
+def test_partition_isolation_by_autograd(seed, p, mode, grid, residual):
     """Logits of group B have exactly zero gradient w.r.t. the embeddings of group B tokens."""
-    m = make_model(mode, seed=seed % 3)
+    m = make_model(mode, seed=seed % 3, grid=grid, residual=residual)
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(0, 7, (2, 12), generator=g)
     groups = torch.rand(2, 12, generator=g) < p
@@ -91,7 +98,9 @@ def test_partition_isolation_by_autograd(seed, p, mode):
             assert grad[other].abs().sum() > 0
 
 
-def test_packed_equals_full_length_forward(model):
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid+residual"])
+def test_packed_equals_full_length_forward(grid):
+    model = make_model(grid=grid, residual=grid)
     g = torch.Generator().manual_seed(2)
     x = torch.randint(0, 7, (3, 12), generator=g)
     groups = torch.rand(3, 12, generator=g) < 0.6
@@ -173,3 +182,52 @@ def test_bad_inputs(model):
         PGMConfig(7, 12, d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="seq_len"):
         PGMConfig(7, 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"grid": (3, 5)}, ValueError, "H \\* W == seq_len=12"),
+        ({"grid": (12,)}, ValueError, "grid"),
+        ({"grid": [3, 4]}, ValueError, "grid"),
+        ({"grid": (0, 12)}, ValueError, "grid"),
+        ({"grid": (3, 4), "d_model": 24, "n_heads": 4}, ValueError, "divisible by 4"),
+        ({"learned_positions": 1}, TypeError, "learned_positions"),
+        ({"query_residual": None}, TypeError, "query_residual"),
+    ],
+)
+def test_bad_grid_and_positions(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        PGMConfig(7, 12, **kwargs)
+
+
+def test_grid_rope_is_relative_in_two_dimensions():
+    """2-D RoPE: BOS at (0, 0), pixel (r, c) at (r + 1, c + 1); the angles add per axis."""
+    from pgm import PartitionTransformer
+
+    m = PartitionTransformer(PGMConfig(5, 12, 16, 2, 1, 1, grid=(3, 4)))
+    a = m.angles  # (13, head_dim / 2): first half of the bands rows, second half columns
+    half = a.shape[1] // 2
+    assert torch.all(a[0] == 0)
+    pixel = 1 + 2 * 4 + 3  # data position of (2, 3)
+    torch.testing.assert_close(a[pixel, :half], 3 * a[1 + 4, :half] / 2)  # rows: r + 1 = 3 vs 2
+    torch.testing.assert_close(a[pixel, half:], 4 * a[1, half:])  # cols: c + 1 = 4 vs 1
+
+
+@pytest.mark.parametrize("grid", [False, True], ids=["1d", "grid"])
+def test_bos_only_context_gives_the_same_prediction_at_every_position(grid):
+    """With BOS as the only clean token every query attends to one key (weight 1), and GroupSwap
+    has no residual (as in the authors' ``GroupSwapLayer``), so the first sampling step cannot
+    depend on the position, even with learned positions: the per-pixel marginal of an image is
+    out of reach of PGM at that step (MDLM, whose mask tokens carry positions, has it)."""
+    m = make_model(grid=grid)
+    empty = torch.zeros(1, 0, dtype=torch.long)
+    with torch.no_grad():
+        logits = m.forward_packed(empty, empty, torch.arange(12)[None])
+    torch.testing.assert_close(logits[0], logits[0, :1].expand(12, -1), atol=1e-6, rtol=0)
+    # the query residual carries the position past the one-key attention
+    with torch.no_grad():
+        res = make_model(grid=grid, residual=True).forward_packed(
+            empty, empty, torch.arange(12)[None]
+        )
+    assert (res[0] - res[0, :1]).abs().amax() > 1e-3

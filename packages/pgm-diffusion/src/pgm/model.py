@@ -43,6 +43,18 @@ class PGMConfig:
         the authors' default), ``"learn+freqs+mean"`` / ``"learn+freqs+logsumexp"`` (plus the mean /
         per-feature logsumexp of the opposite group's encoder outputs; LM1B ablations).
     query_proj: ``"linear"`` (default) or ``"mlp4"`` (Linear H->4H, SiLU, Linear 4H->H).
+    grid: ``(H, W)`` with ``H * W = seq_len`` switches to 2-D axial RoPE over the row-major grid
+        (pixel ``(r, c)`` at RoPE position ``(r + 1, c + 1)``, BOS at ``(0, 0)``), as
+        `masked_diffusion.BackboneConfig(grid=...)` does for the MDLM image baseline.
+    learned_positions: add a learned absolute position embedding (N(0, 0.02), one row per model
+        position) to the input tokens and to the GroupSwap queries. RoPE alone is relative,
+        so on images the MDLM baseline adds one too (``learned_positions=True``); in PGM the
+        GroupSwap query plays the role of MDLM's mask-token input, so it gets the same code.
+    query_residual: add the projected query to the GroupSwap output (a residual around its
+        cross-attention). Off by default, as in the authors' ``GroupSwapLayer``. Without it the
+        output is a mixture of the opposite group's values only, so when that group is BOS alone
+        (the first sampling step) every position gets the same prediction; with it the
+        position code reaches the decoder stream directly. No extra parameters.
     """
 
     vocab_size: int
@@ -55,6 +67,9 @@ class PGMConfig:
     pre_query: str = "learn+freqs"
     query_proj: str = "linear"
     rope_base: float = 10000.0
+    grid: tuple[int, int] | None = None
+    learned_positions: bool = False
+    query_residual: bool = False
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_encoder", "mlp_ratio"):
@@ -69,6 +84,27 @@ class PGMConfig:
             raise ValueError(
                 f"n_heads: d_model={self.d_model} / n_heads={self.n_heads} must be an even int"
             )
+        if self.grid is not None:
+            if (
+                not isinstance(self.grid, tuple)
+                or len(self.grid) != 2
+                or any(isinstance(g, bool) or not isinstance(g, int) or g <= 0 for g in self.grid)
+                or self.grid[0] * self.grid[1] != self.seq_len
+            ):
+                raise ValueError(
+                    f"grid: expected a tuple (H, W) of positive ints with H * W == "
+                    f"seq_len={self.seq_len}, got {self.grid!r}"
+                )
+            if (self.d_model // self.n_heads) % 4:
+                raise ValueError(
+                    f"grid: 2-D RoPE needs a head dim divisible by 4, got d_model={self.d_model} "
+                    f"/ n_heads={self.n_heads}"
+                )
+        for name in ("learned_positions", "query_residual"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name}: expected a bool, got {type(getattr(self, name)).__name__}"
+                )
         if self.pre_query not in PRE_QUERY_MODES:
             raise ValueError(
                 f"pre_query: expected one of {PRE_QUERY_MODES}, got {self.pre_query!r}"
@@ -144,7 +180,8 @@ class GroupSwap(nn.Module):
 
     ``q0_i = b + PE(pos_i) [+ pool_i]`` -> LayerNorm -> projection (linear or MLP) = Q (RoPE at
     the query positions); ``K, V = W_kv h`` (RoPE on K at the key positions); masked MHA;
-    output projection. No residual: the output is the initial decoder stream.
+    output projection. No residual (the authors' layer): the output is the initial decoder
+    stream; ``query_residual=True`` adds the projected query to it.
     """
 
     def __init__(self, cfg: PGMConfig, n_positions: int) -> None:
@@ -152,6 +189,7 @@ class GroupSwap(nn.Module):
         d = cfg.d_model
         self.n_heads = cfg.n_heads
         self.mode = cfg.pre_query
+        self.residual = cfg.query_residual
         # b: one learned vector shared by all positions (nn.Embedding(1, H) in the authors' code,
         # hence its N(0, 1) initialisation; the LayerNorm below fixes the scale anyway).
         self.base = nn.Parameter(torch.randn(d))
@@ -195,10 +233,12 @@ class GroupSwap(nn.Module):
             q0 = q0 + self.pe[q_pos]
         if pool is not None:
             q0 = q0 + pool
-        q = _heads(self.query(self.norm(q0)), self.n_heads)
+        query = self.query(self.norm(q0))
+        q = _heads(query, self.n_heads)
         k, v = (_heads(z, self.n_heads) for z in self.kv(h).chunk(2, dim=-1))
         a = masked_attention(apply_rotary(q, q_angles), apply_rotary(k, k_angles), v, allow)
-        return self.out(_merge(a))
+        out = self.out(_merge(a))
+        return out + query if self.residual else out
 
 
 class DecoderBlock(nn.Module):
@@ -256,6 +296,9 @@ class PartitionTransformer(nn.Module):
         d, n_pos = cfg.d_model, cfg.seq_len + 1
         self.embed = nn.Embedding(cfg.vocab_size + 1, d)  # + BOS (id vocab_size); no mask token
         nn.init.normal_(self.embed.weight, std=0.02)
+        self.pos_embed: nn.Parameter | None = None
+        if cfg.learned_positions:
+            self.pos_embed = nn.Parameter(torch.randn(n_pos, d) * 0.02)
         self.encoder = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_encoder))
         self.swap = GroupSwap(cfg, n_pos)
         self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_decoder))
@@ -263,7 +306,15 @@ class PartitionTransformer(nn.Module):
         self.head = nn.Linear(d, cfg.vocab_size)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
-        angles = rotary_angles(torch.arange(n_pos), d // cfg.n_heads, cfg.rope_base)
+        pos = torch.arange(n_pos)
+        if cfg.grid is not None:
+            rows, cols = torch.meshgrid(
+                torch.arange(cfg.grid[0]), torch.arange(cfg.grid[1]), indexing="ij"
+            )
+            # BOS at (0, 0), pixel (r, c) at (r + 1, c + 1): relative offsets between pixels kept
+            pixels = torch.stack([rows.flatten(), cols.flatten()], dim=-1) + 1
+            pos = torch.cat([torch.zeros(1, 2, dtype=torch.long), pixels])
+        angles = rotary_angles(pos, d // cfg.n_heads, cfg.rope_base)
         self.angles: torch.Tensor
         self.register_buffer("angles", angles, persistent=False)
 
@@ -290,6 +341,9 @@ class PartitionTransformer(nn.Module):
         pool: torch.Tensor | None,
     ) -> torch.Tensor:
         """GroupSwap + decoder blocks + head: logits (batch, Lq, vocab_size) at model positions q_pos."""
+        if self.pos_embed is not None:
+            pos_q = self.pos_embed[q_pos]
+            pool = pos_q if pool is None else pool + pos_q
         x = self.swap(h, k_angles, q_pos, q_angles, allow, pool)
         for block in self.decoder:
             x = block(x, h, q_angles, k_angles, allow)
@@ -324,6 +378,8 @@ class PartitionTransformer(nn.Module):
         b = x0.shape[0]
         bos = torch.full((b, 1), self.bos_id, dtype=x0.dtype, device=x0.device)
         h = self.embed(torch.cat([bos, x0], dim=1))
+        if self.pos_embed is not None:
+            h = h + self.pos_embed
         return self.forward_embedded(h, g)
 
     def forward_embedded(self, h: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
@@ -384,7 +440,10 @@ class PartitionTransformer(nn.Module):
         k_angles = self.angles[pos][:, None]
         # without padding every key is allowed: no mask at all (SDPA's fast path)
         enc_allow = valid[:, None, :].expand(b, c + 1, c + 1) if padded else None
-        h = self.encode(self.embed(tokens), k_angles, enc_allow)
+        h = self.embed(tokens)
+        if self.pos_embed is not None:
+            h = h + self.pos_embed[pos]
+        h = self.encode(h, k_angles, enc_allow)
         q_pos = query_pos.long() + 1
         allow = valid[:, None, :].expand(b, q_pos.shape[1], c + 1) if padded else None
         pool = None

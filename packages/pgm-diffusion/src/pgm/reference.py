@@ -43,6 +43,8 @@ def partition_logits_loop(
             pos_t = torch.tensor(pos)
             k_angles = model.angles[pos_t]
             h = model.embed(torch.tensor([tok]))
+            if model.pos_embed is not None:  # learned absolute positions (decode adds the queries')
+                h = h + model.pos_embed[pos_t]
             h = model.encode(h, k_angles, torch.ones(1, len(pos), len(pos), dtype=torch.bool))
             pool = None
             if model.swap.pools:

@@ -3,10 +3,14 @@
 Samplers at S steps, both models: the Halton order with arccos reveal counts (Halton-MaskGIT)
 and MaskGIT confidence decoding (annealed Gumbel, choice temperature 4.5). Quality is the
 Frechet distance between classifier features of the samples and of the test images
-(an FID stand-in, with a classifier trained here).
+(an FID stand-in, with a classifier trained here). Both models get the same positional code:
+2-D axial RoPE over the 8x8 grid plus learned absolute positions (for PGM on the input tokens
+and on the GroupSwap queries, the analogue of MDLM's mask-token inputs).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -22,9 +26,8 @@ from masked_diffusion import (
 )
 
 from pgm.evaluation import train_classifier
-from pgm.experiments.common import ReproduceConfig, fit_pair, n_params, timed
+from pgm.experiments.common import ReproduceConfig, build_pgms, fit_arms, n_params, timed
 from pgm.loss import pgm_nelbo
-from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
 from shared_core.data import load, split_indices
 from shared_core.distributed import DistInfo
@@ -56,13 +59,8 @@ def run_digits(
             v, n, cfg.d_model, cfg.n_heads, cfg.mdlm_layers, grid=(8, 8), learned_positions=True
         )
     )
-    torch.manual_seed(seed)
-    pgm = PartitionTransformer(
-        PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
-    )
-    (_, mdlm_step_s), (_, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.digit_steps, seed, info, "digits"
-    )
+    pgms = build_pgms(cfg, v, n, seed, grid=(8, 8))
+    fits = fit_arms(mdlm, pgms, data.train, schedule, v, cfg, cfg.digit_steps, seed, info, "digits")
     clf = train_classifier(data.train, y_train, v, seed=seed)
     test_acc = accuracy(y_test.numpy(), clf(data.test).argmax(-1).numpy())
     with torch.no_grad():
@@ -70,24 +68,20 @@ def run_digits(
         floor = frechet_distance(clf.features(data.train).numpy(), ref_feat)
     val = data.val.to(dev)
     kw = dict(n_samples=cfg.eval_samples, seed=seed)
-    nelbo_bits = {
-        "MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw)),
-        "PGM": bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw)),
-    }
-    params = {"MDLM": n_params(mdlm), "PGM": n_params(pgm)}
-    run.log(
-        digits_classifier_test_accuracy=test_acc,
-        digits_fd_train_vs_test=floor,
-        digits_train_step_s_mdlm=mdlm_step_s,
-        digits_train_step_s_pgm=pgm_step_s,
-    )
+    nelbo_bits = {"MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw))}
+    for label, pgm in pgms.items():
+        nelbo_bits[label] = bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw))
+    params = {"MDLM": n_params(mdlm)} | {label: n_params(m) for label, m in pgms.items()}
+    run.log(digits_classifier_test_accuracy=test_acc, digits_fd_train_vs_test=floor)
+    for label, (_, step_s) in fits.items():
+        run.log(**{f"digits_train_step_s {label}": step_s})
     order = halton_order(8, 8)
     b = cfg.n_digit_samples
     series: dict[str, tuple[list[float], list[float]]] = {}
     gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
     den = lambda z, t: mdlm(z, t)  # noqa: E731
     for steps in cfg.digit_sample_steps:
-        samplers = {
+        samplers: dict[tuple[str, str], Callable[..., torch.Tensor]] = {
             ("MDLM", "halton"): lambda s=steps: ordered_sample(
                 den,
                 order,
@@ -97,9 +91,6 @@ def run_digits(
                 counts="arccos",
                 generator=gen(),
                 device=dev,
-            ),
-            ("PGM", "halton"): lambda s=steps: pgm_ordered_sample(
-                pgm, order, steps=s, batch_size=b, counts="arccos", generator=gen(), device=dev
             ),
             ("MDLM", "confidence"): lambda s=steps: confidence_sample(
                 den,
@@ -112,16 +103,20 @@ def run_digits(
                 generator=gen(),
                 device=dev,
             ),
-            ("PGM", "confidence"): lambda s=steps: pgm_confidence_sample(
-                pgm,
+        }
+        for label, pgm in pgms.items():
+            samplers[label, "halton"] = lambda s=steps, m=pgm: pgm_ordered_sample(
+                m, order, steps=s, batch_size=b, counts="arccos", generator=gen(), device=dev
+            )
+            samplers[label, "confidence"] = lambda s=steps, m=pgm: pgm_confidence_sample(
+                m,
                 steps=s,
                 batch_size=b,
                 choice_temperature=4.5,
                 counts="arccos",
                 generator=gen(),
                 device=dev,
-            ),
-        }
+            )
         for (name, kind), sampler in samplers.items():
             x, sec = timed(sampler, f"{name.lower()} sample digits {kind} steps={steps}")
             x = x.cpu()

@@ -50,12 +50,15 @@ def run(args: ReproduceArgs) -> int:
     run.finish(
         title="pgm reproduce: Partition Generative Models vs MDLM",
         notes=(
-            "Same width, same optimiser, steps and batches for both models. Text: MDLM ancestral "
-            "vs PGM packed random-order sampler at equal steps and batch; gen_ppl is the "
-            "perplexity of the samples under a char-level GPT trained here on the same split "
-            "(lower is better; the data row is the validation windows). val NELBO is MDLM's "
-            "estimator (PGM: group-1 tokens only; see masked_diffusion.nelbo for how it bounds "
-            "the NLL). Digits: Halton and "
+            "Same width, same optimiser, steps and batches for every model; every PGM arm has "
+            "n_encoder + n_decoder == MDLM's blocks (matched depth; parameters match up to the "
+            "GroupSwap layer). Text: MDLM on its ancestral sampler and on PGM's random-order "
+            "sampler (same order and counts, full length), PGM on its packed random-order "
+            "sampler, at equal steps and batch; gen_ppl is the perplexity of the samples under a "
+            "char-level GPT trained here on the same split (lower is better; the data row is "
+            "the validation windows). val NELBO is MDLM's estimator (PGM: group-1 tokens only; "
+            "see masked_diffusion.nelbo for how it bounds the NLL). Digits: both models with "
+            "2-D RoPE over the grid plus learned absolute positions; Halton and "
             "MaskGIT-confidence samplers; Frechet distance in features of a digit classifier "
             "trained here, to the test images (the data row: train vs test)."
         ),

@@ -1,13 +1,17 @@
 """PGM vs MDLM on char-level Shakespeare: throughput, generative perplexity, entropy, NELBO.
 
-Both models have the same width and depth budget and are trained with the same optimiser, steps
+Both models have the same width and depth (every PGM arm: ``n_encoder + n_decoder ==
+mdlm_layers``) and are trained with the same optimiser, steps
 and batches (`shared_core.train.fit`). At each number of sampling steps S, MDLM uses its
 ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
-the same reveal rate per step), on the same batch size. Samples are scored by a small
+the same reveal rate per step), on the same batch size. MDLM also runs PGM's sampler (the same
+random order and counts, full-length), which separates the model from the sampler. Samples are scored by a small
 autoregressive char model trained here on the same training split.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from masked_diffusion import (
@@ -16,15 +20,22 @@ from masked_diffusion import (
     MaskedDiffusionTransformer,
     ancestral_sample,
     nelbo,
+    ordered_sample,
     random_order,
     require_shakespeare,
     shakespeare_chars,
 )
 
 from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
-from pgm.experiments.common import ReproduceConfig, fit_pair, fit_timed, n_params, timed
+from pgm.experiments.common import (
+    ReproduceConfig,
+    build_pgms,
+    fit_arms,
+    fit_timed,
+    n_params,
+    timed,
+)
 from pgm.loss import pgm_nelbo
-from pgm.model import PartitionTransformer, PGMConfig
 from pgm.sampling import pgm_ordered_sample
 from shared_core.distributed import DistInfo
 from shared_core.metrics import bits_per_dim, unigram_entropy
@@ -44,16 +55,11 @@ def run_text(
     mdlm = MaskedDiffusionTransformer(
         BackboneConfig(v, n, cfg.d_model, cfg.n_heads, cfg.mdlm_layers)
     )
-    torch.manual_seed(seed)
-    pgm = PartitionTransformer(
-        PGMConfig(v, n, cfg.d_model, cfg.n_heads, cfg.pgm_encoder, cfg.pgm_decoder)
-    )
+    pgms = build_pgms(cfg, v, n, seed)
     torch.manual_seed(seed)
     scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
 
-    (mdlm_losses, mdlm_step_s), (pgm_losses, pgm_step_s) = fit_pair(
-        mdlm, pgm, data.train, schedule, v, cfg, cfg.steps, seed, info, "text"
-    )
+    fits = fit_arms(mdlm, pgms, data.train, schedule, v, cfg, cfg.steps, seed, info, "text")
     fit_timed(
         scorer, lambda m, b: ar_loss(m, b["x0"]), data.train, cfg, cfg.scorer_steps, seed, info,
         "char GPT scorer train",
@@ -61,52 +67,56 @@ def run_text(
 
     val = data.val[: cfg.eval_rows].to(dev)
     kw = dict(n_samples=cfg.eval_samples, seed=seed)
-    nelbo_bits = {
-        "MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw)),
-        "PGM": bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw)),
-    }
+    nelbo_bits = {"MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw))}
+    for label, pgm in pgms.items():
+        nelbo_bits[label] = bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw))
     scorer_bits = bits_per_dim(float(ar_loss(scorer, val).detach()))
     data_ppl = generative_perplexity(scorer, val)
     data_entropy = unigram_entropy(data.train.numpy(), v)
-    params = {"MDLM": n_params(mdlm), "PGM": n_params(pgm)}
+    params = {"MDLM": n_params(mdlm)} | {label: n_params(m) for label, m in pgms.items()}
     run.log(
-        text_train_step_s_mdlm=mdlm_step_s,
-        text_train_step_s_pgm=pgm_step_s,
-        text_train_step_ratio_pgm_over_mdlm=pgm_step_s / mdlm_step_s,
         text_scorer_val_bits_per_char=scorer_bits,
         text_data_gen_ppl=data_ppl,
         text_data_unigram_entropy_bits=data_entropy,
-        text_params_mdlm=params["MDLM"],
-        text_params_pgm=params["PGM"],
     )
-    series: dict[str, tuple[list[float], list[float]]] = {"MDLM": ([], []), "PGM": ([], [])}
+    for label, (_, step_s) in fits.items():
+        run.log(**{f"text_train_step_s {label}": step_s, f"text_params {label}": params[label]})
+    series: dict[str, tuple[list[float], list[float]]] = {}
     den = lambda z, t: mdlm(z, t)  # noqa: E731
+    order = lambda: random_order(  # noqa: E731
+        cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev
+    )
+    gen = lambda: torch.Generator(device=dev).manual_seed(seed)  # noqa: E731
     for steps in cfg.sample_steps:
-        samplers = {
-            "MDLM": lambda s=steps: ancestral_sample(
+        # (model, sampler): MDLM's ancestral sampler (binomial reveal counts), and MDLM on PGM's
+        # sampler (same random order, L / S tokens per step, same random numbers), so that the
+        # model comparison is not confounded by the sampler
+        samplers: dict[tuple[str, str], Callable[..., torch.Tensor]] = {
+            ("MDLM", "ancestral"): lambda s=steps: ancestral_sample(
                 den,
                 vocab_size=v,
                 steps=s,
                 batch_size=cfg.n_generate,
                 seq_len=n,
-                generator=torch.Generator(device=dev).manual_seed(seed),
+                generator=gen(),
                 device=dev,
             ),
-            "PGM": lambda s=steps: pgm_ordered_sample(
-                pgm,
-                random_order(cfg.n_generate, n, torch.Generator(device=dev).manual_seed(seed), dev),
-                steps=s,
-                generator=torch.Generator(device=dev).manual_seed(seed),
-                device=dev,
+            ("MDLM", "random order"): lambda s=steps: ordered_sample(
+                den, order(), vocab_size=v, steps=s, generator=gen(), device=dev
             ),
         }
-        for name, sampler in samplers.items():
-            x, sec = timed(sampler, f"{name.lower()} sample L={n} steps={steps}")
+        for label, pgm in pgms.items():
+            samplers[label, "random order"] = lambda s=steps, m=pgm: pgm_ordered_sample(
+                m, order(), steps=s, generator=gen(), device=dev
+            )
+        for (name, kind), sampler in samplers.items():
+            x, sec = timed(sampler, f"{name.lower()} sample {kind} L={n} steps={steps}")
             tps = x.numel() / sec
             ppl = generative_perplexity(scorer, x)
             run.add_row(
                 "text",
                 model=name,
+                sampler=kind,
                 params=params[name],
                 sampling_steps=steps,
                 tokens_per_s=tps,
@@ -114,13 +124,15 @@ def run_text(
                 unigram_entropy_bits=unigram_entropy(x.cpu().numpy(), v),
                 val_nelbo_bits_per_char=nelbo_bits[name],
             )
-            series[name][0].append(tps)
-            series[name][1].append(ppl)
+            xs, ys = series.setdefault(f"{name} {kind}", ([], []))
+            xs.append(tps)
+            ys.append(ppl)
             if steps == cfg.sample_steps[-1]:
-                run.log(**{f"text_sample_{name}": data.decode(x[0].cpu())})
+                run.log(**{f"text_sample {name} {kind}": data.decode(x[0].cpu())})
     run.add_row(
         "text",
         model="data (validation windows)",
+        sampler=None,
         params=None,
         sampling_steps=None,
         tokens_per_s=None,
@@ -131,7 +143,7 @@ def run_text(
     steps_axis = list(range(1, cfg.steps + 1))
     run.plot(
         "text_train_loss",
-        {"MDLM": (steps_axis, mdlm_losses), "PGM": (steps_axis, pgm_losses)},
+        {name: (steps_axis, losses) for name, (losses, _) in fits.items()},
         xlabel="training step",
         ylabel="loss (nats/char)",
         logy=True,
