@@ -85,7 +85,9 @@ class TextConfig:
             raise ValueError(f"anneal_steps: expected an int >= 0, got {self.anneal_steps!r}")
         if not self.steps or any(isinstance(t, bool) or not isinstance(t, int) or t <= 0
                                  for t in self.steps):  # fmt: skip
-            raise ValueError(f"steps: expected a non-empty tuple of positive ints, got {self.steps!r}")
+            raise ValueError(
+                f"steps: expected a non-empty tuple of positive ints, got {self.steps!r}"
+            )
         for name in ("lr", "eval_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}: expected > 0, got {getattr(self, name)!r}")
@@ -111,14 +113,24 @@ SCALES: dict[str, ReproduceConfig] = {
                    eval_train_steps=5, eval_rows=16),
     ),
     "tiny": ReproduceConfig(),
+    # small: sized to ~20 CPU-minutes on one thread (measured per step: toy ~0.06 s, digits
+    # ~0.72 s, text ~0.23 s for both models; 0.2.1's small, 4000 steps of 4-layer width-128
+    # digits, was ~2 CPU-hours and never run)
     "small": ReproduceConfig(
-        Toy2DConfig(bins=64, d_model=64, train_rows=100_000, train_steps=4000, n_latent=256),
-        DigitsConfig(d_model=128, n_layers=4, train_steps=4000, anneal_steps=100),
+        Toy2DConfig(bins=64, d_model=64, train_rows=100_000, train_steps=2000, n_latent=256),
+        DigitsConfig(train_steps=600, anneal_steps=100),
+        TextConfig(seq_len=32, plays=None, d_model=64, n_heads=4, train_steps=1600,
+                   anneal_steps=200, steps=(1, 2, 4, 8, 16, 32), n_samples=256,
+                   eval_train_steps=1600, eval_rows=2048),
     ),
     "paper": ReproduceConfig(
         Toy2DConfig(bins=64, d_model=128, n_layers=4, train_rows=500_000, train_steps=20_000,
                     n_latent=1024),
         DigitsConfig(levels=4, d_model=256, n_layers=8, train_steps=50_000, latent_dim=16,
                      anneal_steps=100),
+        TextConfig(seq_len=256, plays=None, latent_dim=16, d_model=256, n_heads=8, n_layers=8,
+                   train_steps=50_000, batch_size=256, lr=3e-4, anneal_steps=5000,
+                   steps=(4, 8, 16, 32, 64, 256), n_samples=1024, eval_d_model=384,
+                   eval_layers=6, eval_train_steps=20_000, eval_lr=1e-3, eval_rows=4096),
     ),
 }  # fmt: skip

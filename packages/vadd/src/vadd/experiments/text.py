@@ -88,7 +88,9 @@ def run_text(
     return rows, ref
 
 
-def plot_text(report: Any, rows: list[dict[str, Any]], ref: dict[str, Any], cfg: TextConfig) -> None:
+def plot_text(
+    report: Any, rows: list[dict[str, Any]], ref: dict[str, Any], cfg: TextConfig
+) -> None:
     """``text_gen_ppl.png``: generative perplexity and per-window entropy vs T, both models,
     the evaluator on held-out text as the reference line."""
     import matplotlib
