@@ -61,7 +61,7 @@ def test_causal_row_i_never_sees_token_i():
         y = x.clone()
         y[:, j] = (y[:, j] + 1) % V
         out = lm(y)
-        torch.testing.assert_close(out[:, : j + 1], base[:, : j + 1])  # rows <= j do not see x^j
+        assert torch.allclose(out[:, : j + 1], base[:, : j + 1], rtol=0, atol=1e-6)  # rows <= j: no x^j
         if j < 11:
             assert not torch.allclose(out[:, j + 1 :], base[:, j + 1 :])
 
@@ -111,7 +111,7 @@ def test_trained_evaluator_learns_a_planted_periodic_text():
     data = (phase + torch.arange(12)) % V
     lm = CausalCharLM(CharLMConfig(V, 12, d_model=16, n_heads=2, n_layers=1))
     fit(lm, evaluator_loss_fn(), row_batches(data, 64, seed=0),
-        TrainConfig(steps=150, lr=1e-2, warmup=10), show_progress=False, device="cpu")  # fmt: skip
+        TrainConfig(steps=80, lr=1e-2, warmup=10), show_progress=False, device="cpu")  # fmt: skip
     planted = generative_nll(lm, data[:64], V).mean()
     noise = generative_nll(lm, torch.randint(0, V, (64, 12), generator=g), V).mean()
     assert float(planted) < 2 * math.log(V) / 12

@@ -76,7 +76,9 @@ def run_text(
     )  # fmt: skip
     evaluator = train_evaluator(data.train, v, cfg, seed, device, show_progress)
     held_out = data.val[: cfg.eval_rows]
-    ref = {f"reference_{k}": val for k, val in _scores(evaluator, held_out, v).items()}
+    ref: dict[str, Any] = {
+        f"reference_{k}": val for k, val in _scores(evaluator, held_out, v).items()
+    }
     ref.update(reference_rows=len(held_out), vocab_size=v, train_rows=len(data.train))
     rows = []
     for name, model in models.items():
