@@ -61,7 +61,9 @@ def test_causal_row_i_never_sees_token_i():
         y = x.clone()
         y[:, j] = (y[:, j] + 1) % V
         out = lm(y)
-        assert torch.allclose(out[:, : j + 1], base[:, : j + 1], rtol=0, atol=1e-6)  # rows <= j: no x^j
+        assert torch.allclose(
+            out[:, : j + 1], base[:, : j + 1], rtol=0, atol=1e-6
+        )  # rows <= j: no x^j
         if j < 11:
             assert not torch.allclose(out[:, j + 1 :], base[:, j + 1 :])
 

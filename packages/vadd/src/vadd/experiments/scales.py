@@ -59,6 +59,9 @@ class TextConfig:
     d_model: int = 32
     n_heads: int = 2
     n_layers: int = 2
+    # absolute positions beside RoPE: with RoPE only, the all-mask start is the same input at
+    # every position, so one step can only draw each character from one shared law (given z)
+    learned_positions: bool = True
     train_steps: int = 150
     batch_size: int = 64
     lr: float = 3e-3

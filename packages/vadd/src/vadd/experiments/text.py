@@ -69,10 +69,9 @@ def run_text(
     require_shakespeare("vadd")
     data = shakespeare_chars(seq_len=cfg.seq_len, plays=cfg.plays, seed=seed)
     v = data.vocab_size
-    # RoPE only, as MDLM on text: windows are stationary, positions are relative
     models = train_mdm_and_vadd(
         data.train, v, cfg, seed=seed, device=device, show_progress=show_progress, task="text",
-        n_heads=cfg.n_heads, learned_positions=False,
+        n_heads=cfg.n_heads, learned_positions=cfg.learned_positions,
     )  # fmt: skip
     evaluator = train_evaluator(data.train, v, cfg, seed, device, show_progress)
     held_out = data.val[: cfg.eval_rows]
