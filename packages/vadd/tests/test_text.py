@@ -5,7 +5,8 @@ import pytest
 import torch
 from masked_diffusion import shakespeare_chars
 from vadd.experiments.scales import SCALES, TextConfig
-from vadd.experiments.text import run_text
+from vadd.experiments.text import latent_kl, run_text
+from vadd.model import VADD, VADDConfig
 
 from shared_core.data import load
 
@@ -35,6 +36,7 @@ def test_run_text_micro_rows_and_reference():
         assert 0 <= r["seq_entropy_bits"] <= r["unigram_entropy_bits"] + 1e-9
         assert r["unigram_entropy_bits"] <= torch.log2(torch.tensor(float(v))) + 1e-9
     assert ref["reference_rows"] == cfg.eval_rows
+    assert ref["vadd_latent_kl_nats"] >= 0
     assert len(ref["sample VADD T=2"]) == cfg.seq_len
     again, _ = run_text(cfg, seed=0, device="cpu", show_progress=False)
     assert again == rows  # seeded: the same numbers
@@ -48,3 +50,16 @@ def test_run_text_micro_rows_and_reference():
 def test_text_config_bad_input(field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(TextConfig(), **{field: value})
+
+
+def test_latent_kl_is_zero_at_the_prior_and_positive_off_it():
+    torch.manual_seed(0)
+    model = VADD(VADDConfig(5, 8, latent_dim=3, d_model=16, n_heads=2, n_layers=1))
+    x0 = torch.randint(0, 5, (16, 8), generator=torch.Generator().manual_seed(0))
+    assert latent_kl(model, x0, seed=0) == 0.0  # zero recognition head: r = p
+    assert model.recognition is not None
+    with torch.no_grad():
+        model.recognition.net.head.bias[0] = 1.0  # shift the mean of z_1 by 1: KL = 1/2
+    assert latent_kl(model, x0, seed=0) == pytest.approx(0.5, abs=1e-6)
+    with pytest.raises(ValueError, match="latent_dim"):
+        latent_kl(VADD(VADDConfig(5, 8, latent_dim=0, d_model=16, n_heads=2, n_layers=1)), x0, 0)

@@ -25,7 +25,7 @@ main = make_main(
                 "Train an MDM and a VADD with the same decoder on a 2-D checkerboard (exact TV "
                 "of the T-step sampler), on binarised 8x8 digits (valid bits/dim, pixel "
                 "statistics) and on char-level Shakespeare (generative perplexity and entropy "
-                "of samples vs steps) (micro: ~15 s, tiny: ~5 min, small: ~20 min of CPU on "
+                "of samples vs steps) (micro: ~15 s, tiny: ~4 min, small: ~16 min of CPU on "
                 "one thread; paper: GPU-sized)."
             ),
         )

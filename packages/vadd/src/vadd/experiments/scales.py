@@ -116,7 +116,7 @@ SCALES: dict[str, ReproduceConfig] = {
                    eval_train_steps=5, eval_rows=16),
     ),
     "tiny": ReproduceConfig(),
-    # small: sized to ~20 CPU-minutes on one thread (measured per step: toy ~0.06 s, digits
+    # small: 965 s of CPU on one thread (sized from per-step costs: toy ~0.06 s, digits
     # ~0.72 s, text ~0.23 s for both models; 0.2.1's small, 4000 steps of 4-layer width-128
     # digits, was ~2 CPU-hours and never run)
     "small": ReproduceConfig(

@@ -29,6 +29,8 @@ from vadd.evaluator import (
 )
 from vadd.experiments.common import train_mdm_and_vadd
 from vadd.experiments.scales import TextConfig
+from vadd.loss import gaussian_kl
+from vadd.model import VADD
 from vadd.sampling import sample
 
 
@@ -47,6 +49,21 @@ def train_evaluator(
         desc="evaluator train (text)", show_progress=show_progress, device=device,
     )  # fmt: skip
     return model.cpu().eval()
+
+
+@torch.no_grad()
+def latent_kl(model: VADD, x0: torch.Tensor, seed: int) -> float:
+    """Mean ``KL(r_phi(z | x0, x_t, t) || p(z))`` in nats per window over held-out rows x0
+    (batch, L), t ~ U(0, 1) and x_t ~ q(x_t | x0) (linear masking rate t): 0 when the recognition
+    model has collapsed onto the prior, so that the decoder cannot use z."""
+    if model.latent_dim == 0:
+        raise ValueError("model: expected a VADD with latent_dim > 0, got latent_dim=0")
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(len(x0), generator=g)
+    masked = torch.rand(x0.shape, generator=g) < t[:, None]
+    x_t = torch.where(masked, torch.full_like(x0, model.mask_id), x0)
+    m, log_sigma = model.posterior(x0, x_t, t)
+    return float(gaussian_kl(m, log_sigma).mean())
 
 
 def _scores(evaluator: CausalCharLM, x: torch.Tensor, vocab_size: int) -> dict[str, float]:
@@ -79,6 +96,7 @@ def run_text(
         f"reference_{k}": val for k, val in _scores(evaluator, held_out, v).items()
     }
     ref.update(reference_rows=len(held_out), vocab_size=v, train_rows=len(data.train))
+    ref["vadd_latent_kl_nats"] = latent_kl(models["VADD"], held_out, seed)
     rows = []
     for name, model in models.items():
         for T in cfg.steps:
