@@ -39,6 +39,8 @@ def test_micro_reproduce_end_to_end(tmp_path):
     assert json.loads((run / "config.json").read_text())["status"] == "complete"
     tables = json.loads((run / "metrics.json").read_text())["tables"]
     assert len(tables["results"]) == 4 and len(tables["digits (binarised 8x8)"]) == 4
+    assert len(tables["text (char-level Shakespeare)"]) == 4
+    assert (run / "text_gen_ppl.png").stat().st_size > 0
 
 
 def test_toy_experiment_rows_and_one_step_mdm_factorises():

@@ -3,7 +3,8 @@
 A masked diffusion model whose denoiser is conditioned on a Gaussian latent z drawn afresh at
 every denoising step, with a recognition model ``r_phi(z | x0, x_t, t)``, trained with the
 paper's DELBO; built on the `masked_diffusion` package (forward process, ELBO weights,
-samplers, backbone, batches); training goes through `shared_core.train.fit`.
+samplers, backbone, batches); training goes through `shared_core.train.fit`. Text samples are
+scored by generative perplexity and entropy under a small causal evaluator (`vadd.evaluator`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ _EXPORTS: dict[str, str] = {
     "empirical_table": "data",
     "gaussian_mixture": "data",
     "sample_table": "data",
+    "CausalCharLM": "evaluator",
+    "CharLMConfig": "evaluator",
+    "evaluator_loss_fn": "evaluator",
+    "generative_nll": "evaluator",
+    "sequence_entropy": "evaluator",
     "check_distribution": "likelihood",
     "entropy": "likelihood",
     "exact_sample_distribution": "likelihood",
@@ -47,6 +53,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "OBJECTIVES",
     "VADD",
+    "CausalCharLM",
+    "CharLMConfig",
     "ObjectiveConfig",
     "Recognition",
     "VADDConfig",
@@ -55,11 +63,13 @@ __all__ = [
     "checkerboard",
     "empirical_table",
     "entropy",
+    "evaluator_loss_fn",
     "exact_sample_distribution",
     "gauss_hermite",
     "gaussian_kl",
     "gaussian_log_prob",
     "gaussian_mixture",
+    "generative_nll",
     "iw_log_likelihood",
     "kl_divergence",
     "kl_weight",
@@ -68,6 +78,7 @@ __all__ = [
     "reveal_step_probs",
     "sample",
     "sample_table",
+    "sequence_entropy",
     "sobol_normal",
     "still_masked_probs",
     "total_variation",
@@ -83,6 +94,13 @@ if TYPE_CHECKING:
         empirical_table,
         gaussian_mixture,
         sample_table,
+    )
+    from vadd.evaluator import (
+        CausalCharLM,
+        CharLMConfig,
+        evaluator_loss_fn,
+        generative_nll,
+        sequence_entropy,
     )
     from vadd.likelihood import (
         check_distribution,
