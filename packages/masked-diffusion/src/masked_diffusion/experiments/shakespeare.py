@@ -51,8 +51,8 @@ SCALES: dict[str, ShakespeareConfig] = {
     ),
     "tiny": ShakespeareConfig(),
     "small": ShakespeareConfig(
-        seq_len=128, plays=None, d_model=192, n_heads=6, n_layers=4, steps=1000, batch_size=32,
-        lr=2e-3, warmup=100, eval_rows=512, eval_samples=4, n_generate=32,
+        seq_len=128, plays=None, d_model=128, n_heads=4, n_layers=3, steps=2000, batch_size=32,
+        lr=3e-3, warmup=50, eval_rows=512, eval_samples=4, n_generate=32,
         sample_steps=(8, 32, 128),
     ),
     "paper": ShakespeareConfig(
