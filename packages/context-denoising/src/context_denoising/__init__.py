@@ -8,8 +8,9 @@
 - `RetrievalTask`, `make_batch`: the needle / distractor / haystack / low-frequency task.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 _WHERE = {
     "integrated_gradients": "attribution",
@@ -45,11 +46,7 @@ if TYPE_CHECKING:
     from context_denoising.score import embedding_gradients, lm_loss, noise_mask, noise_score
 
 
-def __getattr__(name: str) -> Any:
-    # torch is imported on first use, so the console script's --help stays fast
-    if name in _WHERE:
-        return getattr(import_module(f"context_denoising.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'context_denoising' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [

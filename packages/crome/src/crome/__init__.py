@@ -11,8 +11,9 @@ script's ``--help`` do not pay for torch and transformers.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from crome.augment import (
@@ -100,21 +101,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from importlib.metadata import version
-
-        return version("crome")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'crome' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, distribution="crome")
 
 
 __all__ = [

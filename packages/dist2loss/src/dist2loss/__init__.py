@@ -10,8 +10,9 @@ The names below are imported on first use, so that ``dist2loss --help`` never im
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dist2loss.loss import (
@@ -61,7 +62,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"dist2loss.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'dist2loss' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -11,8 +11,9 @@ The names below are imported on first use, so that ``edt-former --help`` never i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from edt_former.atoms import AtomVocab, parse_smiles, tokenize_atoms
@@ -82,7 +83,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"edt_former.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'edt_former' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -8,8 +8,9 @@ does not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from free_energy_mixer.fem import DEFAULT_CAP, clip_values, combine, free_energy_read
@@ -74,15 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from importlib.metadata import version
-
-        return version("free-energy-mixer")
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(f"free_energy_mixer.{_MODULE_OF[name]}"), name)
-    raise AttributeError(f"module 'free_energy_mixer' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, distribution="free-energy-mixer")

@@ -6,8 +6,9 @@ Names are imported lazily (PEP 562), so ``import masked_diffusion`` and the cons
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "BackboneConfig": "backbone",
@@ -131,14 +132,4 @@ if TYPE_CHECKING:
     from masked_diffusion.schedule import CosineSchedule, LogLinearSchedule, Schedule, get_schedule
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'masked_diffusion' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"masked_diffusion.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ Names are imported lazily (PEP 562), so ``import meld_diffusion`` and the consol
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "ATOM_TYPES": "data",
@@ -97,14 +98,4 @@ if TYPE_CHECKING:
     from meld_diffusion.schedule import ElementwiseSchedule
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'meld_diffusion' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"meld_diffusion.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -10,8 +10,9 @@ neither torch nor RDKit.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from msgen.data import (
@@ -92,15 +93,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from importlib.metadata import version
-
-        return version("msgen")
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(f"msgen.{_MODULE_OF[name]}"), name)
-    raise AttributeError(f"module 'msgen' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, distribution="msgen")

@@ -8,8 +8,9 @@ use, so ``import nextquill`` (and ``nextquill --help``) does not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nextquill.data import (
@@ -87,11 +88,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(f"nextquill.{_MODULE_OF[name]}"), name)
-    raise AttributeError(f"module 'nextquill' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF)

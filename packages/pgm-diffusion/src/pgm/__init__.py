@@ -6,8 +6,9 @@ pay for torch until a name is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "PartitionLoss": "loss",
@@ -66,14 +67,4 @@ if TYPE_CHECKING:
     from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pgm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"pgm.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ The names below are imported on first use, so ``import quality_scaling`` (and th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from quality_scaling.fit import (
@@ -56,11 +57,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from importlib.metadata import version
-
-        return version("quality-scaling")
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'quality_scaling' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"quality_scaling.{_SOURCES[name]}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES, distribution="quality-scaling")

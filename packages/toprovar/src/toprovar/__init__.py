@@ -13,8 +13,9 @@ The names below are imported on first use, so that ``toprovar --help`` never imp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from toprovar.entropy import (
@@ -90,7 +91,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"toprovar.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'toprovar' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -9,8 +9,9 @@ scored by generative perplexity and entropy under a small causal evaluator (`vad
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from shared_core.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "checkerboard": "data",
@@ -142,14 +143,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vadd' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"vadd.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
