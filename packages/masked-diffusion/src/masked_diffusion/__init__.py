@@ -22,6 +22,11 @@ _EXPORTS: dict[str, str] = {
     "require_shakespeare": "data",
     "row_batches": "data",
     "shakespeare_chars": "data",
+    "CausalCharLM": "evaluation",
+    "CharLMConfig": "evaluation",
+    "evaluator_loss_fn": "evaluation",
+    "generative_nll": "evaluation",
+    "sequence_entropy": "evaluation",
     "check_tokens": "forward",
     "q_xt": "forward",
     "sample_t": "forward",
@@ -52,6 +57,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "BackboneConfig",
+    "CausalCharLM",
+    "CharLMConfig",
     "CosineSchedule",
     "Denoiser",
     "LogLinearSchedule",
@@ -67,6 +74,8 @@ __all__ = [
     "check_tokens",
     "confidence_sample",
     "digits_grid",
+    "evaluator_loss_fn",
+    "generative_nll",
     "get_schedule",
     "gumbel_argmax",
     "halton_order",
@@ -84,6 +93,7 @@ __all__ = [
     "rotary_angles",
     "row_batches",
     "sample_t",
+    "sequence_entropy",
     "shakespeare_chars",
     "subs_log_probs",
     "time_grid",
@@ -105,6 +115,13 @@ if TYPE_CHECKING:
         require_shakespeare,
         row_batches,
         shakespeare_chars,
+    )
+    from masked_diffusion.evaluation import (
+        CausalCharLM,
+        CharLMConfig,
+        evaluator_loss_fn,
+        generative_nll,
+        sequence_entropy,
     )
     from masked_diffusion.forward import check_times, check_tokens, q_xt, sample_t
     from masked_diffusion.loss import (

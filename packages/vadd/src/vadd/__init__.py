@@ -4,7 +4,8 @@ A masked diffusion model whose denoiser is conditioned on a Gaussian latent z dr
 every denoising step, with a recognition model ``r_phi(z | x0, x_t, t)``, trained with the
 paper's DELBO; built on the `masked_diffusion` package (forward process, ELBO weights,
 samplers, backbone, batches); training goes through `shared_core.train.fit`. Text samples are
-scored by generative perplexity and entropy under a small causal evaluator (`vadd.evaluator`).
+scored by generative perplexity and entropy under a small causal evaluator
+(`masked_diffusion.CausalCharLM`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,6 @@ _EXPORTS: dict[str, str] = {
     "empirical_table": "data",
     "gaussian_mixture": "data",
     "sample_table": "data",
-    "CausalCharLM": "evaluator",
-    "CharLMConfig": "evaluator",
-    "evaluator_loss_fn": "evaluator",
-    "generative_nll": "evaluator",
-    "sequence_entropy": "evaluator",
     "check_distribution": "likelihood",
     "entropy": "likelihood",
     "exact_sample_distribution": "likelihood",
@@ -54,8 +50,6 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "OBJECTIVES",
     "VADD",
-    "CausalCharLM",
-    "CharLMConfig",
     "ObjectiveConfig",
     "Recognition",
     "VADDConfig",
@@ -64,13 +58,11 @@ __all__ = [
     "checkerboard",
     "empirical_table",
     "entropy",
-    "evaluator_loss_fn",
     "exact_sample_distribution",
     "gauss_hermite",
     "gaussian_kl",
     "gaussian_log_prob",
     "gaussian_mixture",
-    "generative_nll",
     "iw_log_likelihood",
     "kl_divergence",
     "kl_weight",
@@ -79,7 +71,6 @@ __all__ = [
     "reveal_step_probs",
     "sample",
     "sample_table",
-    "sequence_entropy",
     "sobol_normal",
     "still_masked_probs",
     "total_variation",
@@ -95,13 +86,6 @@ if TYPE_CHECKING:
         empirical_table,
         gaussian_mixture,
         sample_table,
-    )
-    from vadd.evaluator import (
-        CausalCharLM,
-        CharLMConfig,
-        evaluator_loss_fn,
-        generative_nll,
-        sequence_entropy,
     )
     from vadd.likelihood import (
         check_distribution,

@@ -5,20 +5,26 @@ mdlm_layers``) and are trained with the same optimiser, steps
 and batches (`shared_core.train.fit`). At each number of sampling steps S, MDLM uses its
 ancestral sampler and PGM the packed random-order sampler (the authors' ``efficient-uniform``;
 the same reveal rate per step), on the same batch size. MDLM also runs PGM's sampler (the same
-random order and counts, full-length), which separates the model from the sampler. Samples are scored by a small
-autoregressive char model trained here on the same training split.
+random order and counts, full-length), which separates the model from the sampler. Samples are
+scored by a small autoregressive char model (`masked_diffusion.CausalCharLM`) trained here on
+the same training split.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 from masked_diffusion import (
     BackboneConfig,
+    CausalCharLM,
+    CharLMConfig,
     LogLinearSchedule,
     MaskedDiffusionTransformer,
     ancestral_sample,
+    evaluator_loss_fn,
+    generative_nll,
     nelbo,
     ordered_sample,
     random_order,
@@ -26,7 +32,6 @@ from masked_diffusion import (
     shakespeare_chars,
 )
 
-from pgm.evaluation import CharGPT, ar_loss, generative_perplexity
 from pgm.experiments.common import (
     ReproduceConfig,
     build_pgms,
@@ -57,11 +62,13 @@ def run_text(
     )
     pgms = build_pgms(cfg, v, n, seed)
     torch.manual_seed(seed)
-    scorer = CharGPT(v, n, cfg.d_model, cfg.n_heads, cfg.scorer_layers)
+    scorer = CausalCharLM(
+        CharLMConfig(v, n, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.scorer_layers)
+    )
 
     fits = fit_arms(mdlm, pgms, data.train, schedule, v, cfg, cfg.steps, seed, info, "text")
     fit_timed(
-        scorer, lambda m, b: ar_loss(m, b["x0"]), data.train, cfg, cfg.scorer_steps, seed, info,
+        scorer, evaluator_loss_fn(), data.train, cfg, cfg.scorer_steps, seed, info,
         "char GPT scorer train",
     )  # fmt: skip
 
@@ -70,8 +77,9 @@ def run_text(
     nelbo_bits = {"MDLM": bits_per_dim(nelbo(lambda x, t: mdlm(x, t), val, schedule, v, **kw))}
     for label, pgm in pgms.items():
         nelbo_bits[label] = bits_per_dim(pgm_nelbo(pgm, val, schedule, v, **kw))
-    scorer_bits = bits_per_dim(float(ar_loss(scorer, val).detach()))
-    data_ppl = generative_perplexity(scorer, val)
+    val_nll = float(generative_nll(scorer, val, v).mean())
+    scorer_bits = bits_per_dim(val_nll)
+    data_ppl = math.exp(val_nll)
     data_entropy = unigram_entropy(data.train.numpy(), v)
     params = {"MDLM": n_params(mdlm)} | {label: n_params(m) for label, m in pgms.items()}
     run.log(
@@ -112,7 +120,7 @@ def run_text(
         for (name, kind), sampler in samplers.items():
             x, sec = timed(sampler, f"{name.lower()} sample {kind} L={n} steps={steps}")
             tps = x.numel() / sec
-            ppl = generative_perplexity(scorer, x)
+            ppl = math.exp(float(generative_nll(scorer, x, v).mean()))
             run.add_row(
                 "text",
                 model=name,

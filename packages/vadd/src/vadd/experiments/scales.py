@@ -50,7 +50,7 @@ class TextConfig:
     """Sizes of the char-level Shakespeare run (finding 3); defaults are the tiny scale.
 
     The MDM and VADD share `d_model`, `n_layers`, `n_heads`, data and batches; the evaluator
-    (`vadd.evaluator.CausalCharLM`, `eval_*`) is trained on the same training split.
+    (`masked_diffusion.CausalCharLM`, `eval_*`) is trained on the same training split.
     """
 
     seq_len: int = 32

@@ -4,7 +4,7 @@ The paper trains on OpenWebText with GPT-2 tokens and scores unconditional sampl
 generative perplexity under GPT-2 large, beside their entropy, at few sampling steps. Here:
 windows of `seq_len` characters of Shakespeare (`masked_diffusion.shakespeare_chars`), an MDM
 and a VADD with the same decoder, data and batches (`train_mdm_and_vadd`), and a small causal
-transformer (`vadd.evaluator.CausalCharLM`) trained on the same training split as the
+transformer (`masked_diffusion.CausalCharLM`) trained on the same training split as the
 evaluator. Per model and number of sampling steps T: the generative NLL/perplexity of
 `n_samples` windows, their pooled unigram entropy and their mean per-window entropy; the
 evaluator's perplexity and the entropies of held-out real windows are the reference.
@@ -17,16 +17,16 @@ from typing import Any
 
 import torch
 from masked_diffusion import mdlm_train_config, require_shakespeare, row_batches, shakespeare_chars
-
-from shared_core.metrics import unigram_entropy
-from shared_core.train import fit
-from vadd.evaluator import (
+from masked_diffusion.evaluation import (
     CausalCharLM,
     CharLMConfig,
     evaluator_loss_fn,
     generative_nll,
     sequence_entropy,
 )
+
+from shared_core.metrics import unigram_entropy
+from shared_core.train import fit
 from vadd.experiments.common import train_mdm_and_vadd
 from vadd.experiments.scales import TextConfig
 from vadd.loss import gaussian_kl

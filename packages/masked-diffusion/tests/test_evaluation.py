@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 from masked_diffusion import row_batches
-from vadd.evaluator import (
+from masked_diffusion.evaluation import (
     CausalCharLM,
     CharLMConfig,
     evaluator_loss_fn,
@@ -118,6 +118,30 @@ def test_trained_evaluator_learns_a_planted_periodic_text():
     noise = generative_nll(lm, torch.randint(0, V, (64, 12), generator=g), V).mean()
     assert float(planted) < 2 * math.log(V) / 12
     assert float(noise) > math.log(V)
+
+
+def test_perturbing_one_token_changes_only_later_predictions():
+    torch.manual_seed(0)
+    m = CausalCharLM(CharLMConfig(5, 6, d_model=16, n_heads=2, n_layers=2)).eval()
+    torch.nn.init.normal_(m.head.weight, std=0.5)
+    x = torch.randint(0, 5, (1, 6))
+    base = m(x)
+    y = x.clone()
+    y[0, 3] = (y[0, 3] + 1) % 5
+    out = m(y)
+    # the prediction of x_l uses x_<l only: positions <= 3 unchanged, position 4 changes
+    torch.testing.assert_close(out[:, :4], base[:, :4])
+    assert not torch.allclose(out[:, 4], base[:, 4])
+
+
+def test_uniform_scorer_has_vocab_perplexity():
+    m = CausalCharLM(CharLMConfig(7, 4, d_model=8, n_heads=2, n_layers=1))
+    torch.nn.init.zeros_(m.head.weight)
+    torch.nn.init.zeros_(m.head.bias)
+    nll = generative_nll(m, torch.randint(0, 7, (3, 4)), 7)
+    assert math.exp(float(nll.mean())) == pytest.approx(7.0)
+    with pytest.raises(ValueError, match="x"):
+        m(torch.zeros(2, 5, dtype=torch.long))
 
 
 def test_sequence_entropy():

@@ -20,8 +20,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from masked_diffusion import check_tokens
 from torch import nn
+
+from masked_diffusion.forward import check_tokens
 
 
 @dataclass(frozen=True)
