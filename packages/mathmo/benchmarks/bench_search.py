@@ -3,8 +3,9 @@
     python benchmarks/bench_search.py [--quick] [--repeats N] [--threads N] [--json out.json]
 
 Table 1: exact hypervolume of a mutually non-dominated front (points on the positive unit
-sphere, normalised space, reference 0) with `mathmo.hypervolume` and pymoo's
-``pymoo.indicators.hv.HV`` (what a user would otherwise call; pymoo minimises, so it gets -y).
+sphere, normalised space, reference 0) with `mathmo.hypervolume` (moocore, with the input
+checks and the maximisation convention) and pymoo's ``pymoo.indicators.hv.HV`` (what a user
+would otherwise call; pymoo minimises, so it gets -y).
 Table 2: one round of the search's decisions (Pareto-UCB + candidate generation + k-NN
 surrogate + hypervolume-gain acquisition, mean over a 20-round run on the planted task, whose
 evaluation costs microseconds) against executing one candidate: a 2-opt TSP solve (12 cities)
@@ -32,9 +33,9 @@ def sphere_front(n: int, k: int, seed: int = 0) -> np.ndarray:
 def main() -> None:
     args = bench_parser((__doc__ or "").splitlines()[0]).parse_args()
     sizes = (
-        [(10, 2), (100, 2), (10, 3), (50, 3)]
+        [(10, 2), (100, 2), (50, 3), (200, 3), (50, 4)]
         if args.quick
-        else [(10, 2), (100, 2), (1000, 2), (10, 3), (50, 3), (200, 3)]
+        else [(10, 2), (100, 2), (1000, 2), (10, 3), (50, 3), (200, 3), (10, 4), (50, 4)]
     )
     repeats = min(args.repeats, 3) if args.quick else args.repeats
     hv_table = BenchTable(

@@ -26,6 +26,8 @@ class _Handler(BaseHTTPRequestHandler):
             text = '```json\n["good", "nonexistent", "weak"]\n```'
         elif "new settings" in prompt:
             text = json.dumps([{"x": 9}, {"x": 4.4}, {"x": "bad"}])
+        elif "fixes it" in prompt:
+            text = '{"x": 2.6}'
         elif "Predict the objectives" in prompt:
             n = len(json.loads(prompt.split("Predict the objectives of: ")[1].split("\n")[0]))
             text = json.dumps([[0.5, 0.5]] * n)
@@ -74,8 +76,10 @@ def test_operators_parse_snap_and_fall_back(server: str) -> None:
     cands = ops.propose_candidates(task, "good", [], 3, rng)
     assert len(cands) == 3 and cands[0].get("x") == 9 and cands[1].get("x") == 4  # snapped
     assert ops.fallbacks == 1  # the third item ("bad") sent that call to the fallback for the rest
-    pred = ops.predict_objectives(task, cands, [])
+    pred = ops.predict_objectives(task, cands, [], rng)
     assert pred.shape == (3, 2)
+    fixed = ops.repair_candidate(task, cands[0], "Traceback ...", [], rng)
+    assert fixed.framework == "good" and fixed.get("x") == 3  # 2.6 on an integer key
     assert ops.judge_pair(ModelCard("a", 2, True), ModelCard("b", 9, False)) == 0.8
     result = run_search(task, SearchConfig(rounds=6, sandbox=False), ops, seed=0)
     assert len(result.evaluations) == 6

@@ -1,7 +1,12 @@
 import numpy as np
 import pytest
 from mathmo import hypervolume, hypervolume_gain, non_dominated
-from mathmo.reference import dominates, hypervolume_inclusion_exclusion, non_dominated_naive
+from mathmo.reference import (
+    dominates,
+    hypervolume_inclusion_exclusion,
+    hypervolume_slicing,
+    non_dominated_naive,
+)
 from pymoo.indicators.hv import HV
 
 
@@ -13,6 +18,37 @@ def test_hypervolume_matches_inclusion_exclusion(k: int, n: int) -> None:
         y = rng.random((n, k))
         ref = rng.random(k) * 0.3
         assert abs(hypervolume(y, ref) - hypervolume_inclusion_exclusion(y, ref)) < 1e-9
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_hypervolume_equals_the_references_to_1e_12_on_random_fronts(k: int) -> None:
+    """moocore (the default) against inclusion-exclusion (n <= 12) and HSO slicing (n = 40),
+    on mutually non-dominated fronts (points on the sphere) and on random clouds."""
+    rng = np.random.default_rng(10 + k)
+    for trial in range(6):
+        n = 12 if trial < 3 else 40
+        y = rng.random((n, k))
+        if trial % 2:
+            y = np.abs(rng.standard_normal((n, k)))
+            y /= np.linalg.norm(y, axis=1, keepdims=True)
+        ref = rng.random(k) * 0.2
+        ours = hypervolume(y, ref)
+        oracle = hypervolume_inclusion_exclusion(y, ref) if n <= 12 else hypervolume_slicing(y, ref)
+        assert abs(ours - oracle) < 1e-12, (k, n, ours, oracle)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_slicing_reference_matches_inclusion_exclusion(k: int) -> None:
+    rng = np.random.default_rng(k)
+    for n in (1, 5, 11):
+        y = np.round(rng.random((n, k)), 1)  # ties and duplicates
+        assert (
+            abs(
+                hypervolume_slicing(y, np.zeros(k))
+                - hypervolume_inclusion_exclusion(y, np.zeros(k))
+            )
+            < 1e-12
+        )
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

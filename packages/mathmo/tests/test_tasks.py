@@ -19,6 +19,19 @@ def test_held_karp_equals_brute_force() -> None:
         assert held_karp(task.dist) == pytest.approx(brute, rel=1e-12)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_held_karp_is_exact_below_four_cities_on_asymmetric_costs(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        dist = rng.random((n, n)) * 10
+        np.fill_diagonal(dist, 0.0)
+        brute = min(tour_cost(dist, [0, *p]) for p in itertools.permutations(range(1, n)))
+        assert held_karp(dist) == pytest.approx(brute, rel=1e-12)
+    # the case: the identity tour costs 15, its reverse 3
+    dist = np.array([[0.0, 5.0, 1.0], [1.0, 0.0, 5.0], [5.0, 1.0, 0.0]])
+    assert held_karp(dist) == pytest.approx(3.0)
+
+
 def test_tsp_heuristics_are_valid_tours_no_better_than_optimum() -> None:
     task = TSPTask(10, seed=1)
     for f in task.frameworks:

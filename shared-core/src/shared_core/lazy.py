@@ -30,7 +30,10 @@ def lazy_exports(
             version.
 
     The first access to a name imports its module and caches the value in the package's
-    namespace, so later accesses are plain attribute lookups.
+    namespace, so later accesses are plain attribute lookups. Importing a submodule makes
+    Python bind the submodule itself as an attribute of the package, which would shadow an
+    export of the same name (``crome.augment``, the function, defined in ``crome/augment.py``);
+    so after every import, each export whose module is loaded is (re)bound to its value.
     """
     if not isinstance(package, str) or not package:
         raise ValueError(f"package: expected a module name, got {package!r}")
@@ -49,7 +52,12 @@ def lazy_exports(
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
-        vars(sys.modules[package])[name] = value
+        namespace = vars(sys.modules[package])
+        for other, where_other in modules.items():
+            loaded = sys.modules.get(where_other)
+            if loaded is not None and hasattr(loaded, other):
+                namespace[other] = getattr(loaded, other)
+        namespace[name] = value
         return value
 
     extra = () if distribution is None else ("__version__",)

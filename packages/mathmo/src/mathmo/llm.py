@@ -1,9 +1,11 @@
 """LLM operators over any OpenAI-compatible chat-completions endpoint (stdlib HTTP only).
 
-The four roles of `mathmo.operators.Operators` become four prompts. The model chooses within
-the task's library: frameworks by name, candidates as settings of a framework's grid (values
-snapped to the nearest allowed one), predictions as objective vectors in ``[0, 1]``, and pair
-judgements as the probability that model A is preferred. Whatever cannot be parsed falls back to
+The roles of `mathmo.operators.Operators` become prompts. The model chooses within the task's
+frameworks: frameworks by name, candidates as settings of a framework (numeric keys anywhere
+between the grid's extremes, other keys snapped to an allowed value), predictions as objective
+vectors in ``[0, 1]`` (sampled at temperature 0.7, so the search's ``q`` calls differ), repairs
+as corrected settings given the error, and pair judgements as the probability that model A is
+preferred. Whatever cannot be parsed falls back to
 `ProgrammaticOperators` and is counted in ``fallbacks`` (an LLM that answers nonsense degrades to
 the programmatic search, it never stops it).
 """
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mathmo.operators import Evaluation, ProgrammaticOperators
-from mathmo.tasks.base import Candidate, ModelCard, Task
+from mathmo.tasks.base import Candidate, Framework, ModelCard, Task
 
 _SYSTEM = (
     "You are an expert in mathematical modelling assisting a search over models. "
@@ -59,11 +61,14 @@ def _json(text: str) -> Any:
     return json.loads(match.group(0))
 
 
-def _snap(values: tuple[Any, ...], value: Any) -> Any:
+def _setting(fw: Framework, key: str, value: Any) -> Any:
+    """An answered value made valid: numeric keys clipped into the grid's range (integers
+    rounded), categorical ones must be an allowed value."""
+    values = fw.grid[key]
     if value in values:
         return value
-    if all(isinstance(v, int | float) for v in values) and isinstance(value, int | float):
-        return min(values, key=lambda v: abs(float(v) - float(value)))
+    if fw.is_numeric(key) and isinstance(value, int | float) and not isinstance(value, bool):
+        return fw.value_at(key, fw.position(key, min(max(value, values[0]), values[-1])))
     raise ValueError(f"{value!r} is not one of {values}")
 
 
@@ -124,7 +129,8 @@ class OpenAIOperators:
         ]
         prompt = (
             f"Problem: {task.describe()}\nFramework: {fw.name} ({fw.description}).\n"
-            f"Allowed settings (choose one value per key): {json.dumps(fw.grid)}\n"
+            f"Settings (numbers may lie anywhere between a key's listed extremes; other keys take "
+            f"one listed value): {json.dumps(fw.grid)}\n"
             f"Tried so far (objectives {list(task.objectives)}, normalised, higher is better): {json.dumps(tried)}\n"
             f"Return a JSON list of {l} new settings objects likely to improve the Pareto front."
         )
@@ -132,7 +138,7 @@ class OpenAIOperators:
         try:
             for item in self._ask(prompt)[:l]:
                 out.append(
-                    Candidate.of(framework, **{k: _snap(v, item[k]) for k, v in fw.grid.items()})
+                    Candidate.of(framework, **{k: _setting(fw, k, item[k]) for k in fw.grid})
                 )
         except (ValueError, TypeError, KeyError, OSError):
             self.fallbacks += 1
@@ -141,7 +147,11 @@ class OpenAIOperators:
         return out
 
     def predict_objectives(
-        self, task: Task, candidates: list[Candidate], history: list[Evaluation]
+        self,
+        task: Task,
+        candidates: list[Candidate],
+        history: list[Evaluation],
+        rng: np.random.Generator,
     ) -> np.ndarray:
         k = len(task.objectives)
         seen = [
@@ -160,7 +170,28 @@ class OpenAIOperators:
             return np.clip(pred, 0.0, 1.0)
         except (ValueError, TypeError, KeyError, OSError):
             self.fallbacks += 1
-            return self.fallback.predict_objectives(task, candidates, history)
+            return self.fallback.predict_objectives(task, candidates, history, rng)
+
+    def repair_candidate(
+        self,
+        task: Task,
+        candidate: Candidate,
+        error: str,
+        history: list[Evaluation],
+        rng: np.random.Generator,
+    ) -> Candidate:
+        fw = task.framework(candidate.framework)
+        prompt = (
+            f"Problem: {task.describe()}\nFramework: {fw.name} ({fw.description}).\n"
+            f"Settings: {json.dumps(fw.grid)}\nThe model {json.dumps(dict(candidate.params))} "
+            f"failed with: {error[-500:]}\nReturn one JSON settings object that fixes it."
+        )
+        try:
+            item = self._ask(prompt)
+            return Candidate.of(fw.name, **{k: _setting(fw, k, item[k]) for k in fw.grid})
+        except (ValueError, TypeError, KeyError, OSError):
+            self.fallbacks += 1
+            return self.fallback.repair_candidate(task, candidate, error, history, rng)
 
     def judge_pair(self, a: ModelCard, b: ModelCard) -> float:
         prompt = (

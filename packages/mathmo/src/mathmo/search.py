@@ -8,11 +8,15 @@ evaluations out of ``N`` (normalised objectives, higher is better; a failed run 
 Unvisited frameworks are chosen first; afterwards one framework is drawn uniformly among those
 whose UCB vectors are non-dominated.
 
-Lower level (which model within ``f``): the generator proposes ``l`` candidates given the
-framework's history ``S^f``, the surrogate predicts each one's objective vector, and the one
-with the largest predicted hypervolume gain over the current front (reference point 0, i.e. 1
-in the minimised raw scale) is executed. When no prediction adds volume, the one closest to the
-front (smallest additive epsilon by which the front still covers it) is taken.
+Lower level (which model within ``f``): the generator proposes ``l = 3`` candidates given the
+framework's history ``S^f``, the surrogate predicts each one's objective vector ``q = 3`` times
+(the estimates are averaged), and the one with the largest predicted hypervolume gain over the
+current front (reference point 0, i.e. 1 in the minimised raw scale) is executed. When no
+prediction adds volume, the one closest to the front (smallest additive epsilon by which the
+front still covers it) is taken. A candidate whose execution fails is repaired by the operator
+and re-run, up to ``retries = 2`` times (the paper's self-correction loop, App. C.3); a round
+whose last attempt still fails scores 0. ``l``, ``q`` and the retry loop are from the paper's
+reviews; the number of retries and how the ``q`` estimates combine are not stated (see README).
 
 Variants (the paper's ablations): ``mathmo`` (both levels), ``ran`` (upper level replaced by a
 uniformly random framework), ``flat`` (no upper level: the ``l`` candidates come from uniformly
@@ -27,6 +31,7 @@ identical choices (tested).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,12 +49,17 @@ VARIANTS = ("mathmo", "ran", "flat", "naive")
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """One search run. The paper fixes 5 initial frameworks and 20 rounds; it does not state
-    ``c``, ``d`` or ``l`` in the text we could read, so they are exposed (see the README)."""
+    """One search run: 5 initial frameworks, 20 rounds, ``l = 3`` candidates with ``q = 3``
+    surrogate estimates each and a retry loop on failures, as the paper and its reviews give;
+    ``c``, ``d`` and the retry count are not stated there (see the README). 0.1.0's settings:
+    ``SearchConfig(l=5, q=1, retries=0)`` with ``ProgrammaticOperators(space="grid",
+    bootstrap=False)``."""
 
-    rounds: int = 20  # executed candidates (the paper's T)
+    rounds: int = 20  # executed rounds (the paper's T)
     frameworks: int = 5  # frameworks proposed at the start
-    l: int = 5  # candidates generated per round, one executed
+    l: int = 3  # candidates generated per round, one executed
+    q: int = 3  # surrogate estimates per candidate, averaged
+    retries: int = 2  # repairs of a failed candidate before the round scores 0
     c: float = 0.5  # weight of the variance term of Pareto-UCB
     d: float = 0.3  # weight of the count term of Pareto-UCB
     variant: str = "mathmo"  # one of VARIANTS
@@ -60,6 +70,9 @@ class SearchConfig:
         positive_int("rounds", self.rounds)
         positive_int("frameworks", self.frameworks)
         positive_int("l", self.l)
+        positive_int("q", self.q)
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ValueError(f"retries: expected an int >= 0, got {self.retries!r}")
         nonneg_float("c", self.c)
         nonneg_float("d", self.d)
         if self.variant not in VARIANTS:
@@ -69,7 +82,15 @@ class SearchConfig:
 
 
 def pareto_ucb(values: dict[str, list[np.ndarray]], c: float, d: float) -> dict[str, np.ndarray]:
-    """UCB vector per visited framework from its normalised objective vectors (see module doc)."""
+    """UCB vector per visited framework from its normalised objective vectors (see module doc).
+
+    values: framework name -> list of ``(k,)`` objective vectors (an empty list: unvisited).
+    """
+    if not isinstance(values, dict):
+        raise TypeError(
+            f"values: expected a dict of framework name -> list of objective vectors, "
+            f"got {type(values).__name__}"
+        )
     n_total = sum(len(v) for v in values.values())
     out = {}
     for name, ys in values.items():
@@ -147,11 +168,12 @@ class Evaluator:
             return Evaluation(-1, candidate, np.zeros(k), True, res.error)
         raw = res.value
         if not isinstance(raw, dict) or not all(
-            isinstance(v, int | float) and math.isfinite(v) for v in raw.values()
+            isinstance(v, numbers.Real) and math.isfinite(v) for v in raw.values()
         ):
             return Evaluation(
                 -1, candidate, np.zeros(k), True, f"non-finite or malformed result {raw!r}"
             )
+        raw = {key: float(v) for key, v in raw.items()}  # numpy scalars included
         subjective = None
         if self.task.subjective:
             subjective = mose_score(
@@ -161,6 +183,12 @@ class Evaluator:
         if y.shape != (k,) or not np.all(np.isfinite(y)):
             return Evaluation(
                 -1, candidate, np.zeros(k), True, f"normalised objectives not finite: {y}"
+            )
+        if np.any(y < -1e-9) or np.any(y > 1 + 1e-9):
+            raise ValueError(
+                f"{type(self.task).__name__}.normalise: expected objectives in [0, 1], higher is "
+                f"better, got {y.tolist()} for {candidate.label()}: map costs and errors to "
+                "MATHMO's maximised unit box (see mathmo.tasks.base.gap_quality / accuracy)"
             )
         return Evaluation(
             -1, candidate, np.clip(y, 0.0, 1.0), False, "", tuple(sorted(raw.items()))
@@ -184,7 +212,9 @@ class SearchResult:
         )
 
     def front(self) -> list[Evaluation]:
-        ok = [e for e in self.evaluations if not e.failed]
+        """The non-dominated successful evaluations, each candidate once (its first round)."""
+        ok = list({e.candidate: e for e in reversed(self.evaluations) if not e.failed}.values())
+        ok.sort(key=lambda e: e.round)
         if not ok:
             return []
         mask = non_dominated(np.stack([e.y for e in ok]))
@@ -252,14 +282,26 @@ def run_search(
         if config.variant == "naive":
             pick = int(rng_lower.integers(len(cands)))
         else:
-            predicted_all = np.asarray(
-                ops.predict_objectives(task, cands, history), dtype=np.float64
-            )
+            estimates = [
+                np.asarray(ops.predict_objectives(task, cands, history, rng_lower), np.float64)
+                for _ in range(config.q)
+            ]
+            predicted_all = np.mean(estimates, axis=0)
             ok = [e.y for e in history if not e.failed]
             front = np.stack(ok) if ok else np.zeros((0, predicted_all.shape[1]))
             front = front[non_dominated(front)] if len(front) else front
             pick = int(np.argmax(acquisition(front, np.clip(predicted_all, 0.0, 1.0))))
             predicted = predicted_all[pick]
-        e = evaluator(cands[pick], t)
-        history.append(Evaluation(e.round, e.candidate, e.y, e.failed, e.error, e.raw, predicted))
+        cand = cands[pick]
+        repaired: list[Candidate] = []
+        e = evaluator(cand, t)
+        while e.failed and len(repaired) < config.retries:
+            repaired.append(cand)
+            cand = ops.repair_candidate(task, cand, e.error, history, rng_lower)
+            e = evaluator(cand, t)
+        history.append(
+            Evaluation(
+                e.round, e.candidate, e.y, e.failed, e.error, e.raw, predicted, tuple(repaired)
+            )
+        )
     return SearchResult(task.name, config.variant, history)

@@ -168,11 +168,15 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             all_results[name] = results
             rel, _ = relative_hypervolumes(results)
             failed = sum(1 for e in evaluator.cache.values() if e.failed)
+            evaluations = [e for rs in results.values() for r in rs for e in r.evaluations]
             summary[name] = {
                 "wall_s": wall,
                 "search_cpu_s": time.process_time() - cpu0,
                 "executed": len(evaluator.cache),
                 "failed": failed,
+                "rounds_repaired": sum(1 for e in evaluations if e.repaired),
+                "rounds_failed_after_retries": sum(1 for e in evaluations if e.failed),
+                "rounds": len(evaluations),
             }
             for v in config.variants:
                 mean, lo, hi = _ci(rel[v])
@@ -181,7 +185,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     "method": LABELS[v],
                     "rel. HV (mean)": round(mean, 3),
                     "95% CI": f"[{lo:.3f}, {hi:.3f}]",
-                    "paper HV": PAPER[name][v],
+                    "paper HV": f"{PAPER[name][v]:.3f}",
                 }
                 if v != "mathmo" and "mathmo" in rel:
                     diff = rel["mathmo"] - rel[v]
@@ -204,7 +208,9 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                         error=e.error,
                     )
             print(
-                f"{task.name}: {len(evaluator.cache)} distinct candidates executed ({failed} failed), {wall:.1f} s",
+                f"{task.name}: {len(evaluator.cache)} distinct candidates executed ({failed} "
+                f"failed; {summary[name]['rounds_repaired']} of {len(evaluations)} rounds repaired, "
+                f"{summary[name]['rounds_failed_after_retries']} still failed), {wall:.1f} s",
                 flush=True,
             )
         import resource

@@ -8,6 +8,7 @@ A candidate is the paper's ``(m, a)`` inside framework ``f``: one point of the f
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,14 +18,54 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Framework:
-    """A modelling framework ``f``: a family with a discrete grid of settings ``(m, a)``."""
+    """A modelling framework ``f``: a family with a grid of settings ``(m, a)``.
+
+    The grid is the library a search starts from. A key whose values are all numbers is
+    continuous: a candidate may take any value between the grid's smallest and largest (an
+    integer if every grid value is one), which is how `mathmo.operators` mutates models off
+    the grid; other keys are categorical.
+    """
 
     name: str
     description: str
     grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for key, values in self.grid.items():
+            if not values:
+                raise ValueError(f"grid[{key!r}]: expected at least one value, got {values!r}")
+            if self.is_numeric(key) and any(a >= b for a, b in itertools.pairwise(values)):
+                raise ValueError(
+                    f"grid[{key!r}]: expected numeric values in increasing order, got {values!r}"
+                )
+
     def size(self) -> int:
+        """The number of grid points (the open space around them is infinite)."""
         return math.prod(len(v) for v in self.grid.values())
+
+    def is_numeric(self, key: str) -> bool:
+        return all(isinstance(v, int | float) and not isinstance(v, bool) for v in self.grid[key])
+
+    def position(self, key: str, value: Any) -> float:
+        """``value``'s position on the key's grid in index units (0 .. len - 1): the index of a
+        grid value, linearly interpolated between neighbouring grid values for a numeric one."""
+        values = self.grid[key]
+        if value in values:
+            return float(values.index(value))
+        if not self.is_numeric(key):
+            raise ValueError(f"{key}: expected one of {values}, got {value!r}")
+        if not values[0] <= float(value) <= values[-1]:
+            raise ValueError(
+                f"{key}: expected a value in [{values[0]}, {values[-1]}], got {value!r}"
+            )
+        return float(np.interp(float(value), values, np.arange(len(values))))
+
+    def value_at(self, key: str, position: float) -> Any:
+        """Inverse of `position` for a numeric key (rounded for an all-integer grid)."""
+        values = self.grid[key]
+        u = float(np.clip(position, 0, len(values) - 1))
+        v = float(np.interp(u, np.arange(len(values)), values))
+        return round(v) if all(isinstance(x, int) for x in values) else v
 
 
 @dataclass(frozen=True)
@@ -94,11 +135,12 @@ class Task:
 
 
 def encode(framework: Framework, candidate: Candidate) -> np.ndarray:
-    """A candidate's grid position scaled to ``[0, 1]`` per key (the surrogate's features)."""
+    """A candidate's grid position scaled to ``[0, 1]`` per key (the surrogate's features;
+    off-grid numeric values sit between their neighbouring grid values)."""
     out = []
     for key, values in framework.grid.items():
-        idx = values.index(candidate.get(key))
-        out.append(idx / (len(values) - 1) if len(values) > 1 else 0.0)
+        pos = framework.position(key, candidate.get(key))
+        out.append(pos / (len(values) - 1) if len(values) > 1 else 0.0)
     return np.asarray(out, dtype=np.float64)
 
 

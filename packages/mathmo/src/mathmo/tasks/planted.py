@@ -25,6 +25,9 @@ class PlantedTask(Task):
 
     def __init__(self, frameworks: tuple[str, ...] = tuple(_LEVELS), failing: bool = False) -> None:
         self.name = "planted"
+        unknown = [n for n in frameworks if n not in _LEVELS]
+        if unknown:
+            raise ValueError(f"frameworks: expected names from {tuple(_LEVELS)}, got {unknown}")
         grid = {"x": tuple(range(10))}
         fws = [Framework(n, f"planted level {_LEVELS[n]}", grid) for n in frameworks]
         if failing:

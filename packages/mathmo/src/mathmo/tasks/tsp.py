@@ -12,6 +12,7 @@ from 10 us (1) to 10 s (0).
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -28,8 +29,8 @@ def held_karp(dist: np.ndarray) -> float:
     """Optimal tour cost by Held-Karp: ``C[S, j]`` = shortest path from city 0 through ``S``
     ending at ``j``; ``C[S + k, k] = min_j C[S, j] + d(j, k)``."""
     n = len(dist)
-    if n <= 3:
-        return tour_cost(dist, list(range(n)))
+    if n < 4:  # at most 2 tours from city 0: enumerate them (asymmetric costs included)
+        return min(tour_cost(dist, [0, *p]) for p in itertools.permutations(range(1, n)))
     m = n - 1
     inner = dist[1:, 1:]
     dp = np.full((1 << m, m), np.inf)
