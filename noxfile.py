@@ -133,6 +133,7 @@ def micro(session: nox.Session) -> None:
     give a newcomer: every member with the extras its reproduce needs), not an all-extras one.
     """
     _sync(session, "--all-packages")
+    session.run("python", ".ci/check_exports.py")
     out = os.path.join(session.create_tmp(), "runs")
     for name in PACKAGES:
         session.run(
