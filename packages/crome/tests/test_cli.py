@@ -84,3 +84,17 @@ def test_experiment_evaluation_on_a_tiny_model(tiny_rm, tmp_path):
     assert m["spurious_sens"] > 0 and m["causal_sens"] > 0
     assert m["spurious_to_causal"] == m["spurious_sens"] / m["causal_sens"]
     assert 0.0 <= m["bon_gold"] <= 1.0
+
+
+def test_augment_is_the_function_whatever_is_imported_first() -> None:
+    """`from crome import AugmentConfig, augment` once gave the submodule crome/augment.py (fixed in
+    shared-core's lazy_exports); a fresh interpreter, since the package may be loaded here."""
+    import subprocess
+    import sys
+
+    code = (
+        "import types; from crome import AugmentConfig, augment; "
+        "assert callable(augment) and not isinstance(augment, types.ModuleType), augment"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
