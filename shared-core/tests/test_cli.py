@@ -157,3 +157,61 @@ def test_lazy_reproduce_command_imports_the_experiments_only_when_run(tmp_path, 
     assert "demo_exp" not in sys.modules
     assert main(["reproduce"]) == 7
     assert "demo_exp" in sys.modules
+
+
+def test_run_folder_is_named_by_timestamp_scale_and_name(tmp_path):
+    made = []
+
+    def run(args):
+        with Run("demo", {}, out=args.out) as r:
+            made.append(r.finish(print_tables=False))
+
+    main = make_main("demo", [reproduce_command(run, SCALES, "demo")], version="0")
+    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["reproduce", "--scale", "micro", "--out", str(tmp_path), "--name", "ablate-1"]) == 0
+    )
+    assert made[0].name.endswith("Z-micro") and made[1].name.endswith("Z-micro-ablate-1")
+    assert json.loads((made[1] / "config.json").read_text())["run"]["name"] == "ablate-1"
+
+
+def test_bad_run_name_is_a_usage_error(capsys):
+    main = make_main("demo", [reproduce_command(lambda a: None, SCALES, "demo")], version="0")
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "--name", "../escape"])
+    assert e.value.code == 2
+    assert "--name" in capsys.readouterr().err
+
+
+def test_heartbeat_writes_at_least_every_interval_with_the_phase():
+    from shared_core.cli import Heartbeat, phase
+
+    now = [100.0]
+    lines = []
+    beat = Heartbeat(
+        "reproduce --scale tiny", interval=30.0, clock=lambda: now[0], write=lines.append
+    )
+    with beat:
+        beat._stop.set()  # the fake clock drives it here, not the thread
+        for t, expect in [(110.0, None), (129.9, None), (130.0, "0 min 30 s"), (150.0, None)]:
+            now[0] = t
+            got = beat.tick()
+            assert (got is None) if expect is None else (expect in got), (t, got)
+        phase("fold 3 of 10")
+        now[0] = 221.0
+        assert beat.tick() == "[reproduce --scale tiny] 2 min 01 s elapsed; phase: fold 3 of 10"
+    assert len(lines) == 2
+    # the silence between two lines never exceeds the interval (plus the 1 s polling step)
+    with pytest.raises(ValueError, match="interval"):
+        Heartbeat("x", interval=0)
+
+
+def test_heartbeat_thread_prints_during_a_long_run(capsys):
+    import time
+
+    from shared_core.cli import Heartbeat
+
+    with Heartbeat("demo", interval=0.05):
+        time.sleep(0.5)
+    err = capsys.readouterr().err
+    assert err.count("[demo]") >= 2

@@ -21,7 +21,11 @@ experiments lazily, inside the ``run`` functions.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +55,7 @@ class ReproduceArgs:
     threads: int = 1
     out: Path = Path("runs")
     config: Any = None
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,10 @@ def reproduce_command(
             help="CPU threads for torch/BLAS/OpenMP (1 is fastest on a busy machine)",
         )  # fmt: skip
         p.add_argument("--out", type=Path, default=Path("runs"), help="root folder for run reports")
+        p.add_argument(
+            "--name", type=run_name, default=None,
+            help="a label appended to the run folder: <out>/<package>/<timestamp>-<scale>-<name>",
+        )  # fmt: skip
 
     def call(ns: argparse.Namespace) -> Any:
         from shared_core.device import limit_threads
@@ -137,13 +146,89 @@ def reproduce_command(
                 raise UsageError(str(e)) from None
         args = ReproduceArgs(
             scale=ns.scale, device=ns.device, seed=ns.seed, threads=ns.threads, out=ns.out,
-            config=scales[ns.scale],
+            config=scales[ns.scale], name=ns.name or "",
         )  # fmt: skip
-        set_run_context(scale=args.scale, device=args.device, seed=args.seed, threads=args.threads)
-        with limit_threads(args.threads):
+        named = {"name": args.name} if args.name else {}
+        set_run_context(
+            scale=args.scale, device=args.device, seed=args.seed, threads=args.threads, **named
+        )
+        beat = Heartbeat(f"reproduce --scale {args.scale}")
+        with limit_threads(args.threads), beat:
             return run(args)
 
     return Command("reproduce", help, call, configure)
+
+
+def run_name(text: str) -> str:
+    """argparse type of ``--name``: letters, digits, ``.``, ``_`` and ``-`` (a folder name)."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", text):
+        raise argparse.ArgumentTypeError(
+            f"expected 1-64 letters, digits, '.', '_' or '-', got {text!r}"
+        )
+    return text
+
+
+_PHASE: list[str] = [""]
+
+
+def phase(name: str) -> None:
+    """Name what the run is doing now; the heartbeat line of a long phase says it."""
+    _PHASE[0] = name
+
+
+class Heartbeat:
+    """A line on stderr at least every `interval` seconds while a command runs.
+
+    ``reproduce`` runs inside one, so no phase of any package stays silent for long (a
+    training loop's progress bar, or a fold loop that prints nothing, alike): ``[<label>]
+    2 min 30 s elapsed; phase: <what `phase` last named>``. Only rank 0 of a distributed run
+    prints. `tick` is the clock-driven step (tested with a fake clock); the thread calls it.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        interval: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        write: Callable[[str], None] | None = None,
+    ) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval: expected seconds > 0, got {interval}")
+        self.label, self.interval, self.clock = label, interval, clock
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.start = self.last = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> str | None:
+        """Write (and return) the heartbeat line if `interval` has passed since the last one."""
+        now = self.clock()
+        if now - self.last < self.interval:
+            return None
+        self.last = now
+        minutes, seconds = divmod(int(now - self.start), 60)
+        line = f"[{self.label}] {minutes} min {seconds:02d} s elapsed"
+        if _PHASE[0]:
+            line += f"; phase: {_PHASE[0]}"
+        self.write(line)
+        return line
+
+    def __enter__(self) -> Heartbeat:
+        self.start = self.last = self.clock()
+        _PHASE[0] = ""
+        if os.environ.get("RANK", "0") == "0":
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(min(1.0, self.interval)):
+            self.tick()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 class _LazyScales(dict[str, Any]):

@@ -77,7 +77,8 @@ def fail_open_runs(reason: str) -> list[Path]:
 class Run:
     """One reproducible run: a folder, its config, environment, metrics, tables and plots.
 
-    ``Run(package, config)`` creates ``<out>/<package>/<UTC timestamp>/`` and writes
+    ``Run(package, config)`` creates ``<out>/<package>/<UTC timestamp>[-<scale>][-<name>]/``
+    (scale and name from the run context the ``reproduce`` command sets) and writes
     ``config.json`` at once (``"status": "running"``, with the run context: threads, device,
     seed, scale); `log` and `add_row` accumulate results; `plot` writes PNGs; `finish` writes
     ``metrics.json`` and ``report.md`` and marks the run ``"complete"``. A run that ends in
@@ -100,7 +101,9 @@ class Run:
         self.started = time.time()
         self.cpu_started = time.process_time()
         stamp = timestamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        self.dir = Path(out) / package / stamp
+        # <timestamp>-<scale>[-<name>], so micro, tiny and named runs are told apart by name
+        suffix = [str(_CONTEXT[k]) for k in ("scale", "name") if _CONTEXT.get(k)]
+        self.dir = Path(out) / package / "-".join([stamp, *suffix])
         self.metrics: dict[str, Any] = {}
         self.rows: list[dict[str, Any]] = []
         self.tables: dict[str, list[dict[str, Any]]] = {}
