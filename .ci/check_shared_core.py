@@ -30,6 +30,8 @@ KEPT = {
     "shared_core.cli.SCALES": "the scale names a package's SCALES may use",
     "shared_core.cli.DEFAULT_SCALE": "the scale reproduce runs without --scale",
     "shared_core.cli.USER_ERRORS": "which exceptions the CLI reports in one line",
+    "shared_core.cli.Heartbeat": "the line every reproduce prints; a package's other long commands use it too",
+    "shared_core.cli.phase": "names a reproduce's current phase in its heartbeat line (any package)",
     "shared_core.device.THREAD_ENV_VARS": "what limit_threads sets, for child processes",
     "shared_core.device.DEVICE_ENV": "the variable the nox cuda sessions set",
     # data and metrics the next packages (issues 16-28) are written against

@@ -129,7 +129,7 @@ def reproduce_command(
         )  # fmt: skip
         p.add_argument("--out", type=Path, default=Path("runs"), help="root folder for run reports")
         p.add_argument(
-            "--name", type=run_name, default=None,
+            "--name", type=_run_name, default=None,
             help="a label appended to the run folder: <out>/<package>/<timestamp>-<scale>-<name>",
         )  # fmt: skip
 
@@ -159,7 +159,7 @@ def reproduce_command(
     return Command("reproduce", help, call, configure)
 
 
-def run_name(text: str) -> str:
+def _run_name(text: str) -> str:
     """argparse type of ``--name``: letters, digits, ``.``, ``_`` and ``-`` (a folder name)."""
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", text):
         raise argparse.ArgumentTypeError(

@@ -24,7 +24,7 @@ from mathmo.operators import ProgrammaticOperators
 from mathmo.pareto import hypervolume, non_dominated
 from mathmo.search import VARIANTS, Evaluator, SearchConfig, SearchResult, run_search
 from mathmo.tasks.base import Task
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, phase
 
 TASKS = ("tsp", "jobshop", "ecology", "epidemiology")
 LABELS = {
@@ -151,6 +151,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 task, ops.judge_pair, config.search.sandbox, config.search.time_limit
             )
             start, cpu0 = time.perf_counter(), time.process_time()
+            phase(f"{task.name}: {len(config.variants)} methods x {config.seeds} seeds")
             results = {
                 v: [
                     run_search(
