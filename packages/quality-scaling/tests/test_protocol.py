@@ -65,7 +65,9 @@ def test_acceptance_huber_recovers_planted_within_bootstrap_interval() -> None:
         assert ci[k][0] <= v <= ci[k][1], (k, v, ci[k])
     assert huber.params["gamma"] == pytest.approx(PLANTED["gamma"], abs=0.05)
     ls = fit_law(data, QUALITY_FIXED_N, delta=LEAST_SQUARES_DELTA)
-    assert abs(huber.params["gamma"] - PLANTED["gamma"]) < abs(ls.params["gamma"] - PLANTED["gamma"])
+    assert abs(huber.params["gamma"] - PLANTED["gamma"]) < abs(
+        ls.params["gamma"] - PLANTED["gamma"]
+    )
 
 
 def test_fixed_n_law_is_the_quality_law_with_the_n_term_in_e() -> None:
@@ -112,9 +114,9 @@ def test_fixed_n_jacobian_matches_finite_differences(theta: list[float]) -> None
     for p in range(4):
         e = np.zeros(4)
         e[p] = eps
-        fd = (QUALITY_FIXED_N.log_predict(t + e, data) - QUALITY_FIXED_N.log_predict(t - e, data)) / (
-            2 * eps
-        )
+        fd = (
+            QUALITY_FIXED_N.log_predict(t + e, data) - QUALITY_FIXED_N.log_predict(t - e, data)
+        ) / (2 * eps)
         np.testing.assert_allclose(jac[:, p], fd, rtol=1e-5, atol=1e-7)
 
 
@@ -171,7 +173,9 @@ def test_plugin_deficiency_matches_exact_under_sample_corruption() -> None:
     for eta in (0.2, 0.5):
         noisy = corrupt(clean, "samples", eta, 32, np.random.default_rng(1))
         for definition in ("paper", "ratio"):
-            q = deficiency_q(ngram_pairs(noisy), ngram_pairs(clean), held, 32, definition=definition)
+            q = deficiency_q(
+                ngram_pairs(noisy), ngram_pairs(clean), held, 32, definition=definition
+            )
             exact = markov_deficiency(SRC, eta, definition, "samples")
             assert q == pytest.approx(exact, abs=0.01), (eta, definition)
 
@@ -243,20 +247,65 @@ def test_scales_follow_the_paper_grid() -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: corrupt(np.zeros((4, 5), np.int64), "samples", 1.0, 8, np.random.default_rng(0)), "rate: expected 0 <= rate < 1"),
-        (lambda: corrupt(np.zeros((4, 5), np.int64), "samples", -0.1, 8, np.random.default_rng(0)), "rate: expected 0 <= rate < 1"),
-        (lambda: corrupt(np.zeros((4, 5), np.int64), "samples", 0.2, 8, np.random.default_rng(0), token_fraction=0.0), "token_fraction: expected .* in \\(0, 1\\], got 0.0"),
-        (lambda: corrupt(np.zeros((4, 5), np.int64), "samples", 0.2, 8, np.random.default_rng(0), token_fraction=1.5), "token_fraction: expected .* got 1.5"),
-        (lambda: Protocol(32, (1024, 1024)), "tokens: expected at least two distinct token budgets"),
-        (lambda: Protocol(32, (1024, 2048), etas=(0.0, 1.0)), "etas: expected fractions of corrupted samples in \\[0, 1\\), got 1.0"),
+        (
+            lambda: corrupt(
+                np.zeros((4, 5), np.int64), "samples", 1.0, 8, np.random.default_rng(0)
+            ),
+            "rate: expected 0 <= rate < 1",
+        ),
+        (
+            lambda: corrupt(
+                np.zeros((4, 5), np.int64), "samples", -0.1, 8, np.random.default_rng(0)
+            ),
+            "rate: expected 0 <= rate < 1",
+        ),
+        (
+            lambda: corrupt(
+                np.zeros((4, 5), np.int64),
+                "samples",
+                0.2,
+                8,
+                np.random.default_rng(0),
+                token_fraction=0.0,
+            ),
+            "token_fraction: expected .* in \\(0, 1\\], got 0.0",
+        ),
+        (
+            lambda: corrupt(
+                np.zeros((4, 5), np.int64),
+                "samples",
+                0.2,
+                8,
+                np.random.default_rng(0),
+                token_fraction=1.5,
+            ),
+            "token_fraction: expected .* got 1.5",
+        ),
+        (
+            lambda: Protocol(32, (1024, 1024)),
+            "tokens: expected at least two distinct token budgets",
+        ),
+        (
+            lambda: Protocol(32, (1024, 2048), etas=(0.0, 1.0)),
+            "etas: expected fractions of corrupted samples in \\[0, 1\\), got 1.0",
+        ),
         (lambda: Protocol(32, (1024, 2048), etas=(0.1, 0.2)), "etas: expected 0"),
         (lambda: Protocol(32, (1024, 2048), n_seeds=0), "n_seeds: expected a positive int"),
         (lambda: markov_noisy_floor(SRC, 0.1, "samples", token_fraction=2.0), "token_fraction"),
         (lambda: markov_noisy_floor(SRC, 0.1, "shuffle"), "corruption: expected"),
         (lambda: markov_deficiency(SRC, 0.1, definition="log"), "definition: expected one of"),
-        (lambda: protocol_fits([r for r in _rows(PLANTED) if r["D"] == 8192.0], 0), "at least two distinct token budgets D"),
+        (
+            lambda: protocol_fits([r for r in _rows(PLANTED) if r["D"] == 8192.0], 0),
+            "at least two distinct token budgets D",
+        ),
         (lambda: protocol_fits([], 0), "rows: expected the protocol's grid rows"),
-        (lambda: fit_law(ScalingData([1e6] * 7, [1e9] * 7, np.linspace(2, 3, 7), np.linspace(0.5, 1, 7)), QUALITY_FIXED_N), "at least two distinct D"),
+        (
+            lambda: fit_law(
+                ScalingData([1e6] * 7, [1e9] * 7, np.linspace(2, 3, 7), np.linspace(0.5, 1, 7)),
+                QUALITY_FIXED_N,
+            ),
+            "at least two distinct D",
+        ),
         (lambda: fit_law(synthetic(n=20), QUALITY_FIXED_N), "for one model size"),
     ],
 )

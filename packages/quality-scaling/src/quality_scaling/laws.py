@@ -181,9 +181,7 @@ class ScalingLaw:
 
 CHINCHILLA = ScalingLaw("chinchilla", ("a", "b", "e", "alpha", "beta"), uses_quality=False)
 QUALITY = ScalingLaw("quality", ("a", "b", "e", "alpha", "beta", "gamma"), uses_quality=True)
-QUALITY_FIXED_N = ScalingLaw(
-    "quality_fixed_n", ("b", "e", "beta", "gamma"), uses_quality=True
-)
+QUALITY_FIXED_N = ScalingLaw("quality_fixed_n", ("b", "e", "beta", "gamma"), uses_quality=True)
 """``L(D, Q) = E + B / (D^beta Q^gamma)`` at one model size: the four parameters the paper fits."""
 LAWS = {law.name: law for law in (CHINCHILLA, QUALITY, QUALITY_FIXED_N)}
 

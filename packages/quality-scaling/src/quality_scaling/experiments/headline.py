@@ -53,11 +53,7 @@ def reproduce(args: ReproduceArgs) -> int:
             "seed": args.seed,
             "protocol": dataclasses.asdict(scale.protocol),
             "arms": [dataclasses.asdict(a) for a in scale.arms],
-            **{
-                k: v
-                for k, v in dataclasses.asdict(scale).items()
-                if k not in ("arms", "protocol")
-            },
+            **{k: v for k, v in dataclasses.asdict(scale).items() if k not in ("arms", "protocol")},
         },
         out=args.out,
     )

@@ -35,7 +35,9 @@ def plot_protocol(run: Run, proto: ProtocolFits) -> None:
         axes[0].plot(qq, fit.predict(curve), "-", color=line.get_color(), alpha=0.7)
         pts = [r for r in proto.points if r["D"] == d]
         x = np.array([r["x"] for r in pts])
-        axes[1].plot(x, [r["delta_L"] for r in pts], "o", color=line.get_color(), label=f"D = {d:g}")
+        axes[1].plot(
+            x, [r["delta_L"] for r in pts], "o", color=line.get_color(), label=f"D = {d:g}"
+        )
         xx = np.linspace(0, x.max(), 10)
         axes[1].plot(xx, p["B"] * d ** -p["beta"] * xx, "-", color=line.get_color(), alpha=0.7)
     axes[0].set_xlabel("Q = 1 - eta (fraction of clean samples)")
