@@ -312,3 +312,20 @@ def test_scales_follow_the_paper_grid() -> None:
 def test_bad_protocol_input(call, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_fit_command_fits_the_fixed_n_law(tmp_path, capsys) -> None:
+    import json
+
+    from quality_scaling.cli import main
+
+    d = _protocol_data(PLANTED, seed=5)
+    path = tmp_path / "runs.csv"
+    lines = ["N,D,q_proxy,loss"] + [
+        f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(path), "--law", "quality_fixed_n", "--delta", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["gamma"] == pytest.approx(PLANTED["gamma"], abs=0.05)
+    assert set(out["params"]) == {"B", "E", "beta", "gamma", "gamma_over_beta"}
