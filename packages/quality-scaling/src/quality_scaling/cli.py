@@ -134,7 +134,7 @@ main = make_main(
                 "train the paper's protocol (one model size, a fraction eta of the samples "
                 "corrupted, Q = 1 - eta) and our noise-injection extensions as tiny GPTs (on "
                 "--device, in --threads single-threaded workers), and fit the laws to them "
-                "(numpy, CPU); CPU time on one thread: micro about 15 s, tiny about 4 min, "
+                "(numpy, CPU); CPU time on one thread: micro about 20 s, tiny about 3 min, "
                 "small about 25 min, paper hours on GPUs."
             ),
         ),
