@@ -1,8 +1,10 @@
 """The fits of the reproduce experiment: grid rows in, table rows and fitted laws out.
 
-Every function here is pure (no files, no plots): `headline_fits` fits both laws on the headline
-arm (random and unseen-Q held-out splits, bootstrap CIs on all cells, effective data, planning),
-`secondary_fits` the random split of every other arm.
+Every function here is pure (no files, no plots): `headline_fits` fits both laws on the first
+extension arm, i.i.d. substitution across model sizes (random and unseen-Q held-out splits,
+bootstrap CIs on all cells with and without the known floor shift, effective data, planning;
+the headline of versions before 0.3.0, whose headline is now `protocol`), `secondary_fits` the
+random split of every other arm.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def sorted_rows(rows: list[Row]) -> list[Row]:
 
 @dataclass
 class HeadlineFits:
-    """Everything the headline arm's tables and plots need."""
+    """Everything the substitution arm's tables and plots need."""
 
     rows: list[Row]  # the arm's grid rows, sorted
     data: ScalingData  # all rows, Q = 1 - p
@@ -107,7 +109,8 @@ class HeadlineFits:
 
 
 def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> HeadlineFits:
-    """Both laws on the headline arm: held-out errors, CIs, effective data and planning."""
+    """Both laws on the substitution arm: held-out errors, CIs (also with the known floor shift
+    removed), effective data and planning."""
     rows = sorted_rows(rows)
     tables: dict[str, list[Row]] = {"held-out error": []}
     train, test = split(len(rows), scale.held_out_frac, seed)

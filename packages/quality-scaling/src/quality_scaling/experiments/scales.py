@@ -122,14 +122,17 @@ class Scale:
     arms: tuple[Arm, ...]
     notes: str
     n_bootstrap: int = 200  # resamples for the CIs of the protocol fits and the substitution arm
-    headline_grid: str = "full"  # starts of the headline random-split and CI fits
+    headline_grid: str = "full"  # starts of the protocol fits and the substitution arm's main fits
     secondary_grid: str = "sub"  # starts of the unseen-Q split, the other arms and the clean fit
     held_out_frac: float = 0.25  # random split: fraction of cells held out
-    unseen_rate: float = 0.2  # unseen-Q split: the headline corruption rate held out
+    unseen_rate: float = 0.2  # unseen-Q split: the substitution arm's rate held out
 
     def __post_init__(self) -> None:
         if not self.arms:
-            raise ValueError("arms: expected at least one arm (the first is the headline)")
+            raise ValueError(
+                "arms: expected at least one arm (the first is markov/substitute, the extension "
+                "with held-out splits)"
+            )
         for name in ("headline_grid", "secondary_grid"):
             if getattr(self, name) not in GRIDS:
                 raise ValueError(f"{name}: expected one of {GRIDS}, got {getattr(self, name)!r}")
@@ -138,7 +141,7 @@ class Scale:
             raise ValueError(f"arms[0]: expected the markov/substitute extension, got {head.name}")
         if self.unseen_rate not in head.rates or len(head.rates) < 3:
             raise ValueError(
-                f"unseen_rate: expected one of the headline rates {head.rates} (three or more, "
+                f"unseen_rate: expected one of the markov/substitute rates {head.rates} (three or more, "
                 f"so two Q values remain for the fit), got {self.unseen_rate}"
             )
         if not 0 < self.held_out_frac < 1:
