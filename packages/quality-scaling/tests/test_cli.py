@@ -54,6 +54,8 @@ def test_reproduce_micro_end_to_end(tmp_path: Path) -> None:
     assert metrics["metrics"]["cells"] == 30
     assert metrics["run"]["threads"] == 1 and metrics["run"]["device"] == "cpu"
     assert (run / "loss_vs_D_per_Q.png").exists()
+    assert metrics["metrics"]["protocol_cells"] == 21  # the paper's 7 eta x 3 D, one seed
+    assert (run / "protocol_delta_loss.png").exists()
 
 
 def test_bad_cli_arguments_are_one_line(tmp_path: Path, capsys) -> None:

@@ -19,7 +19,14 @@ if TYPE_CHECKING:
         holdout_error,
         init_grid,
     )
-    from quality_scaling.laws import CHINCHILLA, QUALITY, ScalingData, ScalingLaw, get_law
+    from quality_scaling.laws import (
+        CHINCHILLA,
+        QUALITY,
+        QUALITY_FIXED_N,
+        ScalingData,
+        ScalingLaw,
+        get_law,
+    )
     from quality_scaling.tables import EPOCH_DROPPED_RUNS, read_epoch_chinchilla, read_runs_csv
 
 _SOURCES = {
@@ -31,6 +38,7 @@ _SOURCES = {
     "init_grid": "fit",
     "CHINCHILLA": "laws",
     "QUALITY": "laws",
+    "QUALITY_FIXED_N": "laws",
     "ScalingData": "laws",
     "ScalingLaw": "laws",
     "get_law": "laws",
@@ -43,6 +51,7 @@ __all__ = [
     "CHINCHILLA",
     "EPOCH_DROPPED_RUNS",
     "QUALITY",
+    "QUALITY_FIXED_N",
     "FitResult",
     "ScalingData",
     "ScalingLaw",

@@ -22,7 +22,7 @@ from shared_core.cli import (
     reproduce_command,
 )
 
-LAW_NAMES = ("chinchilla", "quality")
+LAW_NAMES = ("chinchilla", "quality", "quality_fixed_n")
 
 
 def _reproduce(args: ReproduceArgs) -> int:
@@ -41,9 +41,9 @@ def _fit(ns: argparse.Namespace) -> int:
             n_col=ns.n_col,
             d_col=ns.d_col,
             loss_col=ns.loss_col,
-            q_col=ns.q_col if ns.law == "quality" else None,
+            q_col=ns.q_col if ns.law != "chinchilla" else None,
         )
-        fit = fit_law(data, ns.law, n_bootstrap=ns.bootstrap, seed=ns.seed)
+        fit = fit_law(data, ns.law, delta=ns.delta, n_bootstrap=ns.bootstrap, seed=ns.seed)
     except (ValueError, TypeError) as e:
         raise UsageError(str(e)) from e
     out: dict[str, Any] = {
@@ -70,7 +70,18 @@ def _positive_float(text: str) -> float:
 
 def _configure_fit(p: argparse.ArgumentParser) -> None:
     p.add_argument("csv", type=Path, help="CSV with one row per training run")
-    p.add_argument("--law", choices=LAW_NAMES, default="quality", help="which law to fit")
+    p.add_argument(
+        "--law",
+        choices=LAW_NAMES,
+        default="quality",
+        help="which law: quality_fixed_n is E + B/(D^beta Q^gamma) at one model size (the paper's fit)",
+    )
+    p.add_argument(
+        "--delta",
+        type=_positive_float,
+        default=1e-3,
+        help="Huber delta on log-loss residuals (1e-3: Huber, as Hoffmann et al.; 1: least squares)",
+    )
     p.add_argument("--n-col", default="N", help="column of parameter counts N")
     p.add_argument("--d-col", default="D", help="column of training tokens D")
     p.add_argument("--loss-col", default="loss", help="column of final losses (nats)")
@@ -120,9 +131,10 @@ main = make_main(
             _reproduce,
             SCALES,
             help=(
-                "train the noise-injection grid of tiny GPTs (on --device, in --threads "
-                "single-threaded workers) and fit Chinchilla and the quality-aware law to it "
-                "(numpy, CPU); CPU time on one thread: micro about 10 s, tiny about 3 min, "
+                "train the paper's protocol (one model size, a fraction eta of the samples "
+                "corrupted, Q = 1 - eta) and our noise-injection extensions as tiny GPTs (on "
+                "--device, in --threads single-threaded workers), and fit the laws to them "
+                "(numpy, CPU); CPU time on one thread: micro about 20 s, tiny about 3 min, "
                 "small about 25 min, paper hours on GPUs."
             ),
         ),

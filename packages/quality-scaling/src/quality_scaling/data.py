@@ -5,7 +5,9 @@
 - `shakespeare_tokens`: Shakespeare's plays as characters (``shared_core.data.load("shakespeare")``);
 - `TransductionTask`: a sequence-to-sequence stand-in for NMT (a substitution cipher of the
   reversed source, through a noisy channel of known entropy);
-- `corrupt`: token substitution, shuffling and duplication at a rate p (training data only).
+- `corrupt`: the paper's sample-level corruption (a fraction eta of the samples, each with half
+  of its tokens replaced by random vocabulary tokens), and our i.i.d. token substitution,
+  shuffling and duplication at a rate p (training data only).
 
 Sequences are ``(rows, T + 1)`` int64 arrays: inputs ``[:, :-1]``, targets ``[:, 1:]``.
 """
@@ -26,7 +28,10 @@ __all__ = [
     "text_sequences",
 ]
 
-CORRUPTIONS = ("substitute", "shuffle", "duplicate")
+CORRUPTIONS = ("samples", "substitute", "shuffle", "duplicate")
+PAPER_TOKEN_FRACTION = 0.5
+"""Fraction of a corrupted sample's tokens that are replaced (paper note, "Key Experimental
+Results": "for CLM, 50% were replaced with random vocabulary tokens")."""
 
 
 def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -199,9 +204,14 @@ def corrupt(
     vocab_size: int,
     rng: np.random.Generator,
     positions: np.ndarray | None = None,
+    token_fraction: float = PAPER_TOKEN_FRACTION,
 ) -> np.ndarray:
     """Corrupt a fraction `rate` of the training data, keeping its size D fixed.
 
+    - ``samples`` (the paper's protocol, Q = 1 - eta with eta = `rate`): ``round(eta rows)``
+      rows drawn without replacement are corrupted; in each, ``round(token_fraction k)`` of its
+      k positions (in `positions`, default all), drawn without replacement, are replaced by
+      tokens drawn uniformly from the vocabulary (paper note, "Key Experimental Results");
     - ``substitute``: each token (in `positions`, default all) is replaced, with probability
       `rate`, by a token drawn uniformly from the vocabulary;
     - ``shuffle``: in each row, a random fraction `rate` of the positions is permuted among
@@ -212,12 +222,24 @@ def corrupt(
     if kind not in CORRUPTIONS:
         raise ValueError(f"kind: expected one of {CORRUPTIONS}, got {kind!r}")
     if not (isinstance(rate, (int, float)) and 0.0 <= rate < 1.0):
-        raise ValueError(f"rate: expected 0 <= rate < 1, got {rate!r}")
+        raise ValueError(
+            f"rate: expected 0 <= rate < 1 (for 'samples': eta, the fraction of corrupted "
+            f"samples), got {rate!r}"
+        )
     if not isinstance(seqs, np.ndarray) or not np.issubdtype(seqs.dtype, np.integer):
         raise TypeError(f"seqs: expected an integer numpy array of token ids, got {seqs!r:.60}")
     if seqs.ndim != 2 or seqs.shape[0] == 0:
         raise ValueError(f"seqs: expected shape (rows >= 1, length), got {seqs.shape}")
     _count(vocab_size, "vocab_size", 2)
+    if not (
+        isinstance(token_fraction, (int, float))
+        and not isinstance(token_fraction, bool)
+        and 0.0 < token_fraction <= 1.0
+    ):
+        raise ValueError(
+            f"token_fraction: expected the fraction of a corrupted sample's tokens to replace, "
+            f"in (0, 1], got {token_fraction!r}"
+        )
     if positions is not None and np.shape(positions) != (seqs.shape[1],):
         raise ValueError(
             f"positions: expected a boolean mask of shape ({seqs.shape[1]},), got {np.shape(positions)}"
@@ -226,7 +248,12 @@ def corrupt(
     cols = np.arange(seqs.shape[1]) if positions is None else np.flatnonzero(positions)
     if rate == 0.0:
         return out
-    if kind == "substitute":
+    if kind == "samples":
+        rows = rng.choice(seqs.shape[0], size=round(rate * seqs.shape[0]), replace=False)
+        k = max(1, round(token_fraction * len(cols)))
+        pick = cols[np.argsort(rng.random((len(rows), len(cols))), axis=1)[:, :k]]  # (rows, k)
+        out[rows[:, None], pick] = rng.integers(0, vocab_size, pick.shape)
+    elif kind == "substitute":
         hit = rng.random((seqs.shape[0], len(cols))) < rate
         out[:, cols] = np.where(hit, rng.integers(0, vocab_size, hit.shape), out[:, cols])
     elif kind == "shuffle":

@@ -62,9 +62,11 @@ def init_grid(
     beta: Sequence[float] = GRID_BETA,
     gamma: Sequence[float] = GRID_GAMMA,
 ) -> np.ndarray:
-    """The Cartesian grid of starting ``theta``, ``(starts, p)``: 4,500 (Chinchilla) or 22,500."""
+    """The Cartesian grid of starting ``theta``, ``(starts, p)``: 4,500 (Chinchilla), 22,500
+    (quality) or 750 (quality_fixed_n: b, e, beta, gamma); the axes a law lacks are unused."""
     law = get_law(law)
-    axes = [a, b, e, alpha, beta] + ([gamma] if law.uses_quality else [])
+    by_name = {"a": a, "b": b, "e": e, "alpha": alpha, "beta": beta, "gamma": gamma}
+    axes = [by_name[k] for k in law.theta_names]
     for name, ax in zip(law.theta_names, axes, strict=True):
         values = np.asarray(ax, dtype=float) if _numeric(ax) else None
         if values is None or values.ndim != 1 or values.size == 0:
@@ -221,10 +223,11 @@ class _NormalEquations:
         self.p = law.n_params
         self.f = law.features(data)
         g = np.array(law.groups)
-        self.cols = [np.flatnonzero(g == k) for k in range(3)]
+        self.n_terms = law.n_terms
+        self.cols = [np.flatnonzero(g == k) for k in range(law.n_terms)]
         self.pairs = []
-        for k in range(3):
-            for k2 in range(k, 3):
+        for k in range(law.n_terms):
+            for k2 in range(k, law.n_terms):
                 ck, ck2 = self.cols[k], self.cols[k2]
                 prod = (self.f[:, ck, None] * self.f[:, None, ck2]).reshape(len(self.f), -1)
                 self.pairs.append((k, k2, ck, ck2, prod))
@@ -235,7 +238,7 @@ class _NormalEquations:
         s = c.shape[0]
         h = np.empty((s, self.p, self.p))
         g = np.empty((s, self.p))
-        for k in range(3):
+        for k in range(self.n_terms):
             g[:, self.cols[k]] = (u * w[k]) @ self.f[:, self.cols[k]]
         for k, k2, ck, ck2, prod in self.pairs:
             block = ((c * w[k] * w[k2]) @ prod).reshape(s, len(ck), len(ck2))
@@ -260,7 +263,7 @@ def _lm_irls(
     normal = _NormalEquations(law, data)
     lam = np.full(s, 1e-3)
     active = np.arange(s)
-    pred, soft = law.log_predict_and_softmax(theta, data)  # (s, n), (3, s, n)
+    pred, soft = law.log_predict_and_softmax(theta, data)  # (s, n), (n_terms, s, n)
     f_cur = (w * huber(pred - y, delta)).sum(axis=-1)
     eye = np.eye(p)
     for it in range(max_iter):
@@ -431,7 +434,10 @@ def fit_law(
     """Fit `law` to `data` the Chinchilla way; deterministic given `seed`.
 
     `law` is ``"quality"`` (the default: ``E + A/N^alpha + B/(D^beta Q^gamma)``, which needs
-    two or more distinct Q) or ``"chinchilla"`` (Q ignored; also `fit_chinchilla`).
+    two or more distinct Q), ``"quality_fixed_n"`` (``E + B/(D^beta Q^gamma)``, one model
+    size: the paper's fit) or ``"chinchilla"`` (Q ignored; also `fit_chinchilla`). Every law
+    needs two or more distinct D. `delta` is the Huber threshold on log-loss residuals (a
+    value above every residual, e.g. 1, gives least squares).
 
     1. every start of `grid` (default `init_grid(law)`) is minimised at once (`solve_batched`);
        with more than `screen_rows` rows, the starts first take 20 steps on a fixed random
@@ -459,6 +465,16 @@ def fit_law(
             f"data: the quality law needs rows with at least two distinct Q values, got Q = "
             f"{data.Q[0]:g} in every row; to fit Chinchilla (no Q) use fit_chinchilla(data) "
             "or fit_law(data, law='chinchilla')"
+        )
+    if np.ptp(data.log_d) == 0:
+        raise ValueError(
+            f"data: the {law.name} law needs rows with at least two distinct D (beta is not "
+            f"identifiable from one), got D = {data.D[0]:g} in every row"
+        )
+    if "alpha" not in law.theta_names and np.ptp(data.log_n) != 0:
+        raise ValueError(
+            f"data: the {law.name} law is for one model size, got {len(np.unique(data.N))} "
+            "distinct N; fit law='quality' across sizes"
         )
     grid = init_grid(law) if grid is None else _check_grid(grid, law)
     if screen_rows is not None and len(data) > _check_int(

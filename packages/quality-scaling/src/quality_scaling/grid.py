@@ -33,6 +33,7 @@ from quality_scaling.quality import (
     corruption_rate_proxy,
     deficiency_q,
     markov_deficiency,
+    markov_noisy_floor,
     ngram_pairs,
 )
 from shared_core.atomic import atomic_write_text
@@ -42,7 +43,9 @@ from shared_core.device import limit_threads
 __all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
 
 TASKS = ("markov", "shakespeare", "seq2seq")
-Q_COLUMNS = ("q_proxy", "q_deficiency", "q_exact")
+Q_COLUMNS = ("q_proxy", "q_deficiency", "q_deficiency_ratio", "q_exact", "q_exact_ratio")
+"""Q estimates of a row: 1 - p; deficiency exp(-Delta) (paper) and the information ratio (ours),
+plug-in and, on the Markov source under substitution or sample corruption, exact."""
 SEQ_LEN = 16
 TEST_ROWS = 1024
 
@@ -152,7 +155,8 @@ def _pairs(task: dict[str, Any], seqs: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
-    """Train one cell; return its CSV row: the cell, N, D, both Q estimates, loss, floor."""
+    """Train one cell; return its CSV row: the cell, N, D, the Q estimates (`Q_COLUMNS`), the
+    clean-test loss, the entropy floor and (Markov, substitution or samples) the noisy Bayes floor."""
     require("torch", "torch")
     from quality_scaling.model import GPTConfig
     from quality_scaling.train import TrainConfig, train_run
@@ -181,23 +185,28 @@ def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
             task["mask"],
             desc=f"{cell.task} train",
         )
-    q_def = deficiency_q(
-        _pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"]
-    )
+    pairs = (_pairs(task, noisy), _pairs(task, clean), _pairs(task, task["test"]), task["vocab"])
+    exact = cell.task == "markov" and cell.corruption in ("substitute", "samples")
+    nan = float("nan")
     row: dict[str, Any] = {"key": cell.key, **asdict(cell)}
     row.update(
         N=out["n_params"],
         N_non_embedding=out["n_params_non_embedding"],
         D=float(cell.tokens),
         q_proxy=corruption_rate_proxy(cell.rate),
-        q_deficiency=q_def,
-        q_exact=(
-            markov_deficiency(task["source"], cell.rate)
-            if cell.task == "markov" and cell.corruption == "substitute"
-            else float("nan")
-        ),
+        q_deficiency=deficiency_q(*pairs),
+        q_deficiency_ratio=deficiency_q(*pairs, definition="ratio"),
+        q_exact=markov_deficiency(task["source"], cell.rate, "paper", cell.corruption)
+        if exact
+        else nan,
+        q_exact_ratio=markov_deficiency(task["source"], cell.rate, "ratio", cell.corruption)
+        if exact
+        else nan,
         loss=out["loss"],
         floor=task["floor"],
+        floor_noisy=markov_noisy_floor(task["source"], cell.rate, cell.corruption, SEQ_LEN + 1)
+        if exact
+        else nan,
     )
     return row
 
@@ -210,9 +219,12 @@ COLUMNS = [
     "D",
     "q_proxy",
     "q_deficiency",
+    "q_deficiency_ratio",
     "q_exact",
+    "q_exact_ratio",
     "loss",
     "floor",
+    "floor_noisy",
 ]
 
 

@@ -8,9 +8,17 @@ Quality-aware law (Subramanyam, Chen, Grossman, arXiv:2510.03313, the law of the
 
     L(N, D, Q) = E + A / N^alpha + B / (D^beta Q^gamma)
 
+and its one-model-size form, the law the paper actually fits (paper note, "Loss & Training":
+"Law parameters B, beta, gamma, E are estimated"; one model size per task, so A / N^alpha is a
+constant that E absorbs):
+
+    L(D, Q) = E + B / (D^beta Q^gamma)      (`QUALITY_FIXED_N`, theta = [b, e, beta, gamma])
+
 Both are fitted in log space as ``log L = LSE(a - alpha log N, b - beta log D - gamma log Q, e)``
 with ``A = exp(a)``, ``B = exp(b)``, ``E = exp(e)``: the parameter vector ``theta`` is
 ``[a, b, e, alpha, beta]`` (Chinchilla, Epoch AI's order) or ``[a, b, e, alpha, beta, gamma]``.
+A law is defined by the names of its parameters: each belongs to one log-term (`TERM_OF`) and
+multiplies one feature (`FEATURE_OF`); the terms a law has are those its names touch.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ __all__ = [
     "CHINCHILLA",
     "LAWS",
     "QUALITY",
+    "QUALITY_FIXED_N",
     "ScalingData",
     "ScalingLaw",
     "get_law",
@@ -37,6 +46,13 @@ __all__ = [
 _FLOOR = -300.0
 """Terms below ``e^-300`` of the largest are held there: exact to 1e-130 relative, and it keeps
 far-off starts from computing in subnormal floats (slow on x86)."""
+
+
+TERM_OF = {"a": "N", "alpha": "N", "b": "D", "beta": "D", "gamma": "D", "e": "E"}
+"""The log-term each parameter enters: ``A/N^alpha``, ``B/(D^beta Q^gamma)`` or ``E``."""
+FEATURE_OF = {"a": None, "b": None, "e": None, "alpha": "log_n", "beta": "log_d", "gamma": "log_q"}
+"""The feature a parameter multiplies in its log-term: ``-log N`` ... (None: the constant 1)."""
+_SCALES = {"a": "A", "b": "B", "e": "E"}  # log-space coefficients and their natural names
 
 
 @dataclass(frozen=True)
@@ -51,14 +67,20 @@ class ScalingLaw:
     def n_params(self) -> int:
         return len(self.theta_names)
 
+    @property
+    def natural_names(self) -> tuple[str, ...]:
+        """The natural parameter names, in ``theta`` order: ``("A", "B", "E", "alpha", ...)``."""
+        return tuple(_SCALES.get(k, k) for k in self.theta_names)
+
     def natural(self, theta: ArrayLike) -> dict[str, float]:
         """``theta`` -> ``{"A", "B", "E", "alpha", "beta"[, "gamma"]}`` (A, B, E exponentiated)."""
         t = _theta_array(theta)
         if t.shape != (self.n_params,):
             raise ValueError(f"theta: expected shape ({self.n_params},), got {t.shape}")
-        out = {"A": math.exp(t[0]), "B": math.exp(t[1]), "E": math.exp(t[2])}
-        out.update({k: float(v) for k, v in zip(self.theta_names[3:], t[3:], strict=True)})
-        return out
+        return {
+            nat: math.exp(v) if k in _SCALES else float(v)
+            for k, nat, v in zip(self.theta_names, self.natural_names, t, strict=True)
+        }
 
     def theta(self, params: Mapping[str, float]) -> np.ndarray:
         """Inverse of `natural`: ``{"A", "B", "E", "alpha", ...}`` -> log-space ``theta``."""
@@ -66,7 +88,7 @@ class ScalingLaw:
             raise TypeError(
                 f"params: expected a mapping such as FitResult.params, got {params!r:.60}"
             )
-        need = ["A", "B", "E", *self.theta_names[3:]]
+        need = list(self.natural_names)
         missing = [k for k in need if k not in params]
         if missing:
             raise ValueError(f"params: missing {missing} for the {self.name} law")
@@ -76,27 +98,43 @@ class ScalingLaw:
                 raise TypeError(f"params[{k!r}]: expected a number, got {v!r}")
             if not math.isfinite(v):
                 raise ValueError(f"params[{k!r}]: expected a finite number, got {v!r}")
-        for k in ("A", "B", "E"):
-            if not params[k] > 0:
+        for k in _SCALES.values():
+            if k in need and not params[k] > 0:
                 raise ValueError(f"params[{k!r}]: expected > 0, got {params[k]!r}")
         return np.array(
-            [math.log(params["A"]), math.log(params["B"]), math.log(params["E"])]
-            + [float(params[k]) for k in self.theta_names[3:]]
+            [
+                math.log(params[nat]) if k in _SCALES else float(params[nat])
+                for k, nat in zip(self.theta_names, self.natural_names, strict=True)
+            ]
         )
 
     @property
+    def term_names(self) -> tuple[str, ...]:
+        """The log-terms of the law, in ``("N", "D", "E")`` order, those its parameters enter."""
+        used = {TERM_OF[k] for k in self.theta_names}
+        return tuple(t for t in ("N", "D", "E") if t in used)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.term_names)
+
+    @property
     def groups(self) -> tuple[int, ...]:
-        """Which log-term (0: N, 1: D, 2: E) each parameter of ``theta`` enters."""
-        return (0, 1, 2, 0, 1, 1)[: self.n_params]
+        """Which log-term (an index into `term_names`) each parameter of ``theta`` enters."""
+        return tuple(self.term_names.index(TERM_OF[k]) for k in self.theta_names)
 
     def features(self, data: ScalingData) -> np.ndarray:
-        """``(n, p)``: term ``k`` is ``sum_{p in group k} theta_p F[:, p]`` (1, 1, 1, -log N, -log D, -log Q)."""
+        """``(n, p)``: term ``k`` is ``sum_{p in group k} theta_p F[:, p]`` (1 for a, b, e;
+        -log N, -log D, -log Q for alpha, beta, gamma)."""
         one = np.ones(len(data))
-        cols = [one, one, one, -data.log_n, -data.log_d, -data.log_q]
-        return np.stack(cols[: self.n_params], axis=1)
+        cols = [
+            one if FEATURE_OF[k] is None else -getattr(data, str(FEATURE_OF[k]))
+            for k in self.theta_names
+        ]
+        return np.stack(cols, axis=1)
 
     def terms(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
-        """The three log-terms ``(3, ..., n)`` for ``theta`` of shape ``(..., p)``."""
+        """The log-terms ``(n_terms, ..., n)`` for ``theta`` of shape ``(..., p)``."""
         t = _theta_array(theta)
         if t.ndim == 0 or t.shape[-1] != self.n_params:
             raise ValueError(f"theta: expected last axis {self.n_params}, got shape {t.shape}")
@@ -104,7 +142,7 @@ class ScalingLaw:
             raise TypeError(f"data: expected a ScalingData, got {type(data).__name__}")
         f = self.features(data)
         g = np.array(self.groups)
-        return np.stack([t[..., g == k] @ f[:, g == k].T for k in range(3)])
+        return np.stack([t[..., g == k] @ f[:, g == k].T for k in range(self.n_terms)])
 
     def log_predict(self, theta: ArrayLike, data: ScalingData) -> np.ndarray:
         """``log L_hat`` of shape ``(..., n)``: log-sum-exp of the three terms."""
@@ -119,7 +157,7 @@ class ScalingLaw:
     def log_predict_and_softmax(
         self, theta: ArrayLike, data: ScalingData
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``log L_hat`` ``(..., n)`` and the softmax weights ``w_k`` of the terms ``(3, ..., n)``.
+        """``log L_hat`` ``(..., n)`` and the softmax weights ``w_k`` of the terms ``(n_terms, ..., n)``.
 
         The Jacobian is ``d log L_hat / d theta_p = w_{group(p)} F[:, p]`` (see `features`):
         d/da = w_N, d/dalpha = -w_N log N, d/db = w_D, d/dbeta = -w_D log D,
@@ -143,11 +181,13 @@ class ScalingLaw:
 
 CHINCHILLA = ScalingLaw("chinchilla", ("a", "b", "e", "alpha", "beta"), uses_quality=False)
 QUALITY = ScalingLaw("quality", ("a", "b", "e", "alpha", "beta", "gamma"), uses_quality=True)
-LAWS = {CHINCHILLA.name: CHINCHILLA, QUALITY.name: QUALITY}
+QUALITY_FIXED_N = ScalingLaw("quality_fixed_n", ("b", "e", "beta", "gamma"), uses_quality=True)
+"""``L(D, Q) = E + B / (D^beta Q^gamma)`` at one model size: the four parameters the paper fits."""
+LAWS = {law.name: law for law in (CHINCHILLA, QUALITY, QUALITY_FIXED_N)}
 
 
 def get_law(law: str | ScalingLaw) -> ScalingLaw:
-    """``"chinchilla"`` / ``"quality"`` (or a `ScalingLaw`) -> the `ScalingLaw`."""
+    """``"chinchilla"`` / ``"quality"`` / ``"quality_fixed_n"`` (or a `ScalingLaw`) -> the law."""
     if isinstance(law, ScalingLaw):
         return law
     if not isinstance(law, str) or law not in LAWS:

@@ -1,17 +1,21 @@
 """Estimators of the data-quality parameter Q in (0, 1] (1 = clean), for corpora and synthetic tasks.
 
-The paper proposes (i) a corruption-rate proxy and (ii) a deficiency measure; their exact
-formulas were not available to us (README, "Differences from the paper"). Implemented here:
+The paper (note, "Key Designs" 1) proposes two estimators:
 
-(i) corruption-rate proxy, ``Q = 1 - p`` for a corruption rate p (the fraction of training
-    tokens / examples that are corrupted). On a corpus p is *estimated*: substitution noise by
-    maximum likelihood of the noisy bigram counts under ``K_p J K_p^T`` (`estimate_substitution_rate`),
-    duplication by exact repeats of chunks (`estimate_duplication_rate`).
-(ii) deficiency measure: how much of the clean-task information the best predictor learned from
-    the corpus keeps, ``Q_def = (log V - CE_noisy) / (log V - CE_clean)``: CE is the clean held-out
-    cross-entropy of a count model fitted on the noisy corpus, resp. on clean data of the same size
-    (a plug-in, Le Cam-style comparison of the two experiments through one decision rule).
-    `markov_deficiency` is its exact population value for a Markov source under substitution.
+(i) corruption rate, ``Q = 1 - CR`` for ``0 <= CR < 1`` (`corruption_rate_proxy`): in the paper's
+    protocol CR = eta, the fraction of corrupted samples. On a corpus p is *estimated*:
+    substitution noise by maximum likelihood of the noisy bigram counts under ``K_p J K_p^T``
+    (`estimate_substitution_rate`), duplication by exact repeats (`estimate_duplication_rate`).
+(ii) deficiency, ``Q = exp(-Delta)`` with Delta >= 0 a positive, continuous, additive deficiency
+    (the paper's definition; its noise component mu_1 E is not given a formula in the note). We
+    measure Delta in nats per token: ``Delta = CE_noisy - CE_clean``, the excess clean held-out
+    cross-entropy of a count model fitted on the corpus over one fitted on clean data of the
+    same size (a plug-in, Le Cam-style comparison of the two experiments through one decision
+    rule), so Q = exp(-Delta) is a per-token likelihood ratio (``definition="paper"``, the default).
+    Ours, kept as an option (``definition="ratio"``): the fraction of the clean information kept,
+    ``Q = (log V - CE_noisy) / (log V - CE_clean)``.
+    `markov_deficiency` is the exact population value of either for a Markov source under
+    i.i.d. substitution.
 """
 
 from __future__ import annotations
@@ -22,16 +26,38 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 
-from quality_scaling.data import MarkovSource
+from quality_scaling.data import PAPER_TOKEN_FRACTION, MarkovSource
 
 __all__ = [
+    "DEFICIENCY_DEFINITIONS",
     "corruption_rate_proxy",
     "deficiency_q",
     "estimate_duplication_rate",
     "estimate_substitution_rate",
     "markov_deficiency",
+    "markov_noisy_floor",
     "ngram_pairs",
 ]
+
+
+DEFICIENCY_DEFINITIONS = ("paper", "ratio")
+"""``paper``: Q = exp(-(CE_noisy - CE_clean)); ``ratio`` (ours): Q = (log V - CE_noisy) /
+(log V - CE_clean)."""
+
+
+def _deficiency_to_q(ce_noisy: float, ce_clean: float, h_max: float, definition: str) -> float:
+    """Q from the two clean-test cross-entropies under `definition` (`DEFICIENCY_DEFINITIONS`)."""
+    if definition == "paper":
+        return float(math.exp(-max(ce_noisy - ce_clean, 0.0)))
+    return float(np.clip((h_max - ce_noisy) / (h_max - ce_clean), 0.0, 1.0))
+
+
+def _check_definition(definition: object) -> str:
+    if definition not in DEFICIENCY_DEFINITIONS:
+        raise ValueError(
+            f"definition: expected one of {DEFICIENCY_DEFINITIONS}, got {definition!r}"
+        )
+    return str(definition)
 
 
 def _tokens(x: ArrayLike, name: str) -> np.ndarray:
@@ -155,14 +181,19 @@ def deficiency_q(
     held_out: tuple[np.ndarray, np.ndarray],
     vocab_size: int,
     smoothing: float = 0.5,
+    definition: str = "paper",
 ) -> float:
-    """``Q_def = (log V - CE(noisy -> held_out)) / (log V - CE(clean -> held_out))``, clipped to [0, 1].
+    """Deficiency-based Q: ``exp(-(CE(noisy -> held_out) - CE(clean -> held_out)))`` (the
+    paper's Q = exp(-Delta), Delta clipped at 0), or with ``definition="ratio"`` (ours)
+    ``(log V - CE(noisy -> held_out)) / (log V - CE(clean -> held_out))`` clipped to [0, 1].
 
     Each argument is ``(context ids, targets)`` (`ngram_pairs`, or source/target alignments for
     a seq2seq task). A count model (add-`smoothing`) is fitted on `noisy` and on `clean` (the
     first ``len(noisy)`` pairs, so both see the same D) and scored on clean `held_out` pairs.
-    Q_def = 1 when the corpus is the clean sample; 0 when it teaches nothing beyond uniform.
+    Q = 1 when the corpus is the clean sample; the ratio is 0 when it teaches nothing beyond
+    uniform.
     """
+    definition = _check_definition(definition)
     for name, arg in (("noisy", noisy), ("clean", clean), ("held_out", held_out)):
         if not isinstance(arg, tuple) or len(arg) != 2:
             raise TypeError(
@@ -195,32 +226,75 @@ def deficiency_q(
             raise ValueError(f"{name}: targets must lie in [0, vocab_size={vocab_size})")
     clean = (clean[0][:n], clean[1][:n])
     h_max = math.log(vocab_size)
-    info_clean = h_max - _cross_entropy(clean, held_out, vocab_size, smoothing)
-    if info_clean <= 0:
+    ce_clean = _cross_entropy(clean, held_out, vocab_size, smoothing)
+    if h_max - ce_clean <= 0:
         raise ValueError(
             "clean: a model fitted on the clean data is no better than uniform; Q is undefined"
         )
-    info_noisy = h_max - _cross_entropy(noisy, held_out, vocab_size, smoothing)
-    return float(np.clip(info_noisy / info_clean, 0.0, 1.0))
+    ce_noisy = _cross_entropy(noisy, held_out, vocab_size, smoothing)
+    return _deficiency_to_q(ce_noisy, ce_clean, h_max, definition)
 
 
-def markov_deficiency(source: MarkovSource, rate: float) -> float:
-    """Exact population `deficiency_q` of an order-1 `source` under uniform substitution at `rate`.
+def markov_noisy_floor(
+    source: MarkovSource,
+    rate: float,
+    corruption: str = "substitute",
+    row_length: int = 17,
+    token_fraction: float = PAPER_TOKEN_FRACTION,
+) -> float:
+    """Clean-test cross-entropy (nats) of the Bayes predictor of an order-1 `source` learned from
+    infinitely many rows corrupted by `corrupt` (``substitute`` or ``samples``) at `rate`: the
+    loss floor a model trained on such data tends to.
 
-    The Bayes predictor learned from infinite noisy data is ``P~(k | c~)`` from the noisy joint
-    ``K J K^T``; scored on clean data it has cross-entropy ``-sum_ck J_ck log P~(k|c)``, and
-    ``Q = (log V - CE) / (log V - H)``.
+    Each bigram of the noisy data has both, only the first, only the second or neither token
+    replaced by a uniform one with probabilities ``p11, p10, p01, p00``, so its joint is
+    ``p00 J + p10 u pi^T + p01 pi u^T + p11 u u^T`` (u uniform, pi the stationary marginal).
+    ``substitute``: ``p11 = p^2``, ``p10 = p01 = p (1 - p)`` (this is ``K J K^T``). ``samples``:
+    a fraction eta = `rate` of the rows, each with ``k = round(token_fraction row_length)`` of
+    its `row_length` positions replaced without replacement, so ``p11 = eta k (k-1) / (n (n-1))``
+    and ``p10 = p01 = eta k (n-k) / (n (n-1))``. Scored on clean data the predictor ``P~(k|c)``
+    of that joint has cross-entropy ``-sum_ck J_ck log P~(k|c)`` (= the entropy rate at rate 0).
     """
     if not isinstance(source, MarkovSource):
         raise TypeError(f"source: expected a MarkovSource, got {type(source).__name__}")
     if source.order != 1:
         raise ValueError(f"source: expected an order-1 MarkovSource, got order {source.order}")
     corruption_rate_proxy(rate)
+    if corruption == "substitute":
+        p11, p10 = rate * rate, rate * (1 - rate)
+    elif corruption == "samples":
+        n = row_length
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
+            raise ValueError(f"row_length: expected an int >= 2, got {n!r}")
+        if not (isinstance(token_fraction, (int, float)) and 0.0 < token_fraction <= 1.0):
+            raise ValueError(f"token_fraction: expected a value in (0, 1], got {token_fraction!r}")
+        k = max(1, round(token_fraction * n))
+        p11 = rate * k * (k - 1) / (n * (n - 1))
+        p10 = rate * k * (n - k) / (n * (n - 1))
+    else:
+        raise ValueError(f"corruption: expected 'substitute' or 'samples', got {corruption!r}")
     v = source.vocab_size
     joint = source.pi[:, None] * source.P
-    k = (1 - rate) * np.eye(v) + rate / v
-    noisy = k @ joint @ k.T
+    pi, u = joint.sum(axis=1), np.full(v, 1.0 / v)
+    noisy = (
+        (1 - p11 - 2 * p10) * joint
+        + p10 * (np.outer(u, joint.sum(axis=0)) + np.outer(pi, u))
+        + p11 * np.outer(u, u)
+    )
     cond = noisy / noisy.sum(axis=1, keepdims=True)
-    ce = -float((joint * np.log(cond)).sum())
-    h_max = math.log(v)
-    return float(np.clip((h_max - ce) / (h_max - source.entropy_rate), 0.0, 1.0))
+    return -float((joint * np.log(cond)).sum())
+
+
+def markov_deficiency(
+    source: MarkovSource, rate: float, definition: str = "paper", corruption: str = "substitute"
+) -> float:
+    """Exact population `deficiency_q` of an order-1 `source` under `corruption` at `rate`
+    (``substitute``: i.i.d. uniform substitution; ``samples``: the paper's protocol, rows of 17
+    tokens, half of them replaced).
+
+    With CE = `markov_noisy_floor` and H the entropy rate: ``Q = exp(-(CE - H))`` (the paper's
+    Q = exp(-Delta)) or, ``definition="ratio"`` (ours), ``Q = (log V - CE) / (log V - H)``.
+    """
+    definition = _check_definition(definition)
+    ce = markov_noisy_floor(source, rate, corruption)
+    return _deficiency_to_q(ce, source.entropy_rate, math.log(source.vocab_size), definition)

@@ -20,13 +20,19 @@ __all__ = ["fit_law_reference", "log_predict_reference", "objective_reference"]
 
 
 def log_predict_reference(theta: np.ndarray, law: ScalingLaw, data: ScalingData) -> np.ndarray:
-    """log L_hat row by row: log(exp(a - alpha log N) + exp(b - beta log D - gamma log Q) + exp(e))."""
+    """log L_hat row by row: log(exp(a - alpha log N) + exp(b - beta log D - gamma log Q) + exp(e)),
+    each term present when the law has its coefficient (a, b, e), each exponent when it has it."""
+    t = dict(zip(law.theta_names, np.asarray(theta, dtype=float), strict=True))
     out = np.empty(len(data))
     for i in range(len(data)):
-        t_d = theta[1] - theta[4] * math.log(data.D[i])
-        if law.uses_quality:
-            t_d -= theta[5] * math.log(data.Q[i])
-        terms = [theta[0] - theta[3] * math.log(data.N[i]), t_d, theta[2]]
+        terms = []
+        if "a" in t:
+            terms.append(t["a"] - t["alpha"] * math.log(data.N[i]))
+        if "b" in t:
+            terms.append(
+                t["b"] - t["beta"] * math.log(data.D[i]) - t.get("gamma", 0.0) * math.log(data.Q[i])
+            )
+        terms.append(t["e"])
         m = max(terms)
         out[i] = m + math.log(sum(math.exp(t - m) for t in terms))
     return out

@@ -1,8 +1,10 @@
 """The fits of the reproduce experiment: grid rows in, table rows and fitted laws out.
 
-Every function here is pure (no files, no plots): `headline_fits` fits both laws on the headline
-arm (random and unseen-Q held-out splits, bootstrap CIs on all cells, effective data, planning),
-`secondary_fits` the random split of every other arm.
+Every function here is pure (no files, no plots): `headline_fits` fits both laws on the first
+extension arm, i.i.d. substitution across model sizes (random and unseen-Q held-out splits,
+bootstrap CIs on all cells with and without the known floor shift, effective data, planning;
+the headline of versions before 0.3.0, whose headline is now `protocol`), `secondary_fits` the
+random split of every other arm.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from quality_scaling import plan
+from quality_scaling.experiments.protocol import floor_corrected
 from quality_scaling.experiments.scales import Arm, Scale, start_grid
 from quality_scaling.fit import FitResult, fit_law, holdout_error
 from quality_scaling.grid import rows_to_data
@@ -34,9 +37,11 @@ ESTIMATORS: dict[str, str | None] = {
     "chinchilla (Q ignored)": None,
     "quality, Q = 1 - p": "q_proxy",
     "quality, Q = deficiency": "q_deficiency",
+    "quality, Q = deficiency ratio (ours)": "q_deficiency_ratio",
     "quality, Q = exact deficiency": "q_exact",
 }
-"""Law label -> the grid column Q is read from (None: the Chinchilla law, Q ignored)."""
+"""Law label -> the grid column Q is read from (None: the Chinchilla law, Q ignored). "deficiency"
+is the paper's Q = exp(-Delta) (`quality.deficiency_q`); the ratio is ours."""
 
 
 def split(n: int, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +92,7 @@ def sorted_rows(rows: list[Row]) -> list[Row]:
 
 @dataclass
 class HeadlineFits:
-    """Everything the headline arm's tables and plots need."""
+    """Everything the substitution arm's tables and plots need."""
 
     rows: list[Row]  # the arm's grid rows, sorted
     data: ScalingData  # all rows, Q = 1 - p
@@ -95,6 +100,7 @@ class HeadlineFits:
     test: np.ndarray
     random_split: dict[str, FitResult]  # law label -> fit on `train`
     full: FitResult  # quality law, all cells, bootstrap CIs
+    floor_fixed: FitResult  # the same on losses minus the known floor shift F(Q) - H
     chinchilla_full: FitResult  # Chinchilla, all cells, bootstrap CIs
     deff_curve: list[
         tuple[float, float, float, float, float]
@@ -103,7 +109,8 @@ class HeadlineFits:
 
 
 def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> HeadlineFits:
-    """Both laws on the headline arm: held-out errors, CIs, effective data and planning."""
+    """Both laws on the substitution arm: held-out errors, CIs (also with the known floor shift
+    removed), effective data and planning."""
     rows = sorted_rows(rows)
     tables: dict[str, list[Row]] = {"held-out error": []}
     train, test = split(len(rows), scale.held_out_frac, seed)
@@ -140,10 +147,17 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
         start_grid(scale.headline_grid, CHINCHILLA),
     )
     full = fit_law(data, QUALITY, grid=grid_q, n_bootstrap=scale.n_bootstrap, seed=seed)
+    fixed = fit_law(
+        rows_to_data(floor_corrected(rows), "q_proxy"),
+        QUALITY,
+        grid=grid_q,
+        n_bootstrap=scale.n_bootstrap,
+        seed=seed,
+    )
     chin = fit_law(
         rows_to_data(rows), CHINCHILLA, grid=grid_c, n_bootstrap=scale.n_bootstrap, seed=seed
     )
-    ci, chin_ci = full.ci, chin.ci
+    ci, chin_ci, fixed_ci = full.ci, chin.ci, fixed.ci
     nan2 = (float("nan"), float("nan"))
     tables["fitted parameters (markov/substitute, all cells, 95% bootstrap CI)"] = [
         {
@@ -151,6 +165,9 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
             "quality": value,
             "quality_lo": ci[name][0],
             "quality_hi": ci[name][1],
+            "quality_floor_fixed": fixed.derived()[name],
+            "floor_fixed_lo": fixed_ci[name][0],
+            "floor_fixed_hi": fixed_ci[name][1],
             "chinchilla": chin.params.get(name, float("nan")),
             "chinchilla_lo": chin_ci.get(name, nan2)[0],
             "chinchilla_hi": chin_ci.get(name, nan2)[1],
@@ -170,8 +187,7 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
     deff_rows = []
     for p_ in sorted({r["rate"] for r in rows}):
         m = np.array([r["rate"] == p_ for r in rows])
-        q_def = float(np.mean([r["q_deficiency"] for r, k in zip(rows, m, strict=True) if k]))
-        q_ex = float(np.mean([r["q_exact"] for r, k in zip(rows, m, strict=True) if k]))
+        q_def, q_ex = _mean(rows, m, "q_deficiency"), _mean(rows, m, "q_exact")
         emp = float(np.nanmedian(d_eq[m])) if np.any(np.isfinite(d_eq[m])) else float("nan")
         fitted = (1 - p_) ** g_over_b
         deff_curve.append((p_, fitted, emp, q_def, q_ex))
@@ -180,9 +196,12 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
                 "rate": p_,
                 "Q_proxy": 1 - p_,
                 "fitted_Deff_over_D": fitted,
+                "floor_fixed_Deff_over_D": (1 - p_) ** fixed.derived()["gamma_over_beta"],
                 "empirical_Deq_over_D": emp,
                 "Q_deficiency": q_def,
                 "Q_exact": q_ex,
+                "Q_deficiency_ratio": _mean(rows, m, "q_deficiency_ratio"),
+                "Q_exact_ratio": _mean(rows, m, "q_exact_ratio"),
             }
         )
     tables["effective data vs corruption (markov/substitute)"] = deff_rows
@@ -202,7 +221,13 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
             }
         )
     tables["compute-optimal allocation at C = 6 N_med D_med"] = plan_rows
-    return HeadlineFits(rows, data, train, test, random_split, full, chin, deff_curve, tables)
+    return HeadlineFits(
+        rows, data, train, test, random_split, full, fixed, chin, deff_curve, tables
+    )
+
+
+def _mean(rows: list[Row], mask: np.ndarray, column: str) -> float:
+    return float(np.mean([r[column] for r, k in zip(rows, mask, strict=True) if k]))
 
 
 def secondary_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> dict[str, list[Row]]:

@@ -5,12 +5,53 @@ from __future__ import annotations
 import numpy as np
 
 from quality_scaling.experiments.fits import HeadlineFits
+from quality_scaling.experiments.protocol import ProtocolFits
 from quality_scaling.experiments.scales import Arm
 from quality_scaling.grid import rows_to_data
 from quality_scaling.laws import ScalingData
 from shared_core.report import Run
 
-__all__ = ["plot_all"]
+__all__ = ["plot_all", "plot_protocol"]
+
+
+def plot_protocol(run: Run, proto: ProtocolFits) -> None:
+    """protocol_loss_vs_Q (runs and the Huber fit per D) and protocol_delta_loss (the paper's
+    diagnostic: Delta L against Q^-gamma - 1, with the law's lines B D^-beta x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fit = proto.huber
+    p = fit.params
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
+    qq = np.linspace(0.5, 1.0, 60)
+    for d in sorted({r["D"] for r in proto.rows}):
+        sel = [r for r in proto.rows if r["D"] == d]
+        (line,) = axes[0].plot(
+            [r["q_proxy"] for r in sel], [r["loss"] for r in sel], "o", ms=3, label=f"D = {d:g}"
+        )
+        curve = ScalingData(np.full(60, sel[0]["N"]), np.full(60, d), np.ones(60), qq)
+        axes[0].plot(qq, fit.predict(curve), "-", color=line.get_color(), alpha=0.7)
+        pts = [r for r in proto.points if r["D"] == d]
+        x = np.array([r["x"] for r in pts])
+        axes[1].plot(
+            x, [r["delta_L"] for r in pts], "o", color=line.get_color(), label=f"D = {d:g}"
+        )
+        xx = np.linspace(0, x.max(), 10)
+        axes[1].plot(xx, p["B"] * d ** -p["beta"] * xx, "-", color=line.get_color(), alpha=0.7)
+    axes[0].set_xlabel("Q = 1 - eta (fraction of clean samples)")
+    axes[0].set_ylabel("clean test loss (nats)")
+    axes[0].set_title("runs (points) and the Huber fit E + B / (D^beta Q^gamma)")
+    axes[1].axhline(0, color="k", lw=0.5)
+    axes[1].set_xlabel(f"Q^-gamma - 1 (gamma = {p['gamma']:.3f})")
+    axes[1].set_ylabel("Delta L = L(D, Q) - L(D, 1) (seed means)")
+    axes[1].set_title("the paper's diagnostic (lines: B D^-beta (Q^-gamma - 1))")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    run.save_figure("protocol_delta_loss", fig)
 
 
 def plot_all(run: Run, arm: Arm, fits: HeadlineFits) -> None:
