@@ -135,15 +135,33 @@ def problems_of(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
     return out
 
 
+def readme_versions(text: str, found: dict[str, Path]) -> str:
+    """README's package table with each row's version column read from the member's pyproject
+    (the third column of a row that links ``tree/main/<folder>``): it cannot go stale."""
+
+    def row(m: re.Match[str]) -> str:
+        folder = m.group(2)
+        name = next((n for n, p in found.items() if p.relative_to(ROOT).as_posix() == folder), None)
+        if name is None:
+            return m.group(0)
+        return f"{m.group(1)}{_meta(found[name])['project']['version']}{m.group(4)}"
+
+    pattern = r"(?m)^(\| \[[^\]]+\]\([^)]*/tree/main/([\w./-]+)\) \| [^|]* \| )([^|]+)( \| .*)$"
+    return re.sub(pattern, row, text)
+
+
 def main(argv: list[str]) -> int:
     found = members()
     mkdocs = ROOT / "mkdocs.yml"
     text = mkdocs.read_text()
     wanted = re.sub(r"(?m)^          paths: \[.*\]$", mkdocs_paths(found), text)
+    readme = ROOT / "README.md"
+    readme_wanted = readme_versions(readme.read_text(), found)
     if "--write" in argv:
         for name in found:
             (ROOT / ".github" / "workflows" / f"{name}.yml").write_text(workflow_text(name, found))
         mkdocs.write_text(wanted)
+        readme.write_text(readme_wanted)
     problems = [
         p
         for name, pkg in found.items()
@@ -157,6 +175,8 @@ def main(argv: list[str]) -> int:
         )
     if wanted != mkdocs.read_text():
         problems.append("mkdocs.yml: the mkdocstrings paths are stale (run --write)")
+    if readme_wanted != readme.read_text():
+        problems.append("README.md: the package table's versions are stale (run --write)")
     known = {p.name for p in (ROOT / ".github" / "workflows").glob("*.yml")}
     stale = known - {f"{n}.yml" for n in found} - {"_tests.yml", "quality.yml"}
     problems += [f"workflow {s} names no workspace member" for s in sorted(stale)]
