@@ -54,3 +54,27 @@ def test_shape_mismatch_and_bad_ratio():
         assert_close("s", np.zeros(3), np.zeros(3), ratio=0)
     with pytest.raises(ValueError, match="fast: shape"):
         relative_rms_error(np.zeros(3), np.zeros(4))
+
+
+def _check(x: float) -> float:
+    if x != x:
+        raise ValueError(f"x: expected a finite number, got {x}")
+    if x < 0:
+        raise RuntimeError("deep inside: broadcast failed")
+    return x
+
+
+def test_assert_bad_input_passes_only_for_the_promised_error():
+    from shared_core.testing import assert_bad_input
+
+    assert "x:" in assert_bad_input(lambda: _check(float("nan")), ValueError, "x", "nan")
+    with pytest.raises(AssertionError, match="returned 1.0"):  # silent
+        assert_bad_input(lambda: _check(1.0), ValueError, "x")
+    with pytest.raises(AssertionError, match="got RuntimeError"):  # ugly
+        assert_bad_input(lambda: _check(-1.0), ValueError, "x")
+    with pytest.raises(AssertionError, match="does not name 'y'"):
+        assert_bad_input(lambda: _check(float("nan")), ValueError, "y")
+    with pytest.raises(AssertionError, match="does not name 'x_max'"):  # whole words only
+        assert_bad_input(lambda: _check(float("nan")), ValueError, "x_max")
+    with pytest.raises(AssertionError, match="value '7'"):
+        assert_bad_input(lambda: _check(float("nan")), ValueError, "x", "7")

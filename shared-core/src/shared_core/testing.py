@@ -12,11 +12,22 @@ needs `atol`. Non-finite values fail unless they sit where the reference has the
 
 It accepts torch tensors (any device, any dtype), NumPy arrays, JAX arrays and nested
 lists; it imports no framework itself.
+
+`assert_bad_input` is the other half of every package's contract: bad input raises a
+`ValueError`/`TypeError` that names the argument (and, where given, the value). A package
+lists its cases in one table and parametrises one test over it::
+
+    CASES = {"nan query": (lambda: attention(nan_q), ValueError, "q"), ...}
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_bad_input(case): assert_bad_input(*CASES[case])
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -82,3 +93,39 @@ def assert_close(name: str, ref: Any, fast: Any, ratio: float, atol: float = 0.0
             f"(rms err {err:.3e}, rms ref {scale:.3e}, atol {atol:.1e})"
         )
     return rel
+
+
+def assert_bad_input(
+    call: Callable[[], object],
+    error: type[Exception],
+    argument: str,
+    value: str | None = None,
+) -> str:
+    """Assert ``call()`` raises `error` whose message names `argument` (and `value`).
+
+    Args:
+        call: the bad call, with no arguments (a lambda around the public entry point).
+        error: the expected exception class (`ValueError` or `TypeError`, or a subclass).
+        argument: the argument's name as the message must spell it (a word, matched whole).
+        value: text of the received value the message must contain, if any.
+
+    Returns the message. A call that returns (silent garbage) or raises anything else (a raw
+    error from deep inside, like a broadcasting ``RuntimeError``) fails.
+    """
+    try:
+        result = call()
+    except error as e:
+        message = str(e)
+    except Exception as e:  # an ugly error: not the type the contract promises
+        raise AssertionError(
+            f"expected {error.__name__} naming {argument!r}, got {type(e).__name__}: {e}"
+        ) from e
+    else:
+        raise AssertionError(
+            f"expected {error.__name__} naming {argument!r}, but the call returned {result!r:.200}"
+        )
+    if not re.search(rf"(?<![\w]){re.escape(argument)}(?![\w])", message):
+        raise AssertionError(f"{error.__name__} does not name {argument!r}: {message}")
+    if value is not None and value not in message:
+        raise AssertionError(f"{error.__name__} does not show the value {value!r}: {message}")
+    return message

@@ -22,6 +22,12 @@ def floating(name: str, x: torch.Tensor) -> None:
         raise TypeError(f"{name}: expected a floating-point tensor, got dtype {x.dtype}")
 
 
+def finite(name: str, x: torch.Tensor) -> None:
+    if not bool(torch.isfinite(x).all()):
+        bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name}: expected finite values, got {bad} NaN/inf of {x.numel()}")
+
+
 def positive_int(name: str, v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise ValueError(f"{name}: expected a positive int, got {v!r}")

@@ -62,6 +62,7 @@ def attention_with_entropy(
     _checks.tensor("v", v, 4)
     for name, x in (("q", q), ("k", k), ("v", v)):
         _checks.floating(name, x)
+        _checks.finite(name, x)
     if k.shape[:3] != v.shape[:3] or q.shape[:2] != k.shape[:2] or q.shape[-1] != k.shape[-1]:
         raise ValueError(
             "q, k, v: expected (batch, heads, n_q, dim), (batch, heads, n_k, dim), "

@@ -127,6 +127,7 @@ def generate(
             f"{vq.scales}/{vq.vocab}"
         )
     policy = policy or PruningPolicy()
+    policy.check_scales(len(var.scales))
     policy.reset()
     device = labels.device
     b = len(labels)

@@ -83,6 +83,9 @@ class PruningPolicy:
         """Forget the previous generation's cached outputs (called at its start)."""
         self._dense = {}
 
+    def check_scales(self, n_scales: int) -> None:
+        """Raise if the policy names a scale the model does not have (called by `generate`)."""
+
     def skip_scale(self, k: int, n_scales: int) -> bool:
         return False
 
@@ -139,6 +142,14 @@ class FastVARPolicy(PruningPolicy):
                 )
         self.drop = dict(drop)
         self.first_layer, self.last_layer = first_layer, last_layer
+
+    def check_scales(self, n_scales: int) -> None:
+        beyond = sorted(k for k in self.drop if k >= n_scales)
+        if beyond:
+            raise ValueError(
+                f"drop: scale indices {beyond} do not exist in a model with {n_scales} scales "
+                f"(expected indices 1..{n_scales - 1})"
+            )
 
     def select(
         self, k: int, layer: int, sublayer: str, x: torch.Tensor, side: int
