@@ -94,3 +94,20 @@ def test_training_through_fit_lowers_loss_and_freezes() -> None:
     assert e[0, 1] > 1.5 and e[0, 0] < 0.5 and e[0, 2] < 0.5
     with pytest.raises(ValueError, match="at least one"):
         train_entropy_model([], vocab, steps=1)
+
+
+_BAD_ENTROPY_INPUTS = {
+    "unclosed ring (invalid SMILES)": (["CCO", "C1CC"], ValueError, "smiles[1]", "C1CC"),
+    "a bare string": ("CCO", TypeError, "smiles"),
+    "an empty SMILES": ([""], ValueError, "smiles[0]"),
+    "not a string": ([3], TypeError, "smiles[0]"),
+}
+
+
+@pytest.mark.parametrize("case", _BAD_ENTROPY_INPUTS)
+def test_atom_entropies_rejects_what_parse_smiles_rejects(model: object, case: str) -> None:
+    """Issue 46: atom_entropies("C1CC") gave entropies for a SMILES parse_smiles rejects."""
+    from shared_core.testing import assert_bad_input
+
+    smiles, error, argument, *value = _BAD_ENTROPY_INPUTS[case]
+    assert_bad_input(lambda: atom_entropies(model, AtomVocab(), smiles), error, argument, *value)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from edt_former.atoms import AtomVocab, tokenize_atoms
+from edt_former.atoms import AtomVocab, parse_smiles, tokenize_atoms
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,16 @@ def atom_entropies(
     """Per-atom entropy in bits: atom ``k`` gets H(next | <bos>, atom_0..atom_k).
 
     Returns ``(entropy (batch, atoms_max), mask (batch, atoms_max))`` (padding: 0, False).
+    Every SMILES is checked as `parse_smiles` checks it (valid, heavy atoms aligned with the
+    tokens), so an entropy row always belongs to a molecule the graph side can encode.
     """
+    if isinstance(smiles, str) or not isinstance(smiles, list | tuple):
+        raise TypeError(f"smiles: expected a list of SMILES strings, got {type(smiles).__name__}")
+    for i, s in enumerate(smiles):
+        try:
+            parse_smiles(s)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"smiles[{i}]: {str(e).removeprefix('smiles: ')}") from None
     model.eval()
     device = next(model.parameters()).device
     n_atoms = [len(tokenize_atoms(s)) for s in smiles]
