@@ -193,6 +193,18 @@ def test_gradcheck(name: str) -> None:
     assert torch.autograd.gradcheck(f, (q, k, v, a, theta), eps=1e-6, atol=1e-6)
 
 
+def test_scalar_beta_is_one_temperature_for_every_channel() -> None:
+    g = torch.Generator().manual_seed(1)
+    q, k = (torch.randn(1, 2, 5, 4, generator=g) for _ in range(2))
+    v = torch.randn(1, 2, 5, 3, generator=g)
+    full = free_energy_read(softmax_prior, q, k, v, torch.full((2, 3), 2.5))
+    for beta in (2.5, torch.tensor(2.5)):
+        got = free_energy_read(softmax_prior, q, k, v, beta)
+        assert all(torch.equal(a, b) for a, b in zip(got, full, strict=True))
+    with pytest.raises(ValueError, match="beta: expected finite inverse temperatures > 0"):
+        free_energy_read(softmax_prior, q, k, v, -1.0)
+
+
 def test_bad_inputs() -> None:
     q = torch.randn(1, 2, 5, 4)
     v = torch.randn(1, 2, 5, 3)

@@ -177,5 +177,9 @@ def test_bad_config_and_input() -> None:
         layer(torch.full((1, 5, 32), math.nan))
     with pytest.raises(TypeError, match="x: expected a torch.Tensor"):
         layer([[0.0] * 32])  # type: ignore[arg-type]
+    # issue 46: float64 input to a float32 layer gave torch's "mat1 and mat2 ..." error
+    with pytest.raises(TypeError, match=r"x: expected dtype torch.float32 .*got torch.float64"):
+        layer(torch.randn(1, 5, 32, dtype=torch.float64))
+    assert layer.double()(torch.randn(1, 5, 32, dtype=torch.float64)).dtype == torch.float64
     with pytest.raises(ValueError, match="d_model: expected a multiple of 2 \\* num_heads"):
         BaseAttention(FEMConfig(30, 4))

@@ -43,7 +43,13 @@ DEFAULT_CAP = 40.0  # |beta * V_c| <= cap (public code: value_logexp_cap = 40)
 
 
 def clip_values(v: torch.Tensor, beta: torch.Tensor, cap: float = DEFAULT_CAP) -> torch.Tensor:
-    """``V_c``: `v` ``(B, H, T, d_v)`` clipped elementwise to ``+-cap / beta`` (`beta` ``(H, d_v)``)."""
+    """``V_c``: `v` ``(B, H, T, d_v)`` clipped elementwise to ``+-cap / beta`` (`beta` ``(H, d_v)``).
+
+    The clip is part of the method (the public code's ``value_logexp_cap``): it bounds every
+    value the prior reads, ``mu`` included, at ``cap / beta``, which is 20 at the initial beta
+    (~1.95) but only 0.4 at beta = 100. A model whose values are large where beta is large
+    reads clipped values; compare ``(v.abs() > cap / beta)`` to see how many.
+    """
     limit = (cap / beta)[None, :, None, :].to(v.dtype)
     return torch.minimum(torch.maximum(v, -limit), limit)
 
@@ -53,7 +59,7 @@ def free_energy_read(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    beta: torch.Tensor,
+    beta: torch.Tensor | float,
     *,
     cap: float = DEFAULT_CAP,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,8 +69,10 @@ def free_energy_read(
         prior: a normalised causal read ``prior(q, k, values) -> read`` (see `priors`).
         q, k: ``(B, H, T, d_k)``, passed to the prior unchanged.
         v: values ``(B, H, T, d_v)``.
-        beta: inverse temperatures ``(H, d_v)``, > 0.
-        cap: ``|beta * V_c| <= cap`` after clipping.
+        beta: inverse temperatures ``(H, d_v)``, > 0; a Python number or a 0-d tensor is
+            one temperature for every channel.
+        cap: ``|beta * V_c| <= cap`` after clipping (values beyond ``cap / beta`` are read as
+            ``+-cap / beta``: see `clip_values`).
 
     Returns:
         ``(mu, F)``, each ``(B, H, T, d_v)`` in the dtype of `v`.
@@ -74,6 +82,10 @@ def free_energy_read(
     check_tensor("k", k, 4, "(batch, heads, time, d_k)")
     check_same("q", q, "v", v, "...")
     check_same("k", k, "q", q, "....")
+    if isinstance(beta, int | float) and not isinstance(beta, bool):
+        beta = torch.tensor(float(beta), dtype=v.dtype)
+    if isinstance(beta, torch.Tensor) and beta.ndim == 0:
+        beta = beta.expand(v.shape[1], v.shape[3])
     if not isinstance(beta, torch.Tensor) or beta.shape != (v.shape[1], v.shape[3]):
         got = tuple(beta.shape) if isinstance(beta, torch.Tensor) else type(beta).__name__
         raise ValueError(

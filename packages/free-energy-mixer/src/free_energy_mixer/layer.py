@@ -228,6 +228,11 @@ class FEMAttention(nn.Module):
         """``x (B, T, d_model) -> (B, T, d_model)``; with `cache`, continue from its position."""
         cfg = self.config
         x = _check_input(x, cfg.d_model)
+        if x.dtype != self.W_v.weight.dtype:
+            raise TypeError(
+                f"x: expected dtype {self.W_v.weight.dtype} (the layer's parameters), got "
+                f"{x.dtype}; cast x, or the layer with .to({x.dtype})"
+            )
         if cache is not None and self.prior_fn is not None:
             raise ValueError("cache: decoding needs a named prior, not a custom prior_fn")
         H, E, QK = self.heads, cfg.value_dim, cfg.qk_dim
