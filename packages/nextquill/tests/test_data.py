@@ -108,6 +108,18 @@ def test_review_file_with_a_missing_field_raises(tmp_path):
         read_reviews(path)
 
 
+def test_malformed_json_names_the_file_and_the_line(tmp_path):
+    """Issue 46: a JSONDecodeError that named neither the file nor what was expected."""
+    from shared_core.testing import assert_bad_input
+
+    path = tmp_path / "broken.jsonl"
+    path.write_text(json.dumps(REVIEWS[0]) + "\n" + '{"profile": [}\n')
+    message = assert_bad_input(lambda: read_reviews(path), ValueError, "path", str(path))
+    assert "line 2" in message
+    path.write_text("[1, 2]")
+    assert_bad_input(lambda: read_reviews(path), ValueError, "row 0")
+
+
 PLAY = """Hamlet:
 To be, or not to be.
 

@@ -208,13 +208,25 @@ def read_reviews(path: str | Path) -> list[dict[str, Any]]:
     raw = path.read_text(encoding="utf-8")
     try:
         rows = json.loads(raw)
-    except json.JSONDecodeError:
-        rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except json.JSONDecodeError as whole:
+        rows = []
+        for n, line in enumerate(raw.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(
+                    f"path: {path} is neither one JSON document ({whole.msg}, line "
+                    f"{whole.lineno}) nor JSON lines (line {n}: {e.msg}, column {e.colno})"
+                ) from None
     if isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, list):
         raise ValueError(f"path: {path} holds {type(rows).__name__}, expected a list of users")
     for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} row {i}: expected a JSON object, got {type(row).__name__}")
         _require(row, ("profile", "data"), f"{path} row {i}")
         if not isinstance(row["profile"], list):
             raise ValueError(f"{path} row {i}: 'profile' must be a list of reviews")
