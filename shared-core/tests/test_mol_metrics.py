@@ -121,8 +121,10 @@ def test_bad_input():
         mm.validity(["C", 3])
     with pytest.raises(ValueError, match="mols: none of the 1 molecules is valid"):
         mm.uniqueness(["xx"])
-    with pytest.raises(ValueError, match=r"training: entries \[1\]"):
-        mm.novelty(["C"], ["C", "xx"])
+    # issue 46: an invalid training SMILES used to raise; it cannot match any valid molecule
+    assert mm.novelty(["C", "N"], ["C", "xx"]) == pytest.approx(0.5)
+    with pytest.raises(TypeError, match="training: entry 1 is a int"):
+        mm.novelty(["C"], ["C", 3])
     with pytest.raises(
         ValueError, match="reference: entry 0 is not a valid molecule with a conformer"
     ):

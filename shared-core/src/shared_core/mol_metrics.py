@@ -57,12 +57,15 @@ def _items(mols: Sequence[Any], name: str) -> Sequence[Any]:
     return mols
 
 
-def canonical_smiles(mols: Sequence[Any]) -> list[str | None]:
-    """Canonical isomeric SMILES of each molecule, ``None`` where it fails sanitisation."""
+def canonical_smiles(mols: Sequence[Any], name: str = "mols") -> list[str | None]:
+    """Canonical isomeric SMILES of each molecule, ``None`` where it fails sanitisation.
+
+    `name` is the argument named in errors (``"training"`` when `novelty` calls it).
+    """
     Chem = _chem()
     out: list[str | None] = []
-    for i, item in enumerate(_items(mols, "mols")):
-        mol = _sanitized(item, "mols", i)
+    for i, item in enumerate(_items(mols, name)):
+        mol = _sanitized(item, name, i)
         out.append(None if mol is None else Chem.MolToSmiles(mol))
     return out
 
@@ -87,13 +90,13 @@ def uniqueness(mols: Sequence[Any]) -> float:
 
 
 def novelty(mols: Sequence[Any], training: Sequence[Any]) -> float:
-    """Fraction of the distinct valid molecules whose canonical SMILES is not in `training` (MOSES)."""
+    """Fraction of the distinct valid molecules whose canonical SMILES is not in `training` (MOSES).
+
+    Invalid training entries are ignored, as MOSES does: no valid molecule can equal one.
+    """
     generated = set(_valid(mols, "mols"))
-    train = canonical_smiles(_items(training, "training"))
-    bad = [i for i, s in enumerate(train) if s is None]
-    if bad:
-        raise ValueError(f"training: entries {bad[:5]} are not valid molecules")
-    return len(generated - set(train)) / len(generated)
+    train = {s for s in canonical_smiles(training, "training") if s is not None}
+    return len(generated - train) / len(generated)
 
 
 def conformer_rmsd(reference: Sequence[Any], generated: Sequence[Any]) -> np.ndarray:
