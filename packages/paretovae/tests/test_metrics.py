@@ -66,10 +66,18 @@ def test_psnr_ssim() -> None:
 def test_frequency_rank_scores_by_hand() -> None:
     counts = torch.tensor([[5.0, 3.0, 1.0, 0.0], [4.0, 2.0, 0.0, 1.0]])  # totals 9, 5, 1, 1
     perfect = frequency_rank_scores(counts, counts, head=1, tail=2)
-    assert perfect == {"corpus_head_jaccard": 1.0, "corpus_tail_jaccard": 1.0}
+    assert perfect == {
+        "corpus_head_jaccard": 1.0,
+        "corpus_tail_jaccard": 1.0,
+        "corpus_head_overlap": 1.0,
+        "corpus_tail_overlap": 1.0,
+    }
     flat = torch.tensor([[0.1, 3.0, 2.0, -5.0], [0.1, 3.0, 2.0, 0.0]])  # totals 0.2, 6, 4, 0
     s = frequency_rank_scores(counts, flat, head=1, tail=2)
     # head {0} vs {1} -> 0; tail {2, 3} vs {0, 3} -> 1/3
     assert s["corpus_head_jaccard"] == 0.0 and s["corpus_tail_jaccard"] == pytest.approx(1 / 3)
+    assert s["corpus_head_overlap"] == 0.0 and s["corpus_tail_overlap"] == 0.5
+    o = s["corpus_tail_overlap"]
+    assert s["corpus_tail_jaccard"] == pytest.approx(o / (2 - o))  # equal set sizes
     with pytest.raises(ValueError, match="head, tail"):
         frequency_rank_scores(counts, counts, head=0, tail=1)
