@@ -116,7 +116,9 @@ def test_mean_and_variance_match_samples_and_are_nan_inf_for_small_nu() -> None:
     assert torch.allclose(x.var(0), d.variance, rtol=0.08)
     assert torch.allclose(d.variance, torch.tensor([0.25, 4.0], dtype=F64) * 2 * 36 / (5 * 4))
     # as torch's StudentT: mean nan for nu <= 1; variance inf for 1 < nu <= 2, nan for nu <= 1
-    d = SymPareto(torch.zeros(4, 2, dtype=F64), torch.ones(4, 2, dtype=F64), _t([0.5, 1.0, 2.0, 3.0]))
+    d = SymPareto(
+        torch.zeros(4, 2, dtype=F64), torch.ones(4, 2, dtype=F64), _t([0.5, 1.0, 2.0, 3.0])
+    )
     st = torch.distributions.StudentT(_t([0.5, 1.0, 2.0, 3.0]), 0.0, 1.0)
     assert torch.equal(d.mean.isnan(), st.mean.isnan().unsqueeze(-1).expand(4, 2))
     assert d.mean.isnan()[:2].all() and bool((d.mean[2:] == 0).all())
