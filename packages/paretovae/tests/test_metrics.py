@@ -12,6 +12,7 @@ from paretovae.metrics import (
     frequency_rank_scores,
     mmd_rbf,
     psnr_ssim,
+    reconstruction_metrics,
     sliced_wasserstein,
     tail_metrics,
     word_set_scores,
@@ -81,3 +82,15 @@ def test_frequency_rank_scores_by_hand() -> None:
     assert s["corpus_tail_jaccard"] == pytest.approx(o / (2 - o))  # equal set sizes
     with pytest.raises(ValueError, match="head, tail"):
         frequency_rank_scores(counts, counts, head=0, tail=1)
+
+
+def test_reconstruction_metrics() -> None:
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2000, 2, generator=g) * torch.rand(2000, 1, generator=g).pow(-0.5)
+    same = reconstruction_metrics(x, x.clone())
+    assert same["sw"] < 1e-12 and same["tail_sw"] < 1e-12
+    assert same["tail_mass_ratio"] == pytest.approx(1.0, abs=1e-3)
+    shrunk = reconstruction_metrics(x, 0.5 * x)  # tails pulled in: mass ratio < 1, tail SW > SW
+    assert shrunk["tail_mass_ratio"] < 0.6 and shrunk["tail_sw"] > shrunk["sw"] > 0
+    with pytest.raises(ValueError, match="top: expected a fraction"):
+        reconstruction_metrics(x, x, top=1.0)
