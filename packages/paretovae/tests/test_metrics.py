@@ -62,6 +62,8 @@ def test_psnr_ssim() -> None:
     out = psnr_ssim(clean, clean + 0.1)
     assert out["psnr"] == pytest.approx(20.0, abs=1e-4)  # 10 log10(1 / 0.01); float32 input
     assert psnr_ssim(clean, clean + 1e-4)["ssim"] == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ValueError, match=r"clean: expected pixel values in \[0, 1\]"):
+        psnr_ssim(clean - 1.0, clean)
 
 
 def test_frequency_rank_scores_by_hand() -> None:

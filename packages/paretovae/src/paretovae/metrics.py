@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from paretovae._checks import check_unit_images
+
 __all__ = [
     "frequency_rank_scores",
     "mmd_rbf",
@@ -150,14 +152,18 @@ def frequency_rank_scores(
 
 
 def psnr_ssim(clean: torch.Tensor, restored: torch.Tensor, side: int = 8) -> dict[str, float]:
-    """Mean PSNR (dB) and SSIM (scikit-image, data range 1) over images ``(num, side*side)``."""
+    """Mean PSNR (dB) and SSIM (scikit-image, data range 1) over images ``(num, side*side)``.
+
+    `clean` must lie in [0, 1]; `restored` (a model's output) is clipped to it.
+    """
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
+    check_unit_images("clean", clean)
     if clean.shape != restored.shape:
         raise ValueError(
             f"restored: expected the shape of clean {tuple(clean.shape)}, got {tuple(restored.shape)}"
         )
-    c = clean.double().clamp(0, 1).numpy().reshape(-1, side, side)
+    c = clean.double().numpy().reshape(-1, side, side)
     r = restored.double().clamp(0, 1).numpy().reshape(-1, side, side)
     psnr = [peak_signal_noise_ratio(ci, ri, data_range=1.0) for ci, ri in zip(c, r, strict=True)]
     ssim = [
