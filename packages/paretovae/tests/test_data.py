@@ -56,6 +56,14 @@ def test_salt_and_pepper_rate_and_values() -> None:
     assert abs(float((y[changed] == 1.0).float().mean()) - 0.5) < 0.02
     with pytest.raises(ValueError, match="p: expected a probability"):
         salt_and_pepper(x, 1.5, torch.Generator())
+    with pytest.raises(ValueError, match="p: expected a probability"):
+        salt_and_pepper(x, float("nan"), torch.Generator())
+    with pytest.raises(
+        ValueError, match=r"x: expected pixel values in \[0, 1\], got range \[0.3, 255"
+    ):
+        salt_and_pepper(torch.cat([x, torch.full((1, 64), 255.0)]), 0.5, torch.Generator())
+    with pytest.raises(ValueError, match="x: contains NaN"):
+        salt_and_pepper(torch.full((2, 64), float("nan")), 0.5, torch.Generator())
 
 
 @pytest.mark.skipif(

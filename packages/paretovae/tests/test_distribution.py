@@ -16,6 +16,10 @@ from shared_core.testing import assert_close
 F64 = torch.float64
 
 
+def _t(v):
+    return torch.tensor(v, dtype=F64)
+
+
 def _sp(loc, scale, nu, **kw):
     return SymPareto(torch.tensor(loc, dtype=F64), torch.tensor(scale, dtype=F64), nu, **kw)
 
@@ -104,17 +108,23 @@ def test_entropy_matches_monte_carlo() -> None:
     assert abs(float(mc - d.entropy())) < 4 * float(se)
 
 
-def test_mean_and_variance_match_samples_and_refuse_small_nu() -> None:
+def test_mean_and_variance_match_samples_and_are_nan_inf_for_small_nu() -> None:
     torch.manual_seed(4)
     d = _sp([1.0, -2.0], [0.5, 2.0], 6.0)
     x = d.sample((200_000,))
     assert torch.allclose(x.mean(0), d.mean, atol=0.02)
     assert torch.allclose(x.var(0), d.variance, rtol=0.08)
     assert torch.allclose(d.variance, torch.tensor([0.25, 4.0], dtype=F64) * 2 * 36 / (5 * 4))
-    with pytest.raises(ValueError, match="mean of a symPareto exists only for nu > 1"):
-        _ = _sp([0.0], [1.0], 1.0).mean
-    with pytest.raises(ValueError, match="variance .* nu > 2"):
-        _ = _sp([0.0], [1.0], 2.0).variance
+    # as torch's StudentT: mean nan for nu <= 1; variance inf for 1 < nu <= 2, nan for nu <= 1
+    d = SymPareto(
+        torch.zeros(4, 2, dtype=F64), torch.ones(4, 2, dtype=F64), _t([0.5, 1.0, 2.0, 3.0])
+    )
+    st = torch.distributions.StudentT(_t([0.5, 1.0, 2.0, 3.0]), 0.0, 1.0)
+    assert torch.equal(d.mean.isnan(), st.mean.isnan().unsqueeze(-1).expand(4, 2))
+    assert d.mean.isnan()[:2].all() and bool((d.mean[2:] == 0).all())
+    assert d.variance.isnan()[:2].all() and d.variance[2].isinf().all()
+    assert torch.equal(d.variance.isinf(), st.variance.isinf().unsqueeze(-1).expand(4, 2))
+    assert float(d.variance[3, 0]) == pytest.approx(2 * 9 / 2)
     assert _sp([0.0], [1.0], 0.5).mode.item() == 0.0
 
 
@@ -176,6 +186,10 @@ def test_validate_args_like_torch() -> None:
 def test_bad_arguments_raise() -> None:
     with pytest.raises(TypeError, match="loc: expected a torch.Tensor"):
         SymPareto([0.0], torch.ones(1), 2.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="scale: expected a torch.Tensor or a float"):
+        SymPareto(torch.zeros(1), "1", 2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"loc, scale: shapes \(3,\) and \(2,\) do not broadcast"):
+        SymPareto(torch.zeros(3), torch.ones(2), 2.0)
     with pytest.raises(ValueError, match="loc: expected shape"):
         SymPareto(torch.tensor(0.0), torch.tensor(1.0), 2.0)
     with pytest.raises(ValueError, match="nu: expected a scalar or a tensor broadcastable"):
@@ -202,3 +216,55 @@ def test_fast_path_on_device(device: str) -> None:
         (10,)
     )
     assert s.shape == (10, 64, 8) and bool(torch.isfinite(s).all())
+
+
+def test_python_floats_like_torch_families() -> None:
+    d = SymPareto(0.5, 2.0, 3.0)  # a 1-D law, as StudentT(3.0, 0.5, 2.0) is a scalar law
+    assert d.event_shape == (1,) and d.batch_shape == () and d.sample((7,)).shape == (7, 1)
+    assert float(d.log_prob(torch.tensor([0.5]))) == pytest.approx(math.log(0.5 / 2.0))
+    e = SymPareto(1.0, torch.ones(4, 3, dtype=F64), 2.0)  # a float loc broadcasts to scale
+    assert e.event_shape == (3,) and e.batch_shape == (4,) and e.loc.dtype == F64
+    assert bool((e.loc == 1.0).all())
+    f = SymPareto(torch.zeros(2, dtype=F64), 0.5, 2.0)
+    assert torch.equal(f.scale, torch.full((2,), 0.5, dtype=F64))
+
+
+def test_cdf_and_icdf_in_one_dimension() -> None:
+    loc, scale, nu = _t([[0.3], [-1.0]]), _t([[0.7], [2.0]]), _t([2.5, 0.8])
+    d = SymPareto(loc, scale, nu)
+    x = _t([[-3.0, -1.0], [0.3, 5.0], [40.0, -0.5]]).unsqueeze(-1)  # (3, 2, 1): sample, batch
+    got = d.cdf(x)
+    assert got.shape == (3, 2)
+    for i in range(3):
+        for j in range(2):
+            mu, s, v = float(loc[j, 0]), float(scale[j, 0]), float(nu[j])
+
+            def pdf(t: float, mu=mu, s=s, v=v) -> float:
+                return math.exp(sympareto_logpdf([t], [mu], [s], v))
+
+            ref = integrate.quad(pdf, -np.inf, mu)[0] + math.copysign(
+                integrate.quad(pdf, *sorted((mu, float(x[i, j, 0]))))[0], float(x[i, j, 0]) - mu
+            )
+            assert float(got[i, j]) == pytest.approx(ref, abs=1e-7)
+    p = _t([[1e-6, 0.2], [0.5, 0.999]])
+    q = d.icdf(p)
+    assert q.shape == (2, 2, 1) and float(q[1, 0, 0]) == pytest.approx(0.3)
+    assert_close("cdf(icdf(p))", p, d.cdf(q), 1e-12)
+    assert_close("icdf(cdf(x))", x, d.icdf(d.cdf(x)), 1e-9)
+    assert torch.isinf(d.icdf(_t([0.0, 1.0]))).all()
+    with pytest.raises(NotImplementedError, match="cdf: closed form only for a 1-D"):
+        _sp([0.0, 0.0], [1.0, 1.0], 2.0).cdf(torch.zeros(2, dtype=F64))
+    with pytest.raises(NotImplementedError, match="icdf"):
+        _sp([0.0, 0.0], [1.0, 1.0], 2.0).icdf(_t(0.5))
+    with pytest.raises(ValueError, match=r"value: expected probabilities in \[0, 1\]"):
+        SymPareto(0.0, 1.0, 2.0, validate_args=True).icdf(torch.tensor(1.5))
+
+
+def test_cdf_icdf_float32_on_device(device: str) -> None:
+    d64 = _sp([[0.3], [-1.0]], [[0.7], [2.0]], 3.0)
+    d32 = SymPareto(d64.loc.float().to(device), d64.scale.float().to(device), 3.0)
+    x = _t([[-3.0, 4.0], [0.1, -2.0]]).unsqueeze(-1)
+    assert_close("cdf float32", d64.cdf(x), d32.cdf(x.float().to(device)).cpu().double(), 1e-6)
+    p = _t([[0.01, 0.7], [0.5, 0.93]])
+    q32 = d32.icdf(p.float().to(device)).cpu().double()
+    assert_close("icdf float32", d64.icdf(p), q32, 1e-5, atol=1e-6)

@@ -13,6 +13,7 @@ from paretovae import (
     sympareto_gamma,
     sympareto_gamma_divergence,
     sympareto_shift_bound,
+    sympareto_shift_slope,
 )
 from paretovae.reference import (
     gamma_power_divergence_quad,
@@ -155,3 +156,32 @@ def test_differentiable_in_float32() -> None:
     assert (
         mu.grad is not None and bool(torch.isfinite(mu.grad).all()) and float(d.detach().min()) > 0
     )
+
+
+def test_shift_slope_is_the_bound_slope_and_tight_far_out() -> None:
+    # Theorem 2.1's beta for p = P_1(0, tau, nu): D(shift 60) - D(shift 30) ~ 30 beta (quadrature)
+    nu, sq, tau = 6.0, 0.7, 1.3
+    beta = sympareto_shift_slope(nu, 1, tau)
+
+    def quad(shift: float) -> float:
+        return gamma_power_divergence_quad(
+            lambda x: sympareto_logpdf(x, [shift], [sq], nu),
+            lambda x: sympareto_logpdf(x, [0.0], [tau], nu),
+            sympareto_gamma(nu, 1),
+            [shift],
+            [sq],
+        )
+
+    assert (quad(60.0) - quad(30.0)) / 30.0 == pytest.approx(beta, rel=1e-4)
+    # the bound's right-hand side is the centred divergence plus beta ||mu_q - mu_p||_1 (d = 2)
+    mq, sq2, sp = _t([[0.5, -2.0]]), _t([[0.7, 1.4]]), _t([[1.3, 1.3]])
+    bound = sympareto_shift_bound(mq, sq2, 0 * mq, sp, 3.0)
+    centred = sympareto_gamma_divergence(0 * mq, sq2, 0 * mq, sp, 3.0)
+    assert float(bound - centred) == pytest.approx(sympareto_shift_slope(3.0, 2, 1.3) * 2.5)
+    assert sympareto_shift_slope(1e7, 3, 2.0) == pytest.approx(0.5, rel=1e-5)  # -> 1 / tau
+    with pytest.raises(ValueError, match="nu: expected a finite value > 1"):
+        sympareto_shift_slope(1.0, 2)
+    with pytest.raises(ValueError, match="d: expected a positive int"):
+        sympareto_shift_slope(3.0, 0)
+    with pytest.raises(ValueError, match="tau: expected a finite value > 0"):
+        sympareto_shift_slope(3.0, 2, float("nan"))

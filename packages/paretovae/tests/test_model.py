@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
+from paretovae.divergence import sympareto_gamma_divergence, sympareto_shift_slope
+from paretovae.experiments.common import train_config
 from paretovae.model import FAMILIES, HeavyTailVAE, VAEConfig
 
+from shared_core.testing import assert_close
+from shared_core.train import fit
 
-def _pair(family_a: str, family_b: str, nu: float, n: int = 3, m: int = 2):
+
+def _pair(family_a: str, family_b: str, nu: float, n: int = 3, m: int = 2, objective="exact"):
+    # the exact shifted divergence (beta = 0) is the one whose nu -> inf limit is the KL itself
     torch.manual_seed(0)
-    a = HeavyTailVAE(VAEConfig(family=family_a, n=n, m=m, hidden=16, nu=nu)).double()
+    a = HeavyTailVAE(
+        VAEConfig(family=family_a, n=n, m=m, hidden=16, nu=nu, objective=objective)
+    ).double()
     b = HeavyTailVAE(VAEConfig(family=family_b, n=n, m=m, hidden=16, nu=nu)).double()
     b.load_state_dict(a.state_dict())
     return a, b
@@ -95,8 +104,9 @@ def test_t3vae_constants_match_the_public_code() -> None:
 def test_regularisers_vanish_at_the_prior() -> None:
     mu, log_scale = torch.zeros(4, 2, dtype=torch.float64), torch.zeros(4, 2, dtype=torch.float64)
     for family in ("vae", "laplace", "pareto-t", "pareto-sympareto"):
-        model = HeavyTailVAE(VAEConfig(family=family, n=3, m=2)).double()
-        assert float(model.regulariser(mu, log_scale).abs().max()) < 1e-9, family
+        for objective in ("centred", "exact"):
+            model = HeavyTailVAE(VAEConfig(family=family, n=3, m=2, objective=objective)).double()
+            assert float(model.regulariser(mu, log_scale).abs().max()) < 1e-9, family
 
 
 def test_bad_configuration_and_inputs_raise() -> None:
@@ -114,8 +124,18 @@ def test_bad_configuration_and_inputs_raise() -> None:
         VAEConfig(alpha=0.0)
     with pytest.raises(ValueError, match="beta: expected a finite value >= 0"):
         VAEConfig(beta=-1.0)
+    with pytest.raises(ValueError, match="beta: expected a finite value >= 0, got nan"):
+        VAEConfig(beta=float("nan"))
+    with pytest.raises(ValueError, match="nu: expected a finite value > 0, got nan"):
+        VAEConfig(nu=float("nan"))
     with pytest.raises(ValueError, match="tau"):
         VAEConfig(tau=float("nan"))
+    with pytest.raises(ValueError, match="tau: expected a finite value > 0, got -1.0"):
+        VAEConfig(tau=-1.0)
+    with pytest.raises(ValueError, match="objective: expected one of"):
+        VAEConfig(objective="bound")
+    with pytest.raises(ValueError, match="t_dof: expected one of"):
+        VAEConfig(t_dof="2nu")
     with pytest.raises(TypeError, match="recon_sigma: expected a float"):
         VAEConfig(recon_sigma="1")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="config: expected a VAEConfig"):
@@ -125,6 +145,10 @@ def test_bad_configuration_and_inputs_raise() -> None:
         model.loss(torch.zeros(4, 2))
     with pytest.raises(TypeError, match="x: expected a floating-point"):
         model.loss(torch.zeros(4, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"x: expected shape \(batch, n=3\) with batch >= 1"):
+        model.loss(torch.zeros(0, 3))
+    with pytest.raises(ValueError, match="x: contains NaN"):
+        model.loss(torch.tensor([[0.0, float("nan"), 1.0]]))
     with pytest.raises(ValueError, match="num: expected a positive int"):
         model.sample(0)
 
@@ -136,3 +160,102 @@ def test_beta_adds_the_l1_mean_penalty() -> None:
     b = HeavyTailVAE(VAEConfig(family="pareto-t", n=3, m=2, beta=0.5, alpha=2.0)).double()
     diff = b.regulariser(mu, log_scale) - a.regulariser(mu, log_scale)
     assert float(diff) == pytest.approx(2.0 * 0.5 * 3.0)
+
+
+def test_centred_objective_with_theorem_beta_is_the_default() -> None:
+    c = VAEConfig(family="pareto-sympareto", n=3, m=2, nu=4.0, tau=1.3, alpha=0.7)
+    assert c.objective == "centred" and c.beta is None and c.t_dof == "joint"
+    assert c.l1_weight == pytest.approx(sympareto_shift_slope(c.encoder_nu, 2, 1.3))
+    assert VAEConfig(family="pareto-t", objective="exact").l1_weight == 0.0
+    assert VAEConfig(family="pareto-t", beta=0.25).l1_weight == 0.25
+    model = HeavyTailVAE(c).double()
+    g = torch.Generator().manual_seed(6)
+    mu = 2 * torch.randn(200, 2, generator=g, dtype=torch.float64)
+    log_scale = 0.5 * torch.randn(200, 2, generator=g, dtype=torch.float64)
+    sigma, tau = log_scale.exp(), torch.full_like(mu, 1.3)
+    # recon + alpha D_g(q_{phi,0} || p_alt) + alpha beta ||mu||_1 (paper note, Loss & Training)
+    centred = sympareto_gamma_divergence(0 * mu, sigma, 0 * mu, tau, c.encoder_nu)
+    expected = 0.7 * (centred + c.l1_weight * mu.abs().sum(-1))
+    assert_close("centred regulariser", expected, model.regulariser(mu, log_scale), 1e-12)
+    # with Theorem 2.1's beta it is an upper bound of the exact divergence term, tight at mu = 0
+    exact = HeavyTailVAE(dataclasses.replace(c, objective="exact")).double()
+    gap = model.regulariser(mu, log_scale) - exact.regulariser(mu, log_scale)
+    assert float(gap.min()) > 0
+    at_zero = model.regulariser(0 * mu, log_scale) - exact.regulariser(0 * mu, log_scale)
+    assert float(at_zero.abs().max()) < 1e-12
+
+
+def test_centred_objective_tends_to_the_laplace_bound() -> None:
+    # nu -> inf: D_g(q_0 || p_alt) -> KL(Laplace(0, s) || Laplace(0, tau)), beta -> 1 / tau
+    mu = torch.tensor([[0.4, -1.5], [0.0, 2.0]], dtype=torch.float64)
+    log_scale = torch.tensor([[0.3, -0.2], [0.1, 0.0]], dtype=torch.float64)
+    s, tau = log_scale.exp(), 1.5
+    limit = (math.log(tau) - log_scale + s / tau - 1.0 + mu.abs() / tau).sum(-1)
+    gaps = []
+    for nu in (10.0, 1e3, 1e6):
+        cfg = VAEConfig(family="pareto-sympareto", n=3, m=2, nu=nu, tau=tau)
+        reg = HeavyTailVAE(cfg).double().regulariser(mu, log_scale)
+        gaps.append(float((reg - limit).abs().max()))
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-4
+
+
+def test_regulariser_float32_on_device_matches_float64(device: str) -> None:
+    g = torch.Generator().manual_seed(8)
+    mu, log_scale = torch.randn(64, 3, generator=g), 0.3 * torch.randn(64, 3, generator=g)
+    for family in ("pareto-t", "pareto-sympareto"):
+        for objective in ("centred", "exact"):
+            cfg = VAEConfig(family=family, n=5, m=3, objective=objective, tau=0.8)
+            model = HeavyTailVAE(cfg)
+            want = model.double().regulariser(mu.double(), log_scale.double())
+            got = model.float().to(device).regulariser(mu.to(device), log_scale.to(device))
+            assert_close(f"{family} {objective}", want, got.cpu().double(), 1e-5, atol=1e-6)
+
+
+def test_t_decoder_dof_options() -> None:
+    assert VAEConfig(family="pareto-t", nu=5.0, m=3).t_decoder_dof == 16.0  # 2(nu + m)
+    assert VAEConfig(family="pareto-t", nu=5.0, m=3, t_dof="nu+m").t_decoder_dof == 8.0
+    # the decoder noise: with mu_theta = 0 and the prior draw's spread divided out, x is
+    # s t_dof; nu + m = 3 dof has a heavier tail than 2(nu + m) = 6 (P(|t| > 4) 2.8% vs 0.7%)
+    tails = {}
+    for t_dof in ("joint", "nu+m"):
+        model = HeavyTailVAE(VAEConfig(family="pareto-t", n=4, m=1, nu=2.0, t_dof=t_dof))
+        for p in model.decoder.parameters():
+            torch.nn.init.zeros_(p)
+        torch.manual_seed(9)
+        x = model.sample(20_000)
+        tails[t_dof] = float((x.abs() > 4 * 1.5).float().mean())
+    assert tails["nu+m"] > 2 * tails["joint"]
+
+
+def _sparse_world(num: int = 2000, n: int = 8, k: int = 2, active: float = 0.3) -> torch.Tensor:
+    """x = s A + 0.05 noise, s_j = Laplace(0, 1) with probability `active`, else 0."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(k, n, generator=g)
+    lap = torch.distributions.Laplace(0.0, 1.0).sample((num, k))
+    s = lap * (torch.rand(num, k, generator=g) < active)
+    return s @ a + 0.05 * torch.randn(num, n, generator=g)
+
+
+def test_l1_term_gives_sparser_encoder_means_on_a_planted_sparse_world() -> None:
+    # the issue's acceptance test: beta > 0 (Theorem 2.1's, the default) vs beta = 0, centred
+    torch.manual_seed(0)
+    x = _sparse_world()
+    frac, err = {}, {}
+    for beta in (0.0, None):
+        torch.manual_seed(0)
+        model = HeavyTailVAE(
+            VAEConfig(family="pareto-t", n=8, m=4, hidden=32, beta=beta, recon_sigma=0.3)
+        )
+
+        def batch(step: int) -> torch.Tensor:
+            return x[
+                torch.randint(0, len(x), (128,), generator=torch.Generator().manual_seed(step))
+            ]
+
+        fit(model, lambda m, b: m.loss(b), batch, train_config(300), show_progress=False)
+        mu, _ = model.encode(x)
+        frac[beta] = float((mu.abs() < 1e-3).float().mean())
+        err[beta] = float((model.reconstruct(x) - x).pow(2).mean() / x.var(0).mean())
+    assert frac[None] > 0.03 and frac[0.0] < 0.005, frac
+    assert frac[None] > 10 * frac[0.0]
+    assert err[None] < 0.5, err  # sparse, not collapsed: half the variance still explained

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         sympareto_gamma,
         sympareto_gamma_divergence,
         sympareto_shift_bound,
+        sympareto_shift_slope,
     )
     from paretovae.model import FAMILIES, HeavyTailVAE, VAEConfig
 
@@ -31,6 +32,7 @@ _WHERE = {
     "sympareto_gamma": "paretovae.divergence",
     "sympareto_gamma_divergence": "paretovae.divergence",
     "sympareto_shift_bound": "paretovae.divergence",
+    "sympareto_shift_slope": "paretovae.divergence",
     "FAMILIES": "paretovae.model",
     "HeavyTailVAE": "paretovae.model",
     "VAEConfig": "paretovae.model",
@@ -47,6 +49,7 @@ __all__ = [
     "sympareto_gamma",
     "sympareto_gamma_divergence",
     "sympareto_shift_bound",
+    "sympareto_shift_slope",
 ]
 
 

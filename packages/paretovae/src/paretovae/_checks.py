@@ -42,3 +42,14 @@ def check_nonneg_float(name: str, value: object) -> None:
         raise TypeError(f"{name}: expected a float, got {type(value).__name__} {value!r}")
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name}: expected a finite value >= 0, got {value!r}")
+
+
+def check_unit_images(name: str, x: object) -> None:
+    """Images as floats in [0, 1] (no NaN)."""
+    check_finite_tensor(name, x)
+    assert isinstance(x, torch.Tensor)
+    if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
+        raise ValueError(
+            f"{name}: expected pixel values in [0, 1], got range "
+            f"[{float(x.min()):.4g}, {float(x.max()):.4g}]"
+        )

@@ -20,6 +20,8 @@ from collections import Counter
 import numpy as np
 import torch
 
+from paretovae._checks import check_unit_images
+
 __all__ = [
     "bag_of_words",
     "heavy_tailed_2d",
@@ -128,6 +130,7 @@ def bag_of_words(
 
 def salt_and_pepper(x: torch.Tensor, p: float, generator: torch.Generator) -> torch.Tensor:
     """Replace each pixel with probability `p` by 0 or 1 (half each); `x` in [0, 1]."""
+    check_unit_images("x", x)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p: expected a probability in [0, 1], got {p!r}")
     u = torch.rand(x.shape, generator=generator, device=x.device)

@@ -11,6 +11,8 @@ against the Gamma density of w). That gives the reparameterised sampler, and the
 tests check: in one dimension it is a two-sided Lomax with survival 1/2 (1 + t / nu)^{-nu};
 a subset of coordinates is symPareto with the same nu; nu -> inf gives the product Laplace.
 Moments: E ||T||_1 / n = nu / (nu - 1) (nu > 1), Var T_j = 2 nu^2 / ((nu - 1)(nu - 2)) (nu > 2).
+In 1-D the cdf and its inverse are closed form: ``P(T <= t) = 1/2 (1 + |t|/nu)^{-nu}`` for t < 0
+(and ``1 -`` that for t >= 0), ``t(p) = sign(p - 1/2) nu ((2 min(p, 1 - p))^{-1/nu} - 1)``.
 Entropy: with ||T||_1 = (nu / W) S, S ~ Gamma(n, 1), 1 + ||T||_1 / nu = (W + S) / W, so
 E log(1 + ||T||_1 / nu) = psi(nu + n) - psi(nu) and
 H = -log C_{n,nu} + sum_j log sigma_j + (nu + n)(psi(nu + n) - psi(nu)).
@@ -18,6 +20,7 @@ H = -log C_{n,nu} + sum_j log sigma_j + (nu + n)(psi(nu + n) - psi(nu)).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import torch
@@ -25,6 +28,10 @@ from torch.distributions import Distribution, constraints
 from torch.distributions.utils import broadcast_all
 
 __all__ = ["SymPareto", "laplace_noise", "sympareto_log_normaliser", "sympareto_rsample"]
+
+
+def _shape(x: object) -> tuple[int, ...]:
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else ()
 
 
 def sympareto_log_normaliser(nu: torch.Tensor | float, n: int) -> torch.Tensor:
@@ -60,16 +67,20 @@ class SymPareto(Distribution):
     r"""Symmetric Pareto distribution ``P_n(mu, sigma, nu)`` over vectors of size ``n``.
 
     Args:
-        loc: ``mu``, shape ``(*batch, n)``.
-        scale: ``sigma > 0``, shape ``(*batch, n)`` (broadcast with `loc`).
+        loc: ``mu``, shape ``(*batch, n)``, or a Python float (then, with a float `scale`, a
+            1-D law: ``event_shape == (1,)``; a 0-d tensor is refused, the event needs a size).
+        scale: ``sigma > 0``, shape ``(*batch, n)`` or a float (broadcast with `loc`).
         nu: the tail index ``nu > 0``, a float or a tensor of shape ``batch`` (or
             broadcastable to it); smaller is heavier (``P(|T_1| > t) ~ t^{-nu}``).
         validate_args: as for torch's distributions (``None`` follows
             `Distribution.set_default_validate_args`).
 
     ``event_shape == (n,)``. `rsample` is reparameterised in `loc`, `scale` and `nu` (the
-    Gamma mixing variable carries torch's implicit gradient). `mean` needs ``nu > 1`` and
-    `variance` ``nu > 2``; otherwise they raise ValueError (torch's StudentT returns inf/nan).
+    Gamma mixing variable carries torch's implicit gradient). As torch's StudentT, `mean` is
+    nan where ``nu <= 1`` and `variance` inf where ``1 < nu <= 2``, nan where ``nu <= 1``.
+    `cdf` / `icdf` exist in 1-D (closed form; ``NotImplementedError`` for n > 1, where the
+    l1-ball probabilities have no closed form). No `kl_divergence` is registered: the KL between
+    two symPareto laws has no closed form (the gamma-power divergence is the package's).
     """
 
     arg_constraints: ClassVar[dict[str, constraints.Constraint]] = {
@@ -82,18 +93,28 @@ class SymPareto(Distribution):
 
     def __init__(
         self,
-        loc: torch.Tensor,
-        scale: torch.Tensor,
+        loc: torch.Tensor | float,
+        scale: torch.Tensor | float,
         nu: torch.Tensor | float,
         validate_args: bool | None = None,
     ) -> None:
-        if not torch.is_tensor(loc):
-            raise TypeError(f"loc: expected a torch.Tensor, got {type(loc).__name__}")
-        if loc.ndim < 1:
+        number = (int, float)
+        if isinstance(loc, bool) or not (torch.is_tensor(loc) or isinstance(loc, number)):
+            raise TypeError(f"loc: expected a torch.Tensor or a float, got {type(loc).__name__}")
+        if isinstance(scale, bool) or not (torch.is_tensor(scale) or isinstance(scale, number)):
+            raise TypeError(
+                f"scale: expected a torch.Tensor or a float, got {type(scale).__name__}"
+            )
+        if torch.is_tensor(loc) and loc.ndim < 1:
             raise ValueError(f"loc: expected shape (*batch, n) with n >= 1, got {tuple(loc.shape)}")
-        if not torch.is_tensor(scale):
-            scale = torch.as_tensor(scale, dtype=loc.dtype, device=loc.device)
-        loc, scale = broadcast_all(loc, scale)
+        try:
+            loc, scale = broadcast_all(loc, scale)
+        except (RuntimeError, ValueError) as err:
+            raise ValueError(
+                f"loc, scale: shapes {_shape(loc)} and {_shape(scale)} do not broadcast"
+            ) from err
+        if loc.ndim == 0:  # two floats: a 1-D law
+            loc, scale = loc.reshape(1), scale.reshape(1)
         batch_shape = loc.shape[:-1]
         nu_t = torch.as_tensor(nu, dtype=loc.dtype, device=loc.device)
         if nu_t.ndim > len(batch_shape):
@@ -126,17 +147,11 @@ class SymPareto(Distribution):
         """The event size ``n``."""
         return int(self.event_shape[0])
 
-    def _need_nu_above(self, bound: float, what: str) -> None:
-        if bool((self.nu <= bound).any()):
-            raise ValueError(
-                f"nu: the {what} of a symPareto exists only for nu > {bound:g}, "
-                f"got min nu = {self.nu.min().item():.4g}"
-            )
-
     @property
     def mean(self) -> torch.Tensor:
-        self._need_nu_above(1.0, "mean")
-        return self.loc
+        """``mu``; nan where ``nu <= 1`` (as torch's StudentT)."""
+        nu = self.nu.unsqueeze(-1).expand_as(self.loc)
+        return self.loc.masked_fill(nu <= 1.0, math.nan)
 
     @property
     def mode(self) -> torch.Tensor:
@@ -144,9 +159,36 @@ class SymPareto(Distribution):
 
     @property
     def variance(self) -> torch.Tensor:
-        self._need_nu_above(2.0, "variance")
-        nu = self.nu.unsqueeze(-1)
-        return self.scale.pow(2) * 2.0 * nu.pow(2) / ((nu - 1.0) * (nu - 2.0))
+        """``2 sigma^2 nu^2 / ((nu - 1)(nu - 2))``; inf where ``1 < nu <= 2``, nan where
+        ``nu <= 1`` (as torch's StudentT)."""
+        nu = self.nu.unsqueeze(-1).expand_as(self.scale)
+        var = self.scale.pow(2) * 2.0 * nu.pow(2) / ((nu - 1.0) * (nu - 2.0))
+        return var.masked_fill(nu <= 2.0, math.inf).masked_fill(nu <= 1.0, math.nan)
+
+    def _need_1d(self, what: str) -> None:
+        if self.n != 1:
+            raise NotImplementedError(
+                f"{what}: closed form only for a 1-D symPareto (event_shape (1,)), got n = {self.n}"
+            )
+
+    def cdf(self, value: torch.Tensor) -> torch.Tensor:
+        """``P(X <= value)`` in 1-D: value ``(*sample, *batch, 1)`` -> ``(*sample, *batch)``."""
+        self._need_1d("cdf")
+        if self._validate_args:
+            self._validate_sample(value)
+        t = ((value - self.loc) / self.scale).squeeze(-1)
+        tail = 0.5 * torch.exp(-self.nu * torch.log1p(t.abs() / self.nu))
+        return torch.where(t < 0, tail, 1.0 - tail)
+
+    def icdf(self, value: torch.Tensor) -> torch.Tensor:
+        """The quantile in 1-D: p ``(*sample, *batch)`` in [0, 1] -> ``(*sample, *batch, 1)``."""
+        self._need_1d("icdf")
+        p = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
+        if self._validate_args and not bool(((p >= 0) & (p <= 1)).all()):
+            raise ValueError("value: expected probabilities in [0, 1]")
+        q = 2.0 * torch.minimum(p, 1.0 - p)  # 2 P(T > |t|)
+        r = self.nu * torch.expm1(-torch.log(q) / self.nu)
+        return self.loc + self.scale * (torch.sign(p - 0.5) * r).unsqueeze(-1)
 
     def rsample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
         """``x = mu + sigma (nu / W) Z``: Z iid Laplace(0, 1) first, then W ~ Gamma(nu, 1)."""

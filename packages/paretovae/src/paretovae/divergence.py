@@ -43,6 +43,7 @@ __all__ = [
     "sympareto_gamma",
     "sympareto_gamma_divergence",
     "sympareto_shift_bound",
+    "sympareto_shift_slope",
 ]
 
 
@@ -134,6 +135,25 @@ def sympareto_shift_bound(
     centred = _divergence(mu_p.expand_as(mu_q), sigma_q, mu_p, sigma_p, nu)
     slope = torch.exp(_log_k(nu, d) + e * sigma_p.log().sum(-1)) / nu
     return centred + slope * ((mu_q - mu_p) / sigma_p).abs().sum(-1)
+
+
+def sympareto_shift_slope(nu: float, d: int, tau: float = 1.0) -> float:
+    """The shift bound's slope for an isotropic ``p = P_d(., tau 1_d, nu)``: the ``beta`` of
+    Theorem 2.1 (paper note, "gamma-flatness upper bound") with which
+
+        D_g(q || p) <= D_g(q_0 || p) + beta ||mu_q - mu_p||_1,
+
+    ``beta = (nu + d) A^e tau^{d e} / (nu tau)`` (module docstring); -> ``1 / tau`` as nu -> inf,
+    where the bound becomes ``KL(Laplace(mu, s) || Laplace(0, tau)) <= KL(centred) + |mu| / tau``.
+    ParetoVAE's default ``beta`` (`VAEConfig.beta = None`): the practical loss is then exactly
+    the bound's right-hand side, an upper bound of the exact divergence term.
+    """
+    check_tail_index("nu", nu, above=1.0)
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"d: expected a positive int dimension, got {d!r}")
+    check_tail_index("tau", tau, above=0.0)
+    e = 1.0 / (nu + d - 1.0)
+    return math.exp(_log_k(nu, d) + d * e * math.log(tau)) / (nu * tau)
 
 
 def gamma_power_divergence(q: SymPareto, p: SymPareto) -> torch.Tensor:

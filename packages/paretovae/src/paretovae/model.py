@@ -12,21 +12,40 @@ comparison changes only the distributions and the loss (`VAEConfig.family`):
 | ``pareto-t`` | P_m(0, 1, nu) / P_m(mu, sigma, nu + n/2) | t, 2(nu+m) dof: ``||x - x_hat||^2 / (2 s^2)`` | ``alpha D_g + alpha beta ||mu||_1`` |
 | ``pareto-sympareto`` | P_m(0, 1, nu) / P_m(mu, sigma, nu + n) | P_n(., ., nu+m): ``||x - x_hat||_1 / s`` | ``alpha D_g + alpha beta ||mu||_1`` |
 
-ParetoVAE (the joint-minimisation view). With the t decoder ``t_n(mu_theta(z), s^2 (1 +
-||z||_1/nu), 2(nu + m) dof)`` the joint density is one power form,
+ParetoVAE (the joint-minimisation view; paper note, "Key Designs" 3-4 and "Loss & Training").
+With the t decoder ``t_n(mu_theta(z), s^2 (1 + ||z||_1/nu), 2(nu + m) dof)`` the joint density is
+one power form,
 
     p(x, z) ~ (1 + ||z||_1 / nu + ||x - mu_theta(z)||^2 / (2 (nu + m) s^2))^{-(nu + m + n/2)},
 
-so ``gamma = -1/(nu + m + n/2) = -2/(2 nu + 2 m + n)`` makes ``p^gamma`` affine in the
-reconstruction error and ``||z||_1``; the conditional of z given x is symPareto with index
-``nu + n/2`` (hence the encoder family). The symPareto decoder ``P_n(mu_theta(z), s (1 +
-||z||_1/nu), nu + m)`` gives ``(1 + ||z||_1/nu + ||x - mu_theta(z)||_1 / ((nu + m) s))^{-(nu+m+n)}``,
-``gamma = -1/(nu + m + n)`` and encoder index ``nu + n``. As in t3VAE, the practical loss is the
-reconstruction term plus ``alpha`` times the gamma-power divergence from the encoder
-``P_m(mu_phi, sigma_phi, nu_e)`` to an alternative prior ``P_m(0, tau, nu_e)`` (closed form,
-divergence.py; its gamma is exactly ``-1/(nu_e + m)`` above) plus ``alpha beta ||mu_phi||_1``.
-As nu -> inf the symPareto laws become Laplace laws, gamma -> 0, ``D_g -> KL``, and
-``pareto-sympareto`` becomes ``laplace`` (tested).
+so ``gamma = -1/(nu + m + n/2) = -2/(2 nu + 2 m + n)`` (the paper's) makes ``p^gamma`` affine in
+the reconstruction error and ``||z||_1``; the conditional of z given x is symPareto with index
+``nu + n/2`` (the paper's encoder). The note writes the decoder as ``t_n(., ., nu + m)``: in the
+power parameterisation ``(1 + ||.||^2 / (2 k))^{-(k + n/2)}`` that is ``k = nu + m``, i.e. the
+standard t with ``2(nu + m)`` degrees of freedom above, the only reading under which the joint
+is a single power with the paper's gamma. ``VAEConfig.t_dof = "nu+m"`` gives the literal
+standard-t reading (t3VAE's convention: its t prior has exponent ``(nu + m)/2``); it changes
+the decoder noise of `sample` only, since the loss uses the fixed-scale squared error. The
+symPareto decoder ``P_n(mu_theta(z), s (1 + ||z||_1/nu), nu + m)`` gives
+``(1 + ||z||_1/nu + ||x - mu_theta(z)||_1 / ((nu + m) s))^{-(nu+m+n)}``, ``gamma = -1/(nu + m + n)``
+and encoder index ``nu + n``.
+
+The practical gamma-loss (`VAEConfig.objective`):
+
+- ``"centred"`` (the paper's, default): ``recon + alpha D_g(q_{phi,0} || p_alt) + alpha beta
+  ||mu_phi(x)||_1``, with ``q_{phi,0} = P_m(0, sigma_phi(x), nu_e)`` the encoder re-centred at 0
+  (on the gamma-flat manifold, where the divergence is closed form) and ``p_alt = P_m(0, tau,
+  nu_e)``: Theorem 2.1's bound of the non-centred divergence. ``beta = None`` takes Theorem
+  2.1's constant (`divergence.sympareto_shift_slope`), so the loss is exactly the bound's
+  right-hand side, an upper bound of the ``"exact"`` loss with beta = 0 (tested); the l1 term
+  has slope ``alpha beta`` at ``mu = 0``, the source of the sparsity the paper reports.
+- ``"exact"`` (ours, an option): ``recon + alpha D_g(q_phi || p_alt) + alpha beta ||mu||_1`` with
+  the exact shifted divergence (divergence.py, also closed form), whose slope in mu vanishes at
+  0; the paper's bound is not needed for it. Here ``beta = None`` means 0.
+
+As nu -> inf the symPareto laws become Laplace laws, gamma -> 0, ``D_g -> KL``: the ``"exact"``
+``pareto-sympareto`` loss becomes the LaplaceVAE loss, the ``"centred"`` one its Theorem-2.1
+bound ``KL(Laplace(0, sigma) || Laplace(0, tau)) + |mu| / tau`` (both tested).
 
 t3VAE is Mincheol2/t3VAE's ``synthetic_data_analyses/models/t3VAE.py`` loss, term for term
 (its ``recon_sigma``, ``reg_weight`` = our ``recon_sigma``, ``alpha``; `logvar` = 2 log sigma).
@@ -42,11 +61,13 @@ from torch import nn
 
 from paretovae._checks import check_nonneg_float, check_positive_float, check_tail_index
 from paretovae.distribution import SymPareto, laplace_noise, sympareto_rsample
-from paretovae.divergence import _divergence
+from paretovae.divergence import _divergence, sympareto_shift_slope
 
-__all__ = ["FAMILIES", "HeavyTailVAE", "VAEConfig"]
+__all__ = ["FAMILIES", "OBJECTIVES", "T_DOFS", "HeavyTailVAE", "VAEConfig"]
 
 FAMILIES = ("vae", "laplace", "t3vae", "pareto-t", "pareto-sympareto")
+OBJECTIVES = ("centred", "exact")  # ParetoVAE's divergence term (module docstring)
+T_DOFS = ("joint", "nu+m")  # the t decoder's dof: 2(nu + m) (default) or nu + m
 
 
 @dataclass
@@ -59,9 +80,13 @@ class VAEConfig:
     hidden: int = 64  # width of the two hidden layers of encoder and decoder (t3VAE: 64)
     nu: float = 5.0  # tail index of the prior (t3VAE, ParetoVAE); > 2 for t3VAE's constants
     alpha: float = 1.0  # weight of the regulariser (t3VAE's reg_weight, beta-VAE's beta)
-    beta: float = 0.0  # ParetoVAE's extra l1 penalty on mu_phi (weight alpha * beta)
+    # ParetoVAE's l1 penalty on mu_phi (weight alpha * beta); None: Theorem 2.1's constant
+    # (`sympareto_shift_slope`) for objective "centred", 0 for "exact"
+    beta: float | None = None
     tau: float = 1.0  # scale of ParetoVAE's alternative prior P_m(0, tau, nu_e)
     recon_sigma: float = 1.0  # decoder scale s (t3VAE's recon_sigma)
+    objective: str = "centred"  # ParetoVAE: "centred" (the paper's bound) or "exact"
+    t_dof: str = "joint"  # pareto-t decoder: "joint" = 2(nu + m) dof, "nu+m" = nu + m dof
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -72,7 +97,12 @@ class VAEConfig:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         check_tail_index("nu", self.nu, above=2.0 if self.family == "t3vae" else 0.0)
         check_positive_float("alpha", self.alpha)
-        check_nonneg_float("beta", self.beta)
+        if self.beta is not None:
+            check_nonneg_float("beta", self.beta)
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective: expected one of {OBJECTIVES}, got {self.objective!r}")
+        if self.t_dof not in T_DOFS:
+            raise ValueError(f"t_dof: expected one of {T_DOFS}, got {self.t_dof!r}")
         check_positive_float("tau", self.tau)
         check_positive_float("recon_sigma", self.recon_sigma)
         if self.family.startswith("pareto") and self.encoder_nu <= 1.0:
@@ -91,6 +121,20 @@ class VAEConfig:
         if self.family == "t3vae":
             return self.nu + self.n
         return math.inf
+
+    @property
+    def l1_weight(self) -> float:
+        """The resolved ``beta`` (module docstring): `beta`, or its default for `objective`."""
+        if self.beta is not None:
+            return float(self.beta)
+        if self.objective == "exact" or not self.family.startswith("pareto"):
+            return 0.0
+        return sympareto_shift_slope(self.encoder_nu, self.m, self.tau)
+
+    @property
+    def t_decoder_dof(self) -> float:
+        """Standard degrees of freedom of the ``pareto-t`` decoder: 2(nu + m) or nu + m."""
+        return 2.0 * (self.nu + self.m) if self.t_dof == "joint" else self.nu + self.m
 
     @property
     def gamma(self) -> float:
@@ -153,8 +197,12 @@ class HeavyTailVAE(nn.Module):
     def _check_x(self, x: torch.Tensor) -> None:
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
             raise TypeError(f"x: expected a floating-point torch.Tensor, got {type(x).__name__}")
-        if x.ndim != 2 or x.shape[1] != self.config.n:
-            raise ValueError(f"x: expected shape (batch, n={self.config.n}), got {tuple(x.shape)}")
+        if x.ndim != 2 or x.shape[1] != self.config.n or x.shape[0] == 0:
+            raise ValueError(
+                f"x: expected shape (batch, n={self.config.n}) with batch >= 1, got {tuple(x.shape)}"
+            )
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x: contains NaN or infinite values")
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mu_phi(x), log sigma_phi(x))``, each ``(batch, m)``."""
@@ -214,12 +262,11 @@ class HeavyTailVAE(nn.Module):
                 + nu * self.t3_tau
             )
             return c.alpha * reg
-        nu_e = c.encoder_nu
+        zero = torch.zeros_like(mu)
+        centre = zero if c.objective == "centred" else mu  # q_{phi,0} or q_phi
         tau = torch.full_like(mu, c.tau)
-        div = _divergence(
-            mu, log_scale.exp(), torch.zeros_like(mu), tau, nu_e
-        )  # nu_e > 1 by config
-        return c.alpha * (div + c.beta * mu.abs().sum(-1))
+        div = _divergence(centre, log_scale.exp(), zero, tau, c.encoder_nu)  # nu_e > 1 by config
+        return c.alpha * (div + c.l1_weight * mu.abs().sum(-1))
 
     def loss(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
         """Batch mean of recon + regulariser, and the two parts (for `fit`'s log)."""
@@ -279,7 +326,7 @@ class HeavyTailVAE(nn.Module):
             return x_mean + scale * torch.randn_like(x_mean)
         spread = 1.0 + z.abs().sum(-1, keepdim=True) / nu  # (1 + ||z||_1 / nu)
         if c.family == "pareto-t":
-            dof = 2.0 * (nu + c.m)
+            dof = c.t_decoder_dof
             v = torch._standard_gamma(torch.full((num,), dof / 2, dtype=p.dtype)) * 2.0
             t = torch.randn_like(x_mean) * torch.sqrt(dof / v).unsqueeze(-1)
             return x_mean + s * spread.sqrt() * t
