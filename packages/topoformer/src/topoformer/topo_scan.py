@@ -11,8 +11,8 @@ Token i is ``(b0, b1, |V|, |E|)`` of the slice's flag complex over Z/2 with tria
 m = 2 a filtration gives 19 tokens.
 
 All windows of one graph are computed together: membership masks ``(T, n)`` / ``(T, m)``,
-one connected-components call on the disjoint union of the T slices, and GF(2) elimination
-only for slices that hold a triangle.
+one union-find pass over the disjoint union of the T slices (rank d1, so b0), and GF(2)
+elimination on rows packed into Python ints only for slices that hold a triangle.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Literal
 import numpy as np
 
 from topoformer.filtrations import check_filtration, filtration_values
-from topoformer.graph import Graph, as_graph, component_labels, triangle_edges, triangles
-from topoformer.homology import gf2_rank
+from topoformer.graph import Graph, as_graph, triangle_edge_ids
+from topoformer.homology import forest_ranks, pack_rows, rank_packed
 
 Rule = Literal["frequent", "quantile"]
 TOKEN_FIELDS = ("b0", "b1", "num_vertices", "num_edges")
@@ -143,20 +143,25 @@ def _tokens(
     nv, ne = vmask.sum(1), emask.sum(1)
     emask = emask if hmask is None else hmask
     nh = emask.sum(1)
-    # components of all slices at once: slice i's copy of node v is node i * n + v
+    # rank d1 of every slice in one union-find pass: slice i's copy of node v is i * n + v
     wi, ek = np.nonzero(emask)
-    comp = component_labels(t_windows * n, wi * n + g.edges[ek, 0], wi * n + g.edges[ek, 1])
-    # a slice's components = its vertices that are their component's smallest id
-    roots = vmask.ravel() & (comp == np.arange(t_windows * n))
-    b0 = roots.reshape(t_windows, n).sum(1)
+    rank1 = forest_ranks(t_windows, wi, wi * n + g.edges[ek, 0], wi * n + g.edges[ek, 1])
     rank2 = np.zeros(t_windows, dtype=np.int64)
-    tri = triangles(g)
-    if len(tri):
-        ids = triangle_edges(g, tri)
+    ids = triangle_edge_ids(g)
+    if len(ids):
         tmask = emask[:, ids[:, 0]] & emask[:, ids[:, 1]] & emask[:, ids[:, 2]]  # (T, t)
-        for i in np.nonzero(tmask.any(1))[0]:
-            rank2[i] = gf2_rank(ids[tmask[i]], g.num_edges)
-    b1 = nh - (nv - b0) - rank2
+        tw, tk = np.nonzero(tmask)
+        if len(tw):
+            rows = pack_rows(ids)
+            ends = np.cumsum(np.bincount(tw, minlength=t_windows)).tolist()
+            tk_list = tk.tolist()
+            start = 0
+            for i, end in enumerate(ends):
+                if end > start:
+                    rank2[i] = rank_packed([rows[k] for k in tk_list[start:end]])
+                start = end
+    b0 = nv - rank1
+    b1 = nh - rank1 - rank2
     return np.stack([b0, b1, nv, ne], axis=1).astype(np.float64)
 
 
