@@ -13,7 +13,7 @@ import time
 EVERY_S = 20.0
 _start_wall = time.perf_counter()
 _start_cpu = time.process_time()
-_last = -float("inf")
+_last = _start_wall  # quiet for the first EVERY_S seconds (short library calls)
 
 
 def beat(message: str, *, phase: bool = False) -> None:
