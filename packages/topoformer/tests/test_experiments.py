@@ -21,8 +21,25 @@ def test_mutag_runs_every_method_under_both_protocols():
     for method in ("topoformer", "gin", "wl_svm", "ph_mlp"):
         (s,) = res.selections[method]
         assert 0.0 <= s.honest <= s.optimistic <= 1.0
-    assert res.tokens["degree"].shape[0] == 45
-    assert np.all(res.tokens["degree"] >= 0)
+    assert set(res.tokens) == {"ricci", "hks"}  # the authors' final pair is the default
+    assert res.tokens["hks"].shape[0] == 45
+    assert np.all(res.tokens["hks"] >= 0)
+
+
+def test_defaults_are_the_authors_final_settings():
+    from topoformer.experiments.molecules import MoleculeConfig
+    from topoformer.experiments.reproduce import SCALES
+    from topoformer.model import PAPER_TEXT_CONFIG
+
+    assert MutagConfig().filtrations == ("ricci", "hks")  # train_g.py
+    mol = MoleculeConfig()
+    assert mol.filtrations == ("ricci", "atomic_weight") and mol.ecfp  # train_scffold.py
+    assert (mol.model.d_model, mol.model.dropout, mol.train.epochs) == (32, 0.0, 50)
+    assert (MutagConfig().model.d_model, MutagConfig().model.dropout) == (64, 0.0)
+    assert (PAPER_TEXT_CONFIG.d_model, PAPER_TEXT_CONFIG.dropout) == (32, 0.5)
+    for scale in ("tiny", "small"):
+        assert SCALES[scale].mutag.filtrations == ("ricci", "hks")
+        assert SCALES[scale].molecules.filtrations == ("ricci", "atomic_weight")
 
 
 def test_help_is_fast_and_imports_no_torch():

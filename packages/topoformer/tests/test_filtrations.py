@@ -102,3 +102,16 @@ def test_bad_alpha_and_weights_raise():
 def test_bad_hks_time_raises():
     with pytest.raises(ValueError, match="t: expected a finite diffusion time"):
         heat_kernel_signature(as_graph(nx.path_graph(3)), t=0.0)
+
+
+def test_atomic_weight_is_rdkits_standard_weight():
+    from topoformer.filtrations import atomic_weight
+
+    from shared_core.data import mol_graph
+
+    g = as_graph(mol_graph("OC(=O)CCl"))  # O C O C Cl (no hydrogens)
+    np.testing.assert_allclose(
+        atomic_weight(g), [15.999, 12.011, 15.999, 12.011, 35.453], atol=1e-3
+    )
+    with pytest.raises(ValueError, match="atomic numbers"):
+        atomic_weight(make_graph(2, np.array([[0], [1]]), np.array([0, 6])))

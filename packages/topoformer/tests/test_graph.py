@@ -56,3 +56,13 @@ def test_triangles_and_components_on_both_code_paths():
         assert (lab == np.arange(n)).sum() == nx.number_connected_components(G)
         for comp in list(nx.connected_components(G))[:50]:
             assert {int(lab[v]) for v in comp} == {min(comp)}
+
+
+def test_triangle_edge_ids_are_the_sides_of_every_triangle(random_graphs):
+    from topoformer.graph import triangle_edge_ids, triangle_edges, triangles
+
+    for G in [*random_graphs, nx.complete_graph(6), nx.path_graph(3)]:
+        g = as_graph(G)
+        fast = {tuple(r) for r in triangle_edge_ids(g).tolist()}
+        slow = {tuple(r) for r in triangle_edges(g, triangles(g)).tolist()}
+        assert fast == slow and len(fast) == len(triangles(g))

@@ -86,3 +86,32 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="node ids must lie"):
         flag_betti(3, np.array([[0, 3]]))
     assert tuple(flag_betti(3, np.array([[1, 0], [0, 1], [2, 1]]))) == (1, 0, 0)  # any order
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rank_packed_matches_dense_elimination_on_wide_rows(seed):
+    from topoformer.homology import pack_rows, rank_packed
+
+    rng = np.random.default_rng(seed)
+    r, c = 60, 200  # rows span several 64-bit words
+    rows = rng.integers(0, c, size=(r, 5))
+    dense = np.zeros((r, c), dtype=np.uint8)
+    for i, row in enumerate(rows):
+        for j in row:
+            dense[i, j] ^= 1
+    assert rank_packed(pack_rows(rows)) == gf2_rank_dense(dense)
+    assert rank_packed([]) == 0 and rank_packed([0, 0]) == 0
+
+
+def test_forest_ranks_are_nodes_minus_components_per_group(random_graphs):
+    from topoformer.homology import forest_ranks
+
+    gs = [as_graph(G) for G in random_graphs[:4]]
+    n = max(g.num_nodes for g in gs)
+    group = np.concatenate([np.full(g.num_edges, i) for i, g in enumerate(gs)])
+    src = np.concatenate([i * n + g.edges[:, 0] for i, g in enumerate(gs)])
+    dst = np.concatenate([i * n + g.edges[:, 1] for i, g in enumerate(gs)])
+    got = forest_ranks(len(gs), group, src, dst)
+    want = [G.number_of_nodes() - nx.number_connected_components(G) for G in random_graphs[:4]]
+    assert got.tolist() == want
+    assert forest_ranks(2, group[:0], src[:0], dst[:0]).tolist() == [0, 0]

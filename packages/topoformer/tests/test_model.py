@@ -97,3 +97,14 @@ def test_learns_a_planted_topological_signal():
     )  # fmt: skip
     assert len(curve) == 15
     assert sel.honest >= 0.85
+
+
+def test_a_batch_of_one_in_train_mode_is_a_clear_error():
+    model = TopoFormer([5, 7], 2, TopoFormerConfig(d_model=8, dim_feedforward=16))
+    x = [torch.rand(1, 5, 4), torch.rand(1, 7, 4)]
+    with pytest.raises(ValueError, match="batch of 1 graph"):
+        model(x)
+    with pytest.raises(ValueError, match="batch of 1 graph"):
+        model.encoders[0](x[0])
+    model.eval()
+    assert model(x).shape == (1, 2)  # predicting one graph is fine

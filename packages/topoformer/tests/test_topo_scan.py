@@ -192,3 +192,94 @@ def test_bad_inputs_raise():
         TopoScan("degree")  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="fit"):
         TopoScan().transform([g])
+
+
+def _shuffled_networkx(seed: int) -> nx.Graph:
+    """A graph whose node names and edge insertion order are shuffled, so that networkx's
+    ``G.edges()`` order differs from the package's sorted edge order."""
+    rng = np.random.default_rng(seed)
+    base = nx.gnp_random_graph(14, 0.4, seed=seed)
+    names = [f"v{k}" for k in rng.permutation(base.number_of_nodes())]
+    G = nx.Graph()
+    G.add_nodes_from(names[k] for k in rng.permutation(base.number_of_nodes()))
+    edges = list(base.edges())
+    for k in rng.permutation(len(edges)):
+        u, v = edges[k]
+        G.add_edge(names[v], names[u]) if k % 2 else G.add_edge(names[u], names[v])
+    return G
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_edge_values_in_networkx_order_give_the_sorted_order_tokens(seed):
+    G = _shuffled_networkx(seed)
+    g = as_graph(G)
+    nodes = list(G.nodes())
+    rng = np.random.default_rng(seed)
+    value = {frozenset(e): float(rng.integers(0, 6)) for e in G.edges()}
+    in_nx = np.array([value[frozenset(e)] for e in G.edges()])
+    in_sorted = np.array([value[frozenset((nodes[i], nodes[j]))] for i, j in g.edges.tolist()])
+    assert not np.array_equal(in_nx, in_sorted)  # the two orders really differ
+    th = fit_thresholds([in_sorted], 6)
+    want = scan(g, in_sorted, th, 2, "edge")
+    np.testing.assert_array_equal(scan(G, in_nx, th, 2, "edge"), want)
+    by_edge = {(v, u) if k % 2 else (u, v): value[frozenset((u, v))]
+               for k, (u, v) in enumerate(G.edges())}  # fmt: skip
+    np.testing.assert_array_equal(scan(G, by_edge, th, 2, "edge"), want)
+    vals = {tuple(e): in_sorted[k] for k, e in enumerate(g.edges.tolist())}
+    relabelled = nx.relabel_nodes(G, {v: i for i, v in enumerate(nodes)})
+    np.testing.assert_array_equal(want, reference_scan(relabelled, vals, th, 2, "edge"))
+
+
+def test_ricci_of_a_networkx_graph_comes_in_its_edge_order():
+    G = _shuffled_networkx(7)
+    g = as_graph(G)
+    r_nx, r_sorted = filtration_values(G, "ricci"), filtration_values(g, "ricci")
+    assert sorted(r_nx.tolist()) == sorted(r_sorted.tolist())
+    th = fit_thresholds([r_sorted], 8)
+    np.testing.assert_array_equal(scan(G, r_nx, th, 2, "edge"), scan(g, r_sorted, th, 2, "edge"))
+
+
+def test_networkx_node_labels_give_the_molgraph_label_tokens():
+    from shared_core.data import mol_graph
+
+    for smiles in ("c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CC2CCC1C2Cl", "OCC(O)CO"):
+        mol = mol_graph(smiles)
+        G = nx.Graph()
+        order = np.random.default_rng(len(smiles)).permutation(len(mol.atoms))
+        for i in order:  # shuffled insertion order: labels must follow their nodes
+            G.add_node(int(i), atomic_num=int(mol.atoms[i][0]))
+        G.add_edges_from(np.asarray(mol.edge_index).T.tolist())
+        g_nx = as_graph(G, label_attr="atomic_num")
+        g_mol = as_graph(mol)
+        for name in ("label", "atomic_weight"):
+            f_mol = filtration_values(g_mol, name)
+            th = fit_thresholds([f_mol], 6)
+            if len(th) <= 2:
+                continue
+            want = scan(g_mol, f_mol, th, 2, "node")
+            f_nx = filtration_values(g_nx, name)
+            perm = np.array(list(G.nodes()))  # node k of g_nx is atom perm[k]
+            np.testing.assert_array_equal(f_nx, f_mol[perm])
+            np.testing.assert_array_equal(scan(g_nx, f_nx, th, 2, "node"), want)
+
+
+def test_networkx_input_errors_name_the_argument():
+    G = nx.path_graph(4)
+    with pytest.raises(ValueError, match="directed"):
+        as_graph(nx.DiGraph([(0, 1), (1, 2)]))
+    with pytest.raises(ValueError, match="directed"):
+        scan(nx.DiGraph([(0, 1), (1, 2)]), [0.0, 1.0, 2.0], np.arange(4.0))
+    with pytest.raises(ValueError, match="label_attr"):
+        as_graph(G, label_attr="atomic_num")
+    nx.set_node_attributes(G, "C", "sym")
+    with pytest.raises(TypeError, match="label_attr"):
+        as_graph(G, label_attr="sym")
+    with pytest.raises(TypeError, match="label_attr"):
+        as_graph((2, np.array([[0], [1]])), label_attr="x")
+    with pytest.raises(ValueError, match="needs node labels"):
+        filtration_values(G, "label")
+    th = np.arange(5.0)
+    with pytest.raises(ValueError, match="not a edge"):
+        scan(G, {(0, 1): 1.0, (0, 2): 2.0, (2, 3): 3.0}, th, 2, "edge")
+    with pytest.raises(ValueError, match="covers 2 of the 3"):
+        scan(G, {(0, 1): 1.0, (2, 1): 2.0}, th, 2, "edge")

@@ -17,6 +17,7 @@ from shared_core.lazy import lazy_exports
 if TYPE_CHECKING:
     from topoformer.filtrations import (
         FILTRATIONS,
+        atomic_weight,
         degree_centrality,
         filtration_values,
         heat_kernel_signature,
@@ -24,7 +25,12 @@ if TYPE_CHECKING:
     )
     from topoformer.graph import Graph, as_graph, make_graph
     from topoformer.homology import flag_betti, gf2_rank
-    from topoformer.model import TopoFormer, TopoFormerConfig, TopoSequenceEncoder
+    from topoformer.model import (
+        PAPER_TEXT_CONFIG,
+        TopoFormer,
+        TopoFormerConfig,
+        TopoSequenceEncoder,
+    )
     from topoformer.protocol import Selection, inner_split, kfold, select
     from topoformer.stability import stability_bound, threshold_crossings, token_change_bound
     from topoformer.topo_scan import (
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "FILTRATIONS": "topoformer.filtrations",
+    "atomic_weight": "topoformer.filtrations",
     "degree_centrality": "topoformer.filtrations",
     "filtration_values": "topoformer.filtrations",
     "heat_kernel_signature": "topoformer.filtrations",
@@ -49,6 +56,7 @@ _LAZY = {
     "make_graph": "topoformer.graph",
     "flag_betti": "topoformer.homology",
     "gf2_rank": "topoformer.homology",
+    "PAPER_TEXT_CONFIG": "topoformer.model",
     "TopoFormer": "topoformer.model",
     "TopoFormerConfig": "topoformer.model",
     "TopoSequenceEncoder": "topoformer.model",
@@ -71,6 +79,7 @@ _LAZY = {
 
 __all__ = [
     "FILTRATIONS",
+    "PAPER_TEXT_CONFIG",
     "TOKEN_FIELDS",
     "FilteredGraph",
     "Graph",
@@ -80,6 +89,7 @@ __all__ = [
     "TopoScan",
     "TopoSequenceEncoder",
     "as_graph",
+    "atomic_weight",
     "degree_centrality",
     "filter_graphs",
     "filtration_values",

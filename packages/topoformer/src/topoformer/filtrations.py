@@ -7,7 +7,10 @@ notebooks do before pooling thresholds (so equal values across graphs pool toget
 - ``hks``: heat kernel signature sum_k exp(-t lambda_k) phi_k(v)^2 of the normalised
   Laplacian at ``t = 1`` (the time is not given by the authors' public code).
 - ``label``: the node label (the atom type: atomic number for a molecule, the TU label for
-  MUTAG), the "atom" function of the authors' molecular features.
+  MUTAG).
+- ``atomic_weight``: the standard atomic weight of each atom (RDKit's periodic table), the
+  paper's molecular node filtration ("atomic weight", note section "Loss & Training"; the
+  authors' ``MPP_FE/*atom.pkl`` features); needs atomic numbers as node labels.
 - ``ricci``: Ollivier-Ricci curvature of each edge, alpha = 0.5 (`ollivier_ricci`).
 """
 
@@ -17,10 +20,12 @@ from typing import Literal
 
 import numpy as np
 
-from topoformer.graph import Graph, as_graph
+from topoformer.graph import Graph, as_graph, networkx_edge_ids
 
 Kind = Literal["node", "edge"]
-FILTRATIONS: dict[str, Kind] = {"degree": "node", "hks": "node", "label": "node", "ricci": "edge"}
+FILTRATIONS: dict[str, Kind] = {
+    "degree": "node", "hks": "node", "label": "node", "atomic_weight": "node", "ricci": "edge",
+}  # fmt: skip
 """Known filtration names and whether they live on nodes or edges."""
 
 
@@ -56,6 +61,35 @@ def heat_kernel_signature(graph: Graph, t: float = 1.0) -> np.ndarray:
     return (phi**2 * np.exp(-t * lam)[None, :]).sum(1)
 
 
+def atomic_weight(graph: Graph) -> np.ndarray:
+    """``(n,)`` standard atomic weight of each node's element (node labels = atomic numbers)."""
+    graph = as_graph(graph)
+    z = _labels(graph, "atomic_weight")
+    if np.any(z < 1) or np.any(z > 118):
+        raise ValueError(
+            f"filtration: 'atomic_weight' needs atomic numbers 1..118 as node labels, got "
+            f"{int(z.min())}..{int(z.max())}"
+        )
+    try:
+        from rdkit import Chem
+    except ImportError as err:  # pragma: no cover - the chem extra is installed in CI
+        raise ImportError(
+            "the 'atomic_weight' filtration needs RDKit: pip install 'topoformer[chem]'"
+        ) from err
+    table = Chem.GetPeriodicTable()
+    weight = {int(a): table.GetAtomicWeight(int(a)) for a in np.unique(z)}
+    return np.array([weight[int(a)] for a in z])
+
+
+def _labels(graph: Graph, name: str) -> np.ndarray:
+    if graph.node_labels is None:
+        raise ValueError(
+            f"filtration: {name!r} needs node labels, and this graph has none (for a networkx "
+            "graph pass as_graph(G, label_attr=...) first)"
+        )
+    return graph.node_labels
+
+
 def ollivier_ricci(
     graph: Graph, alpha: float = 0.5, weights: np.ndarray | None = None
 ) -> np.ndarray:
@@ -68,15 +102,17 @@ def ollivier_ricci(
     this small), so the values agree with it (tested against its output).
 
     Args:
-        graph: the graph (edges in ``graph.edges`` order).
+        graph: the graph; values come in its edge order (``G.edges()`` for a networkx
+            graph, ``Graph.edges`` otherwise), the order `scan` expects.
         alpha: laziness in [0, 1).
-        weights: ``(m,)`` positive edge lengths, or ``None`` for 1.
+        weights: ``(m,)`` positive edge lengths in that same order, or ``None`` for 1.
     """
     import ot
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
 
-    graph = as_graph(graph)
+    obj, graph = graph, as_graph(graph)
+    ids = networkx_edge_ids(obj, graph)
     if not (isinstance(alpha, (int, float)) and 0.0 <= alpha < 1.0):
         raise ValueError(f"alpha: expected a number in [0, 1), got {alpha!r}")
     n, e = graph.num_nodes, graph.edges
@@ -87,6 +123,8 @@ def ollivier_ricci(
         )
     if len(e) == 0:
         return np.zeros(0)
+    if ids is not None:
+        w = w[np.argsort(ids)]  # w[j] belongs to graph edge ids[j]
     adj = csr_matrix(
         (
             np.concatenate([w, w]),
@@ -109,22 +147,23 @@ def ollivier_ricci(
         cost = np.ascontiguousarray(dist[np.ix_(su, sv)])
         d_uv = dist[u, v]
         out[k] = 0.0 if d_uv < 1e-7 else 1.0 - float(ot.emd2(mu, mv, cost)) / d_uv
-    return out
+    return out if ids is None else out[ids]
 
 
 def filtration_values(graph: Graph, name: str, decimals: int = 6) -> np.ndarray:
-    """The values of filtration `name` on `graph` (nodes or edges), rounded to `decimals`."""
+    """The values of filtration `name` on `graph` (nodes or edges), rounded to `decimals`,
+    in the order of the object passed (a networkx graph's ``G.nodes()`` / ``G.edges()``)."""
     kind = check_filtration(name)
-    graph = as_graph(graph)
+    obj, graph = graph, as_graph(graph)
     if name == "degree":
         f = degree_centrality(graph)
     elif name == "hks":
         f = heat_kernel_signature(graph)
     elif name == "label":
-        if graph.node_labels is None:
-            raise ValueError("filtration: 'label' needs node labels, and this graph has none")
-        f = graph.node_labels.astype(np.float64)
+        f = _labels(graph, "label").astype(np.float64)
+    elif name == "atomic_weight":
+        f = atomic_weight(graph)
     else:
-        f = ollivier_ricci(graph)
+        f = ollivier_ricci(obj)
     assert len(f) == (graph.num_nodes if kind == "node" else graph.num_edges)
     return np.round(f, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0

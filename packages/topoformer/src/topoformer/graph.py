@@ -86,20 +86,75 @@ def make_graph(num_nodes: int, edge_index: Any, node_labels: Any = None) -> Grap
     return Graph(n, edges, labels)
 
 
-def as_graph(obj: Any) -> Graph:
-    """Convert `obj` (see the module docstring) to a `Graph`."""
+def is_networkx(obj: Any) -> bool:
+    """Whether `obj` looks like a networkx graph (duck-typed: networkx is not imported)."""
+    return hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "number_of_nodes")
+
+
+def node_index(obj: Any) -> dict[Any, int]:
+    """Node name -> id: networkx's node order for a networkx graph, the identity otherwise."""
+    if is_networkx(obj):
+        return {v: i for i, v in enumerate(obj.nodes())}
+    return {i: i for i in range(as_graph(obj).num_nodes)}
+
+
+def networkx_edge_ids(obj: Any, graph: Graph) -> np.ndarray | None:
+    """For a networkx graph, ``(m,)`` the id in ``graph.edges`` of each edge of ``G.edges()``,
+    in that order (``graph = as_graph(G)``); ``None`` for any other input, whose edge order
+    is ``graph.edges`` already. ``values_nx = values[ids]``, ``values[ids] = values_nx``."""
+    if not is_networkx(obj) or graph.num_edges == 0:
+        return None
+    index = node_index(obj)
+    pairs = np.array([[index[u], index[v]] for u, v in obj.edges()], dtype=np.int64)
+    return edge_ids(graph, pairs[:, 0], pairs[:, 1])
+
+
+def as_graph(obj: Any, label_attr: str | None = None) -> Graph:
+    """Convert `obj` (see the module docstring) to a `Graph`.
+
+    Args:
+        obj: the graph. A networkx graph's nodes become ``0 .. n - 1`` in ``G.nodes()``
+            order; a directed one is refused (Topo-Scan's flag complexes are undirected).
+        label_attr: for a networkx graph, the node attribute holding integer node labels
+            (e.g. the atomic number), which the ``label`` and ``atomic_weight`` filtrations
+            read; every node must have it. ``None``: no labels. Other inputs carry their
+            labels already (a TU graph's labels, a molecule's atomic numbers).
+    """
     if isinstance(obj, Graph):
         return obj
+    if label_attr is not None and not is_networkx(obj):
+        raise TypeError(
+            f"label_attr: only used for a networkx graph, got {label_attr!r} with a "
+            f"{type(obj).__name__}"
+        )
     if hasattr(obj, "atoms") and hasattr(obj, "edge_index"):  # shared_core MolGraph
         return make_graph(len(obj.atoms), obj.edge_index, np.asarray(obj.atoms)[:, 0])
     if hasattr(obj, "num_nodes") and hasattr(obj, "edge_index"):  # TUGraph (or PyG Data)
         labels = getattr(obj, "node_labels", None)
         return make_graph(int(obj.num_nodes), np.asarray(obj.edge_index), labels)
-    if hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "number_of_nodes"):
-        nodes = list(obj.nodes())
-        index = {v: i for i, v in enumerate(nodes)}
+    if is_networkx(obj):
+        if getattr(obj, "is_directed", lambda: False)():
+            raise ValueError(
+                f"graph: expected an undirected networkx graph, got a directed "
+                f"{type(obj).__name__}; convert it with G.to_undirected() first"
+            )
+        index = node_index(obj)
         ei = np.array([[index[u], index[v]] for u, v in obj.edges()], dtype=np.int64)
-        return make_graph(len(nodes), ei.T if len(ei) else np.zeros((2, 0), np.int64))
+        labels = None
+        if label_attr is not None:
+            missing = [v for v, d in obj.nodes(data=True) if label_attr not in d]
+            if missing:
+                raise ValueError(
+                    f"label_attr: node {missing[0]!r} has no attribute {label_attr!r}; "
+                    "expected every node to carry an integer label"
+                )
+            labels = np.array([d[label_attr] for _, d in obj.nodes(data=True)])
+            if not np.issubdtype(labels.dtype, np.integer):
+                raise TypeError(
+                    f"label_attr: node attribute {label_attr!r} must hold integers, got "
+                    f"values of dtype {labels.dtype}"
+                )
+        return make_graph(len(index), ei.T if len(ei) else np.zeros((2, 0), np.int64), labels)
     if isinstance(obj, tuple) and len(obj) == 2:
         return make_graph(obj[0], obj[1])
     raise TypeError(
@@ -175,3 +230,22 @@ def triangle_edges(graph: Graph, tris: np.ndarray) -> np.ndarray:
         [edge_ids(graph, tris[:, 0], tris[:, 1]), edge_ids(graph, tris[:, 0], tris[:, 2]),
          edge_ids(graph, tris[:, 1], tris[:, 2])], axis=1,
     )  # fmt: skip
+
+
+def triangle_edge_ids(graph: Graph) -> np.ndarray:
+    """``(t, 3)`` edge ids of the sides of every triangle, in no particular triangle order.
+
+    The same rows as ``triangle_edges(graph, triangles(graph))`` up to row order; on graphs
+    of at most 256 nodes read from a dense ``(n, n)`` table of edge ids (no sort, no search),
+    the path Topo-Scan takes on every graph it scans.
+    """
+    n, e = graph.num_nodes, graph.edges
+    if n > 256:
+        return triangle_edges(graph, triangles(graph))
+    if len(e) < 3:
+        return np.zeros((0, 3), dtype=np.int64)
+    eid = np.full((n, n), -1, dtype=np.int64)
+    eid[e[:, 0], e[:, 1]] = np.arange(len(e))
+    upper = eid >= 0
+    k, w = np.nonzero(upper[e[:, 0]] & upper[e[:, 1]])  # edge k = (u, v), u < v < w
+    return np.stack([k, eid[e[k, 0], w], eid[e[k, 1], w]], axis=1)

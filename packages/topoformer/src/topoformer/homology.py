@@ -7,14 +7,69 @@ and d_2 (triangles -> edges) over GF(2):
 
     b0 = |V| - rank d_1,   b1 = |E| - rank d_1 - rank d_2,   b2 = |T| - rank d_2,
 
-and rank d_1 = |V| - #components, so only rank d_2 needs elimination (`gf2_rank`, vectorised
-over the rows of a bit-packed matrix). b2 is that of the 2-skeleton (no tetrahedra), so
-|V| - |E| + |T| = b0 - b1 + b2 holds exactly.
+and rank d_1 = |V| - #components (`forest_ranks`, union-find), so only rank d_2 needs
+elimination (`rank_packed`, rows packed into Python ints). b2 is that of the 2-skeleton (no
+tetrahedra), so |V| - |E| + |T| = b0 - b1 + b2 holds exactly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+
+
+def rank_packed(rows: Iterable[int]) -> int:
+    """Rank over GF(2) of rows given as bit-packed Python ints (bit j = column j).
+
+    Gaussian elimination keyed by each row's highest set bit: a row is reduced by the pivot
+    holding its top bit until it becomes a new pivot or vanishes. Python's arbitrary-width
+    ints make one XOR a single C call whatever the width, so on the few dozen triangles of a
+    molecule-sized slice this beats any per-column numpy loop (and gudhi's per-window
+    persistence, `benchmarks/bench_topo_scan.py`).
+    """
+    pivots: dict[int, int] = {}
+    for r in rows:
+        while r:
+            top = r.bit_length() - 1
+            p = pivots.get(top)
+            if p is None:
+                pivots[top] = r
+                break
+            r ^= p
+    return len(pivots)
+
+
+def forest_ranks(
+    num_groups: int, group: np.ndarray, src: np.ndarray, dst: np.ndarray
+) -> np.ndarray:
+    """``(num_groups,)`` rank d_1 of each edge group: the edges a spanning forest keeps.
+
+    Edge k joins ``src[k]`` and ``dst[k]`` (node ids shared by all groups, each group a
+    disjoint copy: pass ``group * n + u``) and belongs to ``group[k]``. Union-find with path
+    halving over Python lists: linear in the edges and without per-round numpy calls.
+    rank d_1 = |V| - #components, so b0 of a group's slice is its vertex count minus this.
+    """
+    ranks = [0] * num_groups
+    if len(src) == 0:
+        return np.zeros(num_groups, dtype=np.int64)
+    parent = list(range(int(max(src.max(), dst.max())) + 1))
+    for w, a, b in zip(group.tolist(), src.tolist(), dst.tolist(), strict=True):
+        pa = parent[a]
+        while pa != a:
+            parent[a] = a = parent[pa]
+            pa = parent[a]
+        pb = parent[b]
+        while pb != b:
+            parent[b] = b = parent[pb]
+            pb = parent[b]
+        if a < b:
+            parent[b] = a
+            ranks[w] += 1
+        elif b < a:
+            parent[a] = b
+            ranks[w] += 1
+    return np.asarray(ranks, dtype=np.int64)
 
 
 def gf2_rank(rows: np.ndarray, num_columns: int) -> int:
@@ -25,8 +80,7 @@ def gf2_rank(rows: np.ndarray, num_columns: int) -> int:
             triangles has k = 3). Repeated indices cancel (mod 2).
         num_columns: the number of columns.
 
-    Gaussian elimination on rows packed into uint64 words: each pivot XORs into every other
-    row holding its bit in one numpy operation.
+    Each row is packed into a Python int (`pack_rows`) and reduced by `rank_packed`.
     """
     if (
         isinstance(num_columns, bool)
@@ -43,31 +97,19 @@ def gf2_rank(rows: np.ndarray, num_columns: int) -> int:
         raise ValueError(
             f"rows: column indices must lie in 0..{num_columns - 1}, got {rows.min()}..{rows.max()}"
         )
-    rows = rows.astype(np.int64)
-    if rows.size == 0:
-        return 0
-    r = rows.shape[0]
-    words = (num_columns + 63) // 64
-    m = np.zeros((r, words), dtype=np.uint64)
-    bits = np.left_shift(np.uint64(1), (rows % 64).astype(np.uint64))
-    for j in range(rows.shape[1]):
-        np.bitwise_xor.at(m, (np.arange(r), rows[:, j] // 64), bits[:, j])
-    rank = 0
-    for col in np.unique(rows).tolist():  # columns without a one cannot hold a pivot
-        w, bit = col // 64, np.uint64(1) << np.uint64(col % 64)
-        has = (m[rank:, w] & bit) != 0
-        if not has.any():
-            continue
-        p = rank + int(np.argmax(has))
-        if p != rank:
-            m[[rank, p]] = m[[p, rank]]
-        others = np.nonzero((m[:, w] & bit) != 0)[0]
-        others = others[others != rank]
-        m[others] ^= m[rank]
-        rank += 1
-        if rank == r:
-            break
-    return rank
+    return rank_packed(pack_rows(rows))
+
+
+def pack_rows(rows: np.ndarray) -> list[int]:
+    """``(r, k)`` column indices -> r Python ints with bit j set iff j occurs an odd number
+    of times in the row."""
+    packed = []
+    for row in rows.tolist():
+        x = 0
+        for j in row:
+            x ^= 1 << j
+        packed.append(x)
+    return packed
 
 
 def flag_betti(num_nodes: int, edges: np.ndarray, tris: np.ndarray | None = None) -> np.ndarray:

@@ -24,7 +24,8 @@ from torch import nn
 
 @dataclass(frozen=True)
 class TopoFormerConfig:
-    """Architecture; the defaults are the authors' graph-classification script (train_g.py)."""
+    """Architecture; the defaults are the authors' graph-classification script (train_g.py):
+    d 64 and dropout 0.0 where the paper's text says 32 and 0.5 (`PAPER_TEXT_CONFIG`)."""
 
     d_model: int = 64  # hidden_channels
     n_heads: int = 2
@@ -45,6 +46,22 @@ class TopoFormerConfig:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v < 1.0):
                 raise ValueError(f"{name}: expected a probability in [0, 1), got {v!r}")
+
+
+def _check_batch(module: nn.Module, batch: int, name: str) -> None:
+    """BatchNorm cannot normalise one sample in train mode: say so before it does, cryptically."""
+    if module.training and batch < 2:
+        raise ValueError(
+            f"{name}: a batch of {batch} graph(s) in train mode; the BatchNorm layers need at "
+            "least 2 graphs per training batch (use model.eval() to predict a single graph)"
+        )
+
+
+PAPER_TEXT_CONFIG = TopoFormerConfig(d_model=32, dropout=0.5)
+"""The paper's stated graph-classification setting (note, "Loss & Training": Transformer
+hidden dimension 32, dropout 0.5). The default `TopoFormerConfig` follows the authors' code
+instead (``train_g.py``: ``--hidden_channels 64``; its ``--dropout`` defaults to 0.5 but the
+script passes 0.0 to the model), which produced the released numbers."""
 
 
 class TopoSequenceEncoder(nn.Module):
@@ -74,6 +91,7 @@ class TopoSequenceEncoder(nn.Module):
                 f"tokens: expected shape (batch, {self.num_tokens}, "
                 f"{self.embedding.in_features}), got {tuple(tokens.shape)}"
             )
+        _check_batch(self, tokens.shape[0], "tokens")
         h = self.encoder(self.embedding(tokens) + self.positional)  # (B, T, d)
         return self.fc(self.dropout(self.bn(h.flatten(1))))  # (B, d)
 
@@ -135,6 +153,8 @@ class TopoFormer(nn.Module):
             raise ValueError(
                 f"sequences: expected {len(self.encoders)} token tensors, got {len(sequences)}"
             )
+        if len(sequences) and sequences[0].ndim >= 1:
+            _check_batch(self, sequences[0].shape[0], "sequences")
         parts = [enc(x) for enc, x in zip(self.encoders, sequences, strict=True)]
         if self.mlp is not None:
             if extra is None or extra.ndim != 2 or extra.shape[1] != self.extra_features:

@@ -1,4 +1,11 @@
-"""MUTAG, 10-fold CV: TopoFormer (degree + Ricci) vs GIN vs WL-SVM vs PH-MLP, both protocols.
+"""MUTAG, 10-fold CV: TopoFormer (Ricci + HKS) vs GIN vs WL-SVM vs PH-MLP, both protocols.
+
+TopoFormer's filtrations are the authors' final graph-classification pair: Ollivier-Ricci
+curvature and the heat kernel signature (``train_g.py`` loads
+``load_dataset_ricci_and_hks``; note, "Loss & Training": "graph classification uses
+Ollivier-Ricci curvature and HKS filtrations"). ``degree``, ``label`` or ``hks`` alone are
+options (``MutagConfig(filtrations=("hks",))``); the paper's ablation reports degree alone
+92.54 and HKS alone 95.32 on MUTAG.
 
 Folds: ``KFold(10, shuffle=True, random_state=123)`` (the authors'). In each fold a stratified
 10 % of the training fold is held out for validation; each method trains once on the rest.
@@ -24,6 +31,7 @@ from topoformer.experiments.common import (
     topoformer_fold,
 )  # fmt: skip
 from topoformer.model import TopoFormerConfig
+from topoformer.progress import beat
 from topoformer.protocol import Selection, inner_split, kfold, select
 
 METHODS = ("topoformer", "gin", "wl_svm", "ph_mlp")
@@ -38,7 +46,7 @@ class MutagConfig:
     run_folds: int | None = None  # evaluate only the first k folds (quick runs); None: all
     limit: int | None = None  # use the first `limit` graphs (quick runs); None: all 188
     val_fraction: float = 0.1
-    filtrations: tuple[str, ...] = ("degree", "ricci")
+    filtrations: tuple[str, ...] = ("ricci", "hks")  # train_g.py: features1 ricci, 2 hks
     n_intervals: int = 20
     m: int = 2
     model: TopoFormerConfig = field(default_factory=TopoFormerConfig)
@@ -80,6 +88,7 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
     curves: dict[str, list[list[dict[str, float]]]] = {m: [] for m in config.methods}
     cpu = dict.fromkeys(config.methods, 0.0)
 
+    beat(f"MUTAG: featurising {len(graphs)} graphs ({', '.join(config.filtrations)})", phase=True)
     t = time.process_time()
     filtered = filter_graphs(graphs, config.filtrations)
     feat_cpu = time.process_time() - t
@@ -110,6 +119,7 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
         fit_idx, val_idx = inner_split(train_idx, y, config.val_fraction, seed * 1000 + k)
         split = FoldSplit(fit_idx, val_idx, test_idx, seed=seed * 1000 + k)
         for method in config.methods:
+            beat(f"MUTAG fold {k + 1}/{len(folds)}: {method}", phase=True)
             t = time.process_time()
             if method == "topoformer":
                 scan = TopoScan(config.filtrations, config.n_intervals, config.m)
