@@ -49,6 +49,13 @@ def test_markdown_table():
     assert table.splitlines() == ["| a | b |", "| --- | --- |", "| 1 | 0.5 |", "| 2 |  |"]
     with pytest.raises(ValueError, match="rows"):
         markdown_table([])
+    # issue 46: None and NaN cells are marked and explained, never printed raw
+    table = markdown_table([{"a": None, "b": float("nan")}, {"a": 1.0, "b": 2}])
+    assert "None" not in table and "nan" not in table
+    assert table.splitlines()[2] == "| – | n/a |"
+    assert table.splitlines()[-1] == (
+        "–: not applicable to that row; n/a: not a number (the metric is undefined there)."
+    )
 
 
 def test_run_records_context_and_status(tmp_path):

@@ -17,15 +17,19 @@ from typing import Any
 from shared_core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from shared_core.device import environment
 
+_NOT_APPLICABLE, _NOT_A_NUMBER = "–", "n/a"
+
 
 def _fmt(value: Any, digits: int) -> str:
-    if isinstance(value, bool) or value is None:
+    if value is None:
+        return _NOT_APPLICABLE
+    if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
-            return "nan"
+            return _NOT_A_NUMBER
         if value != 0 and (abs(value) >= 1e5 or abs(value) < 10 ** -(digits - 1)):
             return f"{value:.{digits}g}"
         return (
@@ -39,7 +43,12 @@ def _fmt(value: Any, digits: int) -> str:
 def markdown_table(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, digits: int = 4
 ) -> str:
-    """A GitHub-markdown table of `rows`; `columns` defaults to the keys in first-seen order."""
+    """A GitHub-markdown table of `rows`; `columns` defaults to the keys in first-seen order.
+
+    A missing key is an empty cell; a ``None`` value prints as ``–`` (not applicable to this
+    row) and a NaN as ``n/a``, and a line under the table says so, so no cell reads ``None``
+    or ``nan`` unexplained.
+    """
     if not rows:
         raise ValueError("rows: expected at least one row")
     if columns is None:
@@ -48,8 +57,19 @@ def markdown_table(
         "| " + " | ".join(columns) + " |",
         "|" + "|".join(" --- " for _ in columns) + "|",
     ]
-    for r in rows:
-        lines.append("| " + " | ".join(_fmt(r.get(c, ""), digits) for c in columns) + " |")
+    cells = [[_fmt(r.get(c, ""), digits) for c in columns] for r in rows]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    used = {cell for row in cells for cell in row}
+    legend = [
+        text
+        for mark, text in (
+            (_NOT_APPLICABLE, f"{_NOT_APPLICABLE}: not applicable to that row"),
+            (_NOT_A_NUMBER, f"{_NOT_A_NUMBER}: not a number (the metric is undefined there)"),
+        )
+        if mark in used
+    ]
+    if legend:
+        lines += ["", "; ".join(legend) + "."]
     return "\n".join(lines)
 
 
