@@ -8,6 +8,7 @@ definitions (see `context_denoising.score` and `context_denoising.cdt`) literall
     g_i  = d CE_b / d e_i                                        (one gradient per token)
     noise_i  <=>  ||g_i||_2 <= (1 / |C_b|) sum_{j in C_b} ||g_j||_2   (C_b: context tokens)
     e_i' = e_i - sigma_i g_i   on noise tokens ("opposite")
+    position_i = number of attended tokens before i   (padding never shifts a row)
 """
 
 from __future__ import annotations
@@ -72,9 +73,14 @@ def reference_delta(
     context_mask: torch.Tensor,
     variant: str,
     eps: float | None,
-    lr_scale: float,
+    lr_beta: float,
+    signs: str = "loomtrain",
 ) -> torch.Tensor:
-    """The embedding shift of each token, by loops; `lr_scale` is ``lr_t * scale``."""
+    """The embedding shift of each token, by loops; `lr_beta` is ``lr_t * beta``.
+
+    `context_mask` is the region averaged over and moved. `signs`: ``"other"`` moves the
+    large-gradient tokens by ``+sigma g`` (LOOM-Train) or ``-sigma g`` (OpenRLHF).
+    """
     norms = torch.linalg.vector_norm(g.double(), dim=-1)
     noise = reference_noise_mask(norms, context_mask)
     delta = torch.zeros_like(g, dtype=torch.float64)
@@ -82,11 +88,11 @@ def reference_delta(
         for t in range(g.shape[1]):
             if not context_mask[b, t]:
                 continue
-            sigma = eps / (1.0 + float(norms[b, t])) if eps is not None else lr_scale
+            sigma = eps / (1.0 + float(norms[b, t])) if eps is not None else lr_beta
             if variant == "opposite":
                 sign = -1.0 if noise[b, t] else 0.0
             elif variant == "other":
-                sign = 0.0 if noise[b, t] else -1.0
+                sign = 0.0 if noise[b, t] else (1.0 if signs == "loomtrain" else -1.0)
             else:  # both
                 sign = -1.0 if noise[b, t] else 1.0
             delta[b, t] = sign * sigma * g[b, t].double()
