@@ -133,7 +133,9 @@ def test_both_is_opposite_plus_other_with_loomtrain_signs(eps):
         v: perturbation(grads, mask, CDTConfig(eps=eps, variant=v), lr=0.1)[0]
         for v in ("opposite", "other", "both")
     }
-    assert_close("both = opposite + other", parts["opposite"] + parts["other"], parts["both"], 1e-15)
+    assert_close(
+        "both = opposite + other", parts["opposite"] + parts["other"], parts["both"], 1e-15
+    )
     # the OpenRLHF copy flips "other", so there "both" = opposite - other (relative gap 2)
     other = perturbation(grads, mask, CDTConfig(eps=eps, variant="other", signs="openrlhf"), 0.1)[0]
     assert torch.equal(other, -parts["other"])

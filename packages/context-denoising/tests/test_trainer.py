@@ -59,9 +59,7 @@ def one_step(k: int, trainer_cls=CDTTrainer, **extra):
         disable_tqdm=True,
     )
     cap = GradCapture()
-    trainer = trainer_cls(
-        model=model, args=args, train_dataset=rows(), callbacks=[cap], **extra
-    )
+    trainer = trainer_cls(model=model, args=args, train_dataset=rows(), callbacks=[cap], **extra)
     out = trainer.train()
     return out.training_loss, cap.grads, trainer
 
@@ -86,7 +84,7 @@ def test_gradient_accumulation_gives_the_same_loss_and_gradients(k1, k):
 
 
 def test_beta_zero_is_the_plain_trainer_and_the_default_step_is_not(k1):
-    loss_cdt, grads_cdt, trainer = k1
+    _, grads_cdt, trainer = k1
     assert trainer.cdt_config == CDTConfig()
     loss0, grads0, _ = one_step(2, cdt_config=CDTConfig(beta=0.0))
     loss_hf, grads_hf, _ = one_step(2, trainer_cls=Trainer)

@@ -97,3 +97,38 @@ def reference_delta(
                 sign = -1.0 if noise[b, t] else 1.0
             delta[b, t] = sign * sigma * g[b, t].double()
     return delta
+
+
+def reference_attention_ig(
+    attns: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    labels: torch.Tensor,
+    context_mask: torch.Tensor,
+    form: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The attention IG score and attention mass by loops, from per-layer ``A`` and ``dL/dA``.
+
+    `attns`, `grads`: the layers averaged over, each (batch, heads, time, time). ``"note"``:
+    ``sum_{i in Y} mean_{l,h} A[i, j] |G[i, j]|``; ``"code"``: ``mean_l mean_{i in Y, i != j}
+    |sum_h A[i, j] G[i, j]|``. Y: rows i with ``labels[i + 1] != -100``.
+    """
+    n_b, n_h, n_t, _ = attns[0].shape
+    ig = torch.zeros(n_b, n_t, dtype=torch.float64)
+    mass = torch.zeros(n_b, n_t, dtype=torch.float64)
+    for b in range(n_b):
+        rows = [i for i in range(n_t - 1) if int(labels[b, i + 1]) != IGNORE_INDEX]
+        for j in range(n_t):
+            if not context_mask[b, j]:
+                continue
+            s = w = 0.0
+            for a, g in zip(attns, grads, strict=True):
+                for i in rows:
+                    pairs = [(float(a[b, h, i, j]), float(g[b, h, i, j])) for h in range(n_h)]
+                    if form == "note":
+                        s += sum(p * abs(q) for p, q in pairs) / n_h
+                        w += sum(p for p, _ in pairs) / n_h
+                    elif i != j:
+                        s += abs(sum(p * q for p, q in pairs)) / len(rows)
+                        w += sum(p for p, _ in pairs) / len(rows)
+            ig[b, j], mass[b, j] = s / len(attns), w / len(attns)
+    return ig, mass

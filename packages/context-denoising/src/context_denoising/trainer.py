@@ -55,6 +55,8 @@ class CDTTrainer(Trainer):
 
     def current_lr(self) -> float:
         """``lr_t``: the rate the optimiser applies at this step."""
+        if self.optimizer is None:
+            raise RuntimeError("CDTTrainer.current_lr: no optimizer yet (call train())")
         return float(self.optimizer.param_groups[0]["lr"])
 
     def compute_loss(
@@ -69,7 +71,9 @@ class CDTTrainer(Trainer):
         reduction = "mean" if num_items_in_batch is None else "sum"
         outputs: Any = None
         if model.training:
-            loss, _ = cdt_loss(model, batch, self.cdt_config, self.current_lr(), reduction=reduction)
+            loss, _ = cdt_loss(
+                model, batch, self.cdt_config, self.current_lr(), reduction=reduction
+            )
         else:  # evaluation: the plain CE, and the logits for metrics
             checked = check_batch(batch, vocab_size(model), require_context=False)
             outputs = forward(model, checked, input_ids=checked["input_ids"])
