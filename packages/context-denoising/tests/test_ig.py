@@ -92,19 +92,31 @@ def test_code_form_is_the_abs_of_the_signed_head_sum_not_the_note_form():
     assert torch.all(code.ig * rows <= 4 * note.ig + 1e-12)
 
 
-def test_proportionality_of_embedding_gradient_and_attention_ig():
-    """The paper (App. C) argues ||dL/dE(x_j)|| is proportional to x_j's IG score. With one
-    attention layer and no MLP in the path the claim is a ranking statement we can test:
-    the rank correlation over context tokens, reported, must be positive on average."""
+def _mean_rho(sharpness: float) -> float:
     model = tiny_llama(VOCAB, hidden_size=32, num_layers=1, seed=0, dtype=torch.float64).eval()
+    with torch.no_grad():  # attention logits scale with sharpness**2
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(sharpness)
+            layer.self_attn.k_proj.weight.mul_(sharpness)
     rhos = []
-    for seed in range(4):
+    for seed in range(8):
         b = small_batch(seed)
         ctx = (b["labels"] == -100) & (b["attention_mask"] == 1)
-        rho = rank_correlation(noise_score(model, b), attention_ig(model, b).ig, ctx)
-        rhos += rho.tolist()
-    print(f"Spearman rho(||g||, IG note), 1-layer tiny Llama: mean {np.mean(rhos):.3f}, {rhos}")
-    assert np.mean(rhos) > 0.0
+        rhos += rank_correlation(noise_score(model, b), attention_ig(model, b).ig, ctx).tolist()
+    return float(np.mean(rhos))
+
+
+def test_proportionality_of_embedding_gradient_and_attention_ig():
+    """The paper (App. C) argues ||dL/dE(x_j)|| is proportional to x_j's IG score. With one
+    layer, a context token reaches the answer only through attention, and both scores carry
+    the factor A[i, j]: when attention is peaked, A's spread dominates and the two rank the
+    tokens alike; when it is near uniform (a random init), the other factors decide."""
+    peaked, uniform = _mean_rho(100.0), _mean_rho(1.0)
+    print(
+        f"Spearman rho(||g||, IG note), 1-layer Llama: peaked {peaked:.3f}, uniform {uniform:.3f}"
+    )
+    assert peaked > 0.5
+    assert peaked > uniform + 0.3
 
 
 def test_manual_denoising_moves_only_tokens_outside_the_kept_spans():
