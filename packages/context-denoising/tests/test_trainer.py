@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from context_denoising import CDTConfig
+from context_denoising import CDTConfig, sft_loss
 from context_denoising.model import tiny_llama
 from context_denoising.trainer import CDTTrainer
 from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -98,7 +98,12 @@ def test_beta_zero_is_the_plain_trainer_and_the_default_step_is_not(k1):
 def test_evaluation_is_the_plain_ce(k1):
     _, _, trainer = k1
     metrics = trainer.evaluate(eval_dataset=rows())
-    assert metrics["eval_loss"] > 0
+    model = trainer.model.eval()
+    batch = {k: torch.stack([r[k] for r in rows()]) for k in rows()[0]}
+    with torch.no_grad():
+        plain = sft_loss(model, batch)
+    assert metrics["eval_loss"] == pytest.approx(float(plain), rel=1e-5)
+    assert "context_mask" in trainer._signature_columns  # kept by the column filter
 
 
 def test_bad_config():
