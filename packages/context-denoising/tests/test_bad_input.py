@@ -126,8 +126,11 @@ def test_bad_batches(model, case):
     _, make, kind, words = case
     with pytest.raises(kind, match=words):
         noise_score(model, make(good()))
-    with pytest.raises(kind, match=words):
-        cdt_loss(model, make(good()), CDTConfig(eps=0.1))
+    with pytest.raises(kind, match=words):  # the context rule needs a context in every row
+        cdt_loss(model, make(good()), CDTConfig(eps=0.1, region="context"))
+    if case[0] != "empty context":  # the paper's whole-row rule does not
+        with pytest.raises(kind, match=words):
+            cdt_loss(model, make(good()), CDTConfig(eps=0.1))
 
 
 def test_not_a_mapping(model):
@@ -141,9 +144,11 @@ def test_not_a_mapping(model):
         ({"eps": -0.1}, "eps"),
         ({"eps": math.nan}, "eps"),
         ({"eps": math.inf}, "eps"),
-        ({"scale": -1.0}, "scale"),
-        ({"scale": "1"}, "scale"),
+        ({"beta": -1.0}, "beta"),
+        ({"beta": "1"}, "beta"),
         ({"variant": "same"}, "variant"),
+        ({"signs": "megatron"}, "signs"),
+        ({"region": "answer"}, "region"),
     ],
 )
 def test_bad_config(kwargs, words):

@@ -8,6 +8,7 @@ import copy
 import pytest
 import torch
 from context_denoising import CDTConfig, cdt_loss, cdt_step, make_cdt_loss, perturbation, sft_step
+from context_denoising.cdt import PRESETS
 from context_denoising.model import tiny_gpt2, tiny_llama
 from context_denoising.reference import reference_delta
 from context_denoising.score import embedding_gradients, noise_score
@@ -38,7 +39,7 @@ def models(make, dropout: bool = False):
 
 
 @pytest.mark.parametrize("make", [tiny_llama, tiny_gpt2])
-@pytest.mark.parametrize("sigma_zero", [CDTConfig(eps=0.0), CDTConfig(scale=0.0)])
+@pytest.mark.parametrize("sigma_zero", [CDTConfig(eps=0.0), CDTConfig(beta=0.0)])
 def test_sigma_zero_is_bit_identical_to_a_plain_sft_step(make, sigma_zero):
     a, b = models(make, dropout=make is tiny_gpt2)
     opt_a = torch.optim.AdamW(a.parameters(), lr=1e-2)
@@ -67,16 +68,17 @@ def test_nonzero_sigma_changes_the_step():
     assert la != lb
 
 
+@pytest.mark.parametrize("signs", ["loomtrain", "openrlhf"])
 @pytest.mark.parametrize("variant", ["opposite", "both", "other"])
 @pytest.mark.parametrize("eps", [None, 0.3])
-def test_perturbation_matches_loop_reference(variant, eps):
+def test_perturbation_matches_loop_reference(variant, eps, signs):
     g = torch.Generator().manual_seed(1)
     grads = torch.randn(3, 16, 8, generator=g, dtype=torch.float64)
     ctx = torch.rand(3, 16, generator=g) < 0.8
     ctx[:, 0] = True
-    config = CDTConfig(eps=eps, scale=0.5, variant=variant)
+    config = CDTConfig(eps=eps, beta=0.5, variant=variant, signs=signs)
     delta, noise = perturbation(grads, ctx, config, lr=0.02)
-    ref = reference_delta(grads, ctx, variant, eps, 0.02 * 0.5)
+    ref = reference_delta(grads, ctx, variant, eps, 0.02 * 0.5, signs)
     assert_close(f"delta {variant} eps={eps}", ref, delta, 1e-12)
     assert torch.all(delta[~ctx] == 0)  # only context tokens ever move
     norms = torch.linalg.vector_norm(grads, dim=-1)
@@ -96,8 +98,49 @@ def test_sigma_formula():
     ctx = torch.ones(1, 3, dtype=torch.bool)
     delta, _ = perturbation(grads, ctx, CDTConfig(eps=2.0), lr=None)
     assert delta[0, :, 0].tolist() == [-2.0 / 2.0 * 1.0, -2.0 / 4.0 * 3.0, 0.0]
-    delta, _ = perturbation(grads, ctx, CDTConfig(scale=10.0), lr=0.1)
+    delta, _ = perturbation(grads, ctx, CDTConfig(beta=10.0), lr=0.1)
     assert torch.allclose(delta[0, :, 0], torch.tensor([-1.0, -3.0, 0.0], dtype=torch.float64))
+
+
+def test_paper_default_is_lr_times_five_over_the_whole_row():
+    """E' = E - I(x) g lr beta, beta = 5, the mean over every attended token of the row."""
+    assert CDTConfig() == PRESETS["paper"]
+    assert (CDTConfig().beta, CDTConfig().variant, CDTConfig().region) == (5.0, "opposite", "row")
+    assert PRESETS["loomtrain"].beta == 1e-6 and PRESETS["openrlhf"].beta == 1.0
+    model = tiny_llama(VOCAB, hidden_size=32, seed=0, dtype=torch.float64)
+    b = batch(3)
+    _, g, checked = embedding_gradients(model, b)
+    attn = checked["attention_mask"].bool()
+    delta, noise = perturbation(g, attn, CDTConfig(), lr=1e-5)
+    norms = torch.linalg.vector_norm(g, dim=-1)
+    mean = (norms * attn).sum(1, keepdim=True) / attn.sum(1, keepdim=True)
+    expected = torch.where((attn & (norms <= mean)).unsqueeze(-1), -5e-5 * g, torch.zeros_like(g))
+    assert_close("paper delta", expected, delta, 1e-15)
+    # answer tokens belong to the row: some of them are below the mean and move
+    answer = checked["labels"] != -100
+    assert (noise & answer).any()
+    # the 0.1 rule (mean over the context only) is a named option and differs
+    ctx_delta, _ = perturbation(g, checked["context_mask"], PRESETS["v0.1"], lr=1e-5)
+    assert torch.all(ctx_delta[answer] == 0)
+
+
+@pytest.mark.parametrize("eps", [None, 0.3])
+def test_both_is_opposite_plus_other_with_loomtrain_signs(eps):
+    g = torch.Generator().manual_seed(2)
+    grads = torch.randn(2, 12, 8, generator=g, dtype=torch.float64)
+    mask = torch.ones(2, 12, dtype=torch.bool)
+    parts = {
+        v: perturbation(grads, mask, CDTConfig(eps=eps, variant=v), lr=0.1)[0]
+        for v in ("opposite", "other", "both")
+    }
+    assert_close(
+        "both = opposite + other", parts["opposite"] + parts["other"], parts["both"], 1e-15
+    )
+    # the OpenRLHF copy flips "other", so there "both" = opposite - other (relative gap 2)
+    other = perturbation(grads, mask, CDTConfig(eps=eps, variant="other", signs="openrlhf"), 0.1)[0]
+    assert torch.equal(other, -parts["other"])
+    gap = (parts["opposite"] + other - parts["both"]).norm() / parts["both"].norm()
+    assert float(gap) > 1.0
 
 
 def test_supporting_tokens_are_not_perturbed_under_opposite():
@@ -178,14 +221,14 @@ def test_cdt_loss_on_the_sdpa_and_eager_paths_agree():
 def test_shift_ratio_is_the_relative_move_of_the_moved_embeddings(variant):
     model = tiny_llama(VOCAB, hidden_size=32, seed=0, dtype=torch.float64)
     b = batch(4)
-    config = CDTConfig(scale=50.0, variant=variant)
+    config = CDTConfig(beta=50.0, variant=variant)
     _, parts = cdt_loss(model, b, config, lr=0.1)
     e, g, checked = embedding_gradients(model, b)
-    ctx = checked["context_mask"]
+    ctx = checked["attention_mask"].bool()  # the paper's region: the whole row
     delta, noise = perturbation(g, ctx, config, lr=0.1)
     moved = {"opposite": noise, "both": ctx, "other": ctx & ~noise}[variant]
     ratio = (delta.norm(dim=-1) / e.norm(dim=-1))[moved].mean()
     assert parts["shift_ratio"] == pytest.approx(float(ratio), rel=1e-6)
     assert parts["shift_ratio"] > 0
-    _, still = cdt_loss(model, b, CDTConfig(scale=0.0, variant=variant), lr=0.1)
+    _, still = cdt_loss(model, b, CDTConfig(beta=0.0, variant=variant), lr=0.1)
     assert still["shift_ratio"] == 0.0

@@ -125,3 +125,32 @@ def test_scoring_pass_leaves_params_grads_optimizer_and_rng_untouched():
     for k, s in opt.state_dict()["state"].items():
         for n, v in s.items():
             assert torch.equal(v, state[k][n])
+
+
+def _padded(left: bool) -> dict[str, torch.Tensor]:
+    """Row 0 full (20 tokens), row 1 14 tokens padded on the `left` or right; 3 answer tokens."""
+    g = torch.Generator().manual_seed(7)
+    ids = torch.randint(6, VOCAB, (2, 20), generator=g)
+    labels = torch.full_like(ids, -100)
+    labels[:, -3:] = ids[:, -3:]
+    attn = torch.ones_like(ids)
+    if left:
+        attn[1, :6], ids[1, :6], labels[1, :6] = 0, 0, -100
+    else:
+        ids[1] = torch.cat([ids[1, 6:], torch.zeros(6, dtype=torch.long)])
+        labels[1] = torch.cat([labels[1, 6:], torch.full((6,), -100)])
+        attn[1, 14:] = 0
+    return {"input_ids": ids, "labels": labels, "attention_mask": attn}
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_left_and_right_padding_give_the_same_scores(model64, norm):
+    """Positions come from the attention mask, so GPT-2's learned positions see a left-padded
+    row as if it were alone (before position ids it scored 33% off)."""
+    left, right = _padded(True), _padded(False)
+    sl, sr = noise_score(model64, left, norm), noise_score(model64, right, norm)
+    assert_close("row 0", sr[0], sl[0], 1e-12)
+    assert_close("row 1 left vs right", sr[1, :14], sl[1, 6:], 1e-10)
+    alone = {k: v[1:, 6:] for k, v in left.items()}
+    assert_close("row 1 padded vs alone", noise_score(model64, alone, norm)[0], sl[1, 6:], 1e-10)
+    assert float(sl[1, 6:].abs().sum()) > 0

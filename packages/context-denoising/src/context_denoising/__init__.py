@@ -3,7 +3,10 @@
 - `noise_score`, `noise_mask`, `embedding_gradients`: the gradient noise score of context
   tokens (``||d CE(answer) / d e_i||``, L1 or L2) and the noise rule ``||g_i||_2 <= mean``.
 - `cdt_step` / `cdt_loss` / `make_cdt_loss`: the CDT training step, in your loop or as a
-  ``loss_fn`` for `shared_core.train.fit`; `sft_step` / `sft_loss`: the plain baseline.
+  ``loss_fn`` for `shared_core.train.fit`; `CDTTrainer`: in a `transformers.Trainer`;
+  `sft_step` / `sft_loss`: the plain baseline.
+- `attention_ig`: the paper's attention IG score (``A * |dL/dA|``, or the code's form);
+  `manual_denoising`: the analysis's ``E - 0.1 g`` outside the evidence; `rank_correlation`.
 - `integrated_gradients`, `saliency` (``captum`` extra): Captum references.
 - `RetrievalTask`, `make_batch`: the needle / distractor / haystack / low-frequency task.
 """
@@ -29,11 +32,17 @@ _WHERE = {
     "lm_loss": "score",
     "noise_mask": "score",
     "noise_score": "score",
+    "PRESETS": "cdt",
+    "CDTTrainer": "trainer",
+    "attention_ig": "ig",
+    "manual_denoising": "ig",
+    "rank_correlation": "ig",
 }
 
 if TYPE_CHECKING:
     from context_denoising.attribution import integrated_gradients, saliency
     from context_denoising.cdt import (
+        PRESETS,
         CDTConfig,
         cdt_loss,
         cdt_step,
@@ -43,7 +52,9 @@ if TYPE_CHECKING:
         sft_step,
     )
     from context_denoising.data import KINDS, RetrievalTask, make_batch
+    from context_denoising.ig import attention_ig, manual_denoising, rank_correlation
     from context_denoising.score import embedding_gradients, lm_loss, noise_mask, noise_score
+    from context_denoising.trainer import CDTTrainer
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
@@ -51,8 +62,11 @@ __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 __all__ = [
     "KINDS",
+    "PRESETS",
     "CDTConfig",
+    "CDTTrainer",
     "RetrievalTask",
+    "attention_ig",
     "cdt_loss",
     "cdt_step",
     "embedding_gradients",
@@ -60,9 +74,11 @@ __all__ = [
     "lm_loss",
     "make_batch",
     "make_cdt_loss",
+    "manual_denoising",
     "noise_mask",
     "noise_score",
     "perturbation",
+    "rank_correlation",
     "saliency",
     "sft_loss",
     "sft_step",

@@ -11,6 +11,8 @@ import torch
 
 IGNORE_INDEX = -100  # the label of a position that is not an answer token (HF convention)
 VARIANTS = ("opposite", "both", "other")
+SIGNS = ("loomtrain", "openrlhf")
+REGIONS = ("row", "context")
 NORMS = ("l1", "l2")
 
 
@@ -44,7 +46,9 @@ def _tensor(batch: Mapping[str, Any], key: str, required: bool) -> torch.Tensor 
     return value
 
 
-def check_batch(batch: Any, vocab_size: int) -> dict[str, torch.Tensor]:
+def check_batch(
+    batch: Any, vocab_size: int, *, require_context: bool = True
+) -> dict[str, torch.Tensor]:
     """Validate a causal-LM batch and fill in the defaults.
 
     `batch` maps ``input_ids`` (batch, time) int64, ``labels`` (batch, time) int64 with
@@ -52,6 +56,7 @@ def check_batch(batch: Any, vocab_size: int) -> dict[str, torch.Tensor]:
     ``attention_mask`` (batch, time) of 0/1 and ``context_mask`` (batch, time) bool: the
     tokens that are scored and may be perturbed (default: attended, non-answer tokens).
     Returns a dict with all four (``attention_mask`` as long, ``context_mask`` as bool).
+    With `require_context` (the default) every row needs at least one context token.
     """
     if not isinstance(batch, Mapping):
         raise TypeError(
@@ -119,6 +124,6 @@ def check_batch(batch: Any, vocab_size: int) -> dict[str, torch.Tensor]:
                 "batch['context_mask']: a context token lies where attention_mask is 0"
             )
     none = (~ctx.any(dim=1)).nonzero().flatten().tolist()
-    if none:
+    if none and require_context:
         raise ValueError(f"batch['context_mask']: rows {none[:8]} have no context token to score")
     return {"input_ids": ids, "labels": labels, "attention_mask": attn, "context_mask": ctx}

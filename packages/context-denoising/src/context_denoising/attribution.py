@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from context_denoising._checks import check_batch
-from context_denoising.score import scoring_context, sequence_ce, unwrap, vocab_size
+from context_denoising.score import forward, scoring_context, sequence_ce, unwrap, vocab_size
 
 _CAPTUM_HINT = (
     "needs the 'captum' extra: in the workspace `uv sync --package context-denoising --extra "
@@ -38,7 +38,8 @@ def _captum() -> Any:
 
 def _forward(model: Any) -> Any:
     def f(e: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        logits = model(inputs_embeds=e, attention_mask=attention_mask).logits
+        mask = {"attention_mask": attention_mask}  # positions from the mask, as everywhere
+        logits = forward(model, mask, inputs_embeds=e).logits
         return sequence_ce(logits, labels)  # (batch,): one output per sequence
 
     return f

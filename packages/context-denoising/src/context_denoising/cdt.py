@@ -1,20 +1,22 @@
-"""Context Denoising Training: one step = score the context, damp the noise, train on it.
+"""Context Denoising Training: one step = score the tokens, damp the noise, train on it.
 
-The step (the paper's Sec. 4 / Fig. 6; the equations as the public ``CDTTrainer`` runs them):
+The step (paper Sec. 4, "Emphasizing Training"; LOOM-Train ``CDTTrainer``):
 
-1. **Detect** (`embedding_gradients`): ``g_i = d CE(answer) / d e_i`` on detached input
+1. **Detect** (`embedding_gradients`): ``g_i = d CE(answer) / d E(x_i)`` on detached input
    embeddings, parameters' gradients and the optimiser untouched, adapters disabled.
-2. **Mask** (`noise_mask`): noise = context tokens with ``||g_i||_2 <= mean_j ||g_j||_2``.
-3. **Perturb** (`perturbation`): ``e_i <- e_i - sigma_i g_i`` on the noise tokens
-   (``"opposite"``); ``"both"`` also moves the other context tokens by ``+sigma_i g_i``;
-   ``"other"`` moves only the non-noise tokens, by ``-sigma_i g_i``. The step size is
-   ``sigma_i = eps / (1 + ||g_i||_2)`` when `eps` is given, else ``lr_t * scale``.
-4. **Train**: the standard CE on ``E[x] + delta`` (delta detached, so the embedding matrix
-   trains as in plain SFT) and an optimiser step. With ``sigma = 0`` this IS a plain SFT
-   step, bit for bit.
+2. **Mask** (`noise_mask`): ``I(x_i) = 1`` (noise) when ``||g_i||_2 <= t``, ``t`` the mean of
+   ``||g_j||_2`` over the row (the code's ``~(l2_grad > avg_grad)`` with ``avg_grad`` over the
+   whole sequence; the paper writes ``<``; equal norms are measure-zero).
+3. **Perturb** (`perturbation`): ``E(x_i)' = E(x_i) - I(x_i) g_i lr beta`` with ``lr`` the
+   scheduler's current rate and ``beta = 5`` (the paper's main setting, ``lr = 1e-5``:
+   ``lr * beta = 5e-5``; gains saturate near ``8e-5``). ``"other"`` / ``"both"`` are the
+   code's variants (`CDTConfig.signs`).
+4. **Train**: ``L_CDT = CE(f(E(X)'), Y)`` with the shift detached (the embedding matrix trains
+   as in SFT) and an optimiser step. With ``sigma = 0`` this IS a plain SFT step, bit for bit.
 
 `cdt_loss` is steps 1-4 up to the loss (a ``loss_fn`` for `shared_core.train.fit`, through
-`make_cdt_loss`); `cdt_step` adds ``zero_grad / backward / clip / step`` for a user's loop.
+`make_cdt_loss`); `cdt_step` adds ``zero_grad / backward / clip / step`` for a user's loop;
+`context_denoising.trainer.CDTTrainer` runs it inside a `transformers.Trainer`.
 """
 
 from __future__ import annotations
@@ -25,74 +27,117 @@ from typing import Any
 
 import torch
 
-from context_denoising._checks import VARIANTS, check_choice, check_number
+from context_denoising._checks import (
+    REGIONS,
+    SIGNS,
+    VARIANTS,
+    check_batch,
+    check_choice,
+    check_number,
+)
 from context_denoising.score import (
     embedding_gradients,
+    forward,
     lm_loss,
     noise_mask,
     token_norms,
     unwrap,
+    vocab_size,
 )
 
 
 @dataclass(frozen=True)
 class CDTConfig:
-    """The knobs of a CDT step; the defaults are the public trainer's.
+    """The knobs of a CDT step; the defaults are the paper's.
 
-    eps: if given, ``sigma_i = eps / (1 + ||g_i||_2)`` (the trainer's ``adv_epsilon``);
-        if None, ``sigma_i = lr_t * scale`` with ``lr_t`` the current learning rate.
-    scale: the multiplier of ``lr_t`` (OpenRLHF trainer ``scale_factor``, default 1.0; the
-        loomtrain trainer's ``beta`` is 1e-6, which makes the perturbation vanish).
-    variant: ``"opposite"`` (perturb noise tokens only; the paper's CDT), ``"both"``, ``"other"``.
+    beta: ``sigma = lr_t * beta`` when `eps` is None (paper: ``beta = 5``; the LOOM-Train code's
+        config default is ``1e-6``; the OpenRLHF copy's ``scale_factor`` and our 0.1 default
+        are ``1.0``).
+    eps: if given, ``sigma_i = eps / (1 + ||g_i||_2)`` instead (the code's ``epsilon`` option).
+    variant: ``"opposite"`` (move the noise tokens, ``-sigma g``: the paper's CDT), ``"other"``
+        (move the other tokens), ``"both"``.
+    signs: the direction of ``"other"``: ``"loomtrain"`` (LOOM-Train and the Megatron copy:
+        ``+sigma g`` on the large-gradient tokens, so ``"both"`` = ``"opposite"`` + ``"other"``)
+        or ``"openrlhf"`` (the OpenRLHF copy: ``-sigma g``). ``"both"`` is the same in each.
+    region: the tokens averaged over and moved: ``"row"`` (every attended token of the row,
+        answer tokens included: the paper and code) or ``"context"`` (the batch's
+        `context_mask`: our 0.1 rule).
     """
 
+    beta: float = 5.0
     eps: float | None = None
-    scale: float = 1.0
     variant: str = "opposite"
+    signs: str = "loomtrain"
+    region: str = "row"
 
     def __post_init__(self) -> None:
+        check_number("beta", self.beta)
         check_number("eps", self.eps, allow_none=True)
-        check_number("scale", self.scale)
         check_choice("variant", self.variant, VARIANTS)
+        check_choice("signs", self.signs, SIGNS)
+        check_choice("region", self.region, REGIONS)
+
+
+# Named settings: the paper's, the authors' two trainers', and this package's 0.1 rule.
+PRESETS: dict[str, CDTConfig] = {
+    "paper": CDTConfig(),
+    "loomtrain": CDTConfig(beta=1e-6),
+    "openrlhf": CDTConfig(beta=1.0, signs="openrlhf"),
+    "v0.1": CDTConfig(beta=1.0, signs="openrlhf", region="context"),
+}
+
+
+def _sign(noise: torch.Tensor, region: torch.Tensor, config: CDTConfig) -> torch.Tensor:
+    """Per-token sign of ``sigma g`` in the shift, (batch, time), in {-1, 0, +1}."""
+    noisy = noise.float()
+    large = (region & ~noise).float()
+    other = -large if config.signs == "openrlhf" else large
+    if config.variant == "opposite":
+        return -noisy
+    if config.variant == "other":
+        return other
+    return large - noisy  # both: noise tokens down the gradient, the others up it
 
 
 def perturbation(
     g: torch.Tensor,
-    context_mask: torch.Tensor,
+    region: torch.Tensor,
     config: CDTConfig,
     lr: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(delta, noise)``: the embedding shift (batch, time, dim) and the noise mask (batch, time).
 
-    `g` are the embedding gradients (batch, time, dim); `lr` is the current learning rate,
-    required when ``config.eps`` is None. ``delta`` is zero outside `context_mask`.
+    `g` are the embedding gradients (batch, time, dim); `region` (batch, time) bool the tokens
+    averaged over and eligible to move (`CDTConfig.region`); `lr` is the current learning
+    rate, required when ``config.eps`` is None. ``delta`` is zero outside `region`.
     """
     if not isinstance(config, CDTConfig):
         raise TypeError(f"config: expected a CDTConfig, got {type(config).__name__}")
-    if g.ndim != 3 or g.shape[:2] != context_mask.shape:
+    if g.ndim != 3 or g.shape[:2] != region.shape:
         raise ValueError(
-            f"g: expected shape (batch, time, dim) matching context_mask {tuple(context_mask.shape)}, "
+            f"g: expected shape (batch, time, dim) matching the mask {tuple(region.shape)}, "
             f"got {tuple(g.shape)}"
         )
     norm = token_norms(g, "l2")  # (batch, time)
-    noise = noise_mask(norm, context_mask)
+    noise = noise_mask(norm, region)
     if config.eps is not None:
         sigma = config.eps / (1.0 + norm)
     else:
         if lr is None:
             raise ValueError(
-                "lr: sigma = lr_t * scale needs the current learning rate (or set CDTConfig.eps)"
+                "lr: sigma = lr_t * beta needs the current learning rate (or set CDTConfig.eps)"
             )
         check_number("lr", lr)
-        sigma = torch.full_like(norm, lr * config.scale)
-    if config.variant == "opposite":
-        sign = -noise.to(norm.dtype)
-    elif config.variant == "other":
-        sign = -(context_mask & ~noise).to(norm.dtype)
-    else:  # both: noise tokens move down the gradient, the other context tokens up it
-        sign = noise.to(norm.dtype) * -1.0 + (context_mask & ~noise).to(norm.dtype)
-    delta = (sigma * sign).unsqueeze(-1).to(g.dtype) * g
+        sigma = torch.full_like(norm, lr * config.beta)
+    delta = (sigma * _sign(noise, region, config).to(norm.dtype)).unsqueeze(-1).to(g.dtype) * g
     return delta, noise
+
+
+def region_mask(checked: Mapping[str, torch.Tensor], config: CDTConfig) -> torch.Tensor:
+    """The tokens `config.region` names, (batch, time) bool."""
+    if config.region == "context":
+        return checked["context_mask"]
+    return checked["attention_mask"].bool()
 
 
 def cdt_loss(
@@ -100,11 +145,14 @@ def cdt_loss(
     batch: Mapping[str, Any],
     config: CDTConfig | None = None,
     lr: float | None = None,
+    *,
+    reduction: str = "mean",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The CE of the perturbed pass, and what the step measured.
 
-    The measurements: ``noise_fraction`` (of the context), ``mean_grad_norm`` (``||g_i||_2``
-    over the context) and ``shift_ratio`` (``||delta_i|| / ||e_i||``, mean over the tokens the
+    `reduction`: ``"mean"`` over the batch's answer tokens, or ``"sum"`` (a Trainer divides
+    by ``num_items_in_batch``). The measurements: ``noise_fraction`` (of the region),
+    ``mean_grad_norm`` (``||g_i||_2`` over the region) and ``shift_ratio`` (``||delta_i|| / ||e_i||``, mean over the tokens the
     variant moves: 0 means the step is plain SFT).
 
     `model` is any `transformers` causal LM (or a DDP wrapper of one); `batch` as in
@@ -116,39 +164,34 @@ def cdt_loss(
     if config.eps is None:
         if lr is None:
             raise ValueError(
-                "lr: sigma = lr_t * scale needs the current learning rate (or set CDTConfig.eps)"
+                "lr: sigma = lr_t * beta needs the current learning rate (or set CDTConfig.eps)"
             )
         check_number("lr", lr)
-    e, g, checked = embedding_gradients(model, batch)
-    ctx = checked["context_mask"]
-    delta, noise = perturbation(g, ctx, config, lr)
-    moved = noise if config.variant == "opposite" else ctx & ~noise
-    if config.variant == "both":
-        moved = ctx
+    e, g, checked = embedding_gradients(model, batch, require_context=config.region == "context")
+    region = region_mask(checked, config)
+    delta, noise = perturbation(g, region, config, lr)
+    moved = _sign(noise, region, config) != 0
     shift = torch.linalg.vector_norm(delta.float(), dim=-1) / torch.linalg.vector_norm(
         e.float(), dim=-1
     ).clamp_min(1e-30)
     emb = unwrap(model).get_input_embeddings()(checked["input_ids"])
-    logits = model(inputs_embeds=emb + delta, attention_mask=checked["attention_mask"]).logits
-    loss = lm_loss(logits, checked["labels"])
+    logits = forward(model, checked, inputs_embeds=emb + delta).logits
+    loss = lm_loss(logits, checked["labels"], reduction=reduction)
     norms = token_norms(g, "l2")
     parts = {
-        "noise_fraction": float(noise.sum() / ctx.sum()),
-        "mean_grad_norm": float((norms * ctx).sum() / ctx.sum()),
+        "noise_fraction": float(noise.sum() / region.sum()),
+        "mean_grad_norm": float((norms * region).sum() / region.sum()),
         # how far the step moves an embedding, relative to its norm (mean over moved tokens)
         "shift_ratio": float(shift[moved].mean()) if moved.any() else 0.0,
     }
     return loss, parts
 
 
-def sft_loss(model: Any, batch: Mapping[str, Any]) -> torch.Tensor:
-    """The plain SFT loss (mean CE over the answer tokens) on the same batch format."""
-    from context_denoising._checks import check_batch
-    from context_denoising.score import vocab_size
-
-    checked = check_batch(batch, vocab_size(model))
-    out = model(input_ids=checked["input_ids"], attention_mask=checked["attention_mask"])
-    return lm_loss(out.logits, checked["labels"])
+def sft_loss(model: Any, batch: Mapping[str, Any], *, reduction: str = "mean") -> torch.Tensor:
+    """The plain SFT loss (CE over the answer tokens, `reduction` as in `cdt_loss`)."""
+    checked = check_batch(batch, vocab_size(model), require_context=False)
+    out = forward(model, checked, input_ids=checked["input_ids"])
+    return lm_loss(out.logits, checked["labels"], reduction=reduction)
 
 
 def make_cdt_loss(

@@ -42,8 +42,9 @@ main = make_main(
             _LazyScales(),
             help=(
                 "Train a 2-layer d=64 Llama on generated key-value retrieval with plain SFT, CDT "
-                "(default and 1e4x step) and equal-FLOPs SFT and score accuracy, needle attention "
-                "and the noise detector: micro ~20 s, tiny ~3.5 min of CPU (2 seeds, one thread); "
+                "(the paper's beta = 5 and a 200x step) and equal-FLOPs SFT and score accuracy, "
+                "needle attention, the attention IG score, manual denoising and the noise "
+                "detector: micro ~20 s, tiny ~4.5 min of CPU (2 seeds, one thread); "
                 "small fine-tunes SmolLM2-135M with CDT+LoRA on Shakespeare-haystack prompts."
             ),
         )

@@ -8,6 +8,7 @@ definitions (see `context_denoising.score` and `context_denoising.cdt`) literall
     g_i  = d CE_b / d e_i                                        (one gradient per token)
     noise_i  <=>  ||g_i||_2 <= (1 / |C_b|) sum_{j in C_b} ||g_j||_2   (C_b: context tokens)
     e_i' = e_i - sigma_i g_i   on noise tokens ("opposite")
+    position_i = number of attended tokens before i   (padding never shifts a row)
 """
 
 from __future__ import annotations
@@ -72,9 +73,14 @@ def reference_delta(
     context_mask: torch.Tensor,
     variant: str,
     eps: float | None,
-    lr_scale: float,
+    lr_beta: float,
+    signs: str = "loomtrain",
 ) -> torch.Tensor:
-    """The embedding shift of each token, by loops; `lr_scale` is ``lr_t * scale``."""
+    """The embedding shift of each token, by loops; `lr_beta` is ``lr_t * beta``.
+
+    `context_mask` is the region averaged over and moved. `signs`: ``"other"`` moves the
+    large-gradient tokens by ``+sigma g`` (LOOM-Train) or ``-sigma g`` (OpenRLHF).
+    """
     norms = torch.linalg.vector_norm(g.double(), dim=-1)
     noise = reference_noise_mask(norms, context_mask)
     delta = torch.zeros_like(g, dtype=torch.float64)
@@ -82,12 +88,47 @@ def reference_delta(
         for t in range(g.shape[1]):
             if not context_mask[b, t]:
                 continue
-            sigma = eps / (1.0 + float(norms[b, t])) if eps is not None else lr_scale
+            sigma = eps / (1.0 + float(norms[b, t])) if eps is not None else lr_beta
             if variant == "opposite":
                 sign = -1.0 if noise[b, t] else 0.0
             elif variant == "other":
-                sign = 0.0 if noise[b, t] else -1.0
+                sign = 0.0 if noise[b, t] else (1.0 if signs == "loomtrain" else -1.0)
             else:  # both
                 sign = -1.0 if noise[b, t] else 1.0
             delta[b, t] = sign * sigma * g[b, t].double()
     return delta
+
+
+def reference_attention_ig(
+    attns: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    labels: torch.Tensor,
+    context_mask: torch.Tensor,
+    form: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The attention IG score and attention mass by loops, from per-layer ``A`` and ``dL/dA``.
+
+    `attns`, `grads`: the layers averaged over, each (batch, heads, time, time). ``"note"``:
+    ``sum_{i in Y} mean_{l,h} A[i, j] |G[i, j]|``; ``"code"``: ``mean_l mean_{i in Y, i != j}
+    |sum_h A[i, j] G[i, j]|``. Y: rows i with ``labels[i + 1] != -100``.
+    """
+    n_b, n_h, n_t, _ = attns[0].shape
+    ig = torch.zeros(n_b, n_t, dtype=torch.float64)
+    mass = torch.zeros(n_b, n_t, dtype=torch.float64)
+    for b in range(n_b):
+        rows = [i for i in range(n_t - 1) if int(labels[b, i + 1]) != IGNORE_INDEX]
+        for j in range(n_t):
+            if not context_mask[b, j]:
+                continue
+            s = w = 0.0
+            for a, g in zip(attns, grads, strict=True):
+                for i in rows:
+                    pairs = [(float(a[b, h, i, j]), float(g[b, h, i, j])) for h in range(n_h)]
+                    if form == "note":
+                        s += sum(p * abs(q) for p, q in pairs) / n_h
+                        w += sum(p for p, _ in pairs) / n_h
+                    elif i != j:
+                        s += abs(sum(p * q for p, q in pairs)) / len(rows)
+                        w += sum(p for p, _ in pairs) / len(rows)
+            ig[b, j], mass[b, j] = s / len(attns), w / len(attns)
+    return ig, mass

@@ -76,29 +76,49 @@ def sequence_ce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return nll.sum(dim=1) / count
 
 
-def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """The standard SFT loss: mean CE over every answer token of the batch."""
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """The standard SFT loss: CE over every answer token of the batch (``"mean"`` or ``"sum"``)."""
+    check_choice("reduction", reduction, ("mean", "sum"))
     shift_logits = _wide(logits[:, :-1])
-    return F.cross_entropy(shift_logits.transpose(1, 2), labels[:, 1:], ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(
+        shift_logits.transpose(1, 2), labels[:, 1:], ignore_index=IGNORE_INDEX, reduction=reduction
+    )
+
+
+def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions counted over the attended tokens, (batch, time) -> (batch, time) int64.
+
+    ``cumsum(mask) - 1`` clamped at 0 (LOOM-Train's ``mask2position``): a left-padded row gets
+    the positions it would have alone, so learned absolute positions (GPT-2) score it the same.
+    """
+    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
+def forward(model: Any, checked: Mapping[str, torch.Tensor], **kwargs: Any) -> Any:
+    """``model(attention_mask=..., position_ids=..., **kwargs)``: every forward of the package."""
+    mask = checked["attention_mask"]
+    return model(attention_mask=mask, position_ids=position_ids(mask), **kwargs)
 
 
 def embedding_gradients(
-    model: Any, batch: Mapping[str, Any]
+    model: Any, batch: Mapping[str, Any], *, require_context: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """``(e, g, checked)``: input embeddings (detached), ``g = d sum_b CE_b / d e`` and the batch.
 
     Shapes ``(batch, time, dim)``; `checked` is the validated batch with defaults filled in
-    (`check_batch`). Parameters' gradients, the optimiser and the RNG are left untouched.
+    (`check_batch`; `require_context` = every row needs a context token). Parameters'
+    gradients, the optimiser and the RNG are left untouched; gradients are enabled even
+    under ``torch.no_grad()`` (a Trainer's evaluation loop).
     """
     base = unwrap(model)
-    checked = check_batch(batch, vocab_size(base))
+    checked = check_batch(batch, vocab_size(base), require_context=require_context)
     ids = checked["input_ids"]
     emb_layer = base.get_input_embeddings()
     with torch.no_grad():
         e = emb_layer(ids)
     leaf = e.detach().requires_grad_(True)
-    with scoring_context(base, ids.device):
-        logits = base(inputs_embeds=leaf, attention_mask=checked["attention_mask"]).logits
+    with scoring_context(base, ids.device), torch.enable_grad():
+        logits = forward(base, checked, inputs_embeds=leaf).logits
         loss = sequence_ce(logits, checked["labels"]).sum()
         (g,) = torch.autograd.grad(loss, leaf)
     return e.detach(), g.detach(), checked

@@ -49,7 +49,7 @@ def reproduce(args: Any) -> int:
             notes=(
                 f"Scale {args.scale}: 2-layer d={cfg.hidden_size} Llama, arms {', '.join(cfg.arms)}; "
                 f"{cfg.steps} steps (equal-FLOPs SFT: {round(cfg.steps * cfg.flops_ratio)}), "
-                f"batch {cfg.batch_size}, CDT large step: scale {cfg.cdt_large.scale:g}, "
+                f"batch {cfg.batch_size}, CDT: beta {cfg.cdt.beta:g} (the paper's), CDT large step: beta {cfg.cdt_large.beta:g}, "
                 f"{cfg.seeds} seed(s), {cfg.n_test} test examples per set. Scores are "
                 "normalised so the mean over a sequence's context is 1."
             ),
