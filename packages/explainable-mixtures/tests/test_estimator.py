@@ -11,7 +11,6 @@ from explainable_mixtures.data import planted, split
 from explainable_mixtures.recovery import fidelity, matched_jaccard
 from explainable_mixtures.reference import partition_log_density
 
-
 # our 0.1.0 variant: free components, coverage penalty, BIC counting the components too
 OURS = {"components": "free", "gamma": 1.0, "bic_count": "all", "tau_start": 0.5}
 
@@ -55,7 +54,7 @@ def test_the_paper_defaults_recover_the_planted_rules(paper_fit):
 
 
 def test_bic_counts_only_the_rule_parameters_in_the_papers_mode(paper_fit):
-    est, train, test = paper_fit
+    est, _, test = paper_fit
     thresholds = sum(
         (c.low is not None) + (c.high is not None) for r in est.rules_ for c in r.conditions
     )

@@ -48,7 +48,9 @@ def test_params_clone_pickle_and_fit_returns_self():
     assert copy.describe() == est.describe()
     # a refit clone reproduces the fit exactly (deterministic on the CPU)
     again = clone(est).fit(train.X, train.y)
-    np.testing.assert_array_equal(again.log_density(test.X, test.y), est.log_density(test.X, test.y))
+    np.testing.assert_array_equal(
+        again.log_density(test.X, test.y), est.log_density(test.X, test.y)
+    )
 
 
 def test_dataframe_columns_name_the_rules():

@@ -178,9 +178,7 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         check_positive_int("n_rules", self.n_rules)
         check_positive_int("n_sub", self.n_sub)
         if self.components not in ("induced", "free"):
-            raise ValueError(
-                f"components: expected 'induced' or 'free', got {self.components!r}"
-            )
+            raise ValueError(f"components: expected 'induced' or 'free', got {self.components!r}")
         if self.components == "induced" and self.n_sub != 1:
             raise ValueError(
                 f"n_sub: induced components are one Gaussian per rule (n_sub=1), got "
@@ -736,9 +734,7 @@ def _opened(model: Any, i: int, j: int, side: str, z_min: Any, z_max: Any) -> An
     return out
 
 
-def _select_by_bic(
-    model: Any, x: Any, y: Any, tau: float, merge_jaccard: float, count: str
-) -> Any:
+def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float, count: str) -> Any:
     """Greedy BIC descent over the rule set: at each step take the candidate with the lowest
     BIC among dropping one rule and merging two rules one of which mostly lies inside the
     other (`_containment` of their covered rows above `merge_jaccard`, components
