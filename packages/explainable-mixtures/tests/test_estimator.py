@@ -1,6 +1,8 @@
-"""The estimator end to end: planted-rule recovery, determinism, invariance, bad input."""
+"""The estimator end to end: planted-rule recovery, determinism, invariance, bad input, BIC."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
@@ -9,15 +11,77 @@ from explainable_mixtures.data import planted, split
 from explainable_mixtures.recovery import fidelity, matched_jaccard
 from explainable_mixtures.reference import partition_log_density
 
+# our 0.1.0 variant: free components, coverage penalty, BIC counting the components too
+OURS = {"components": "free", "gamma": 1.0, "bic_count": "all", "tau_start": 0.5}
+
 
 @pytest.fixture(scope="module")
 def planted_fit():
+    train, test = split(planted(2000, seed=0), 0.3, 0)
+    est = ExplainableMixture(8, steps=600, seed=0, **OURS)
+    est.fit(train.X, train.y, train.feature_names)
+    return est, train, test
+
+
+@pytest.fixture(scope="module")
+def paper_fit():
+    """The defaults: the paper's induced components, objective NLL + lam R, rule-only BIC."""
     train, test = split(planted(2000, seed=0), 0.3, 0)
     est = ExplainableMixture(8, steps=600, seed=0).fit(train.X, train.y, train.feature_names)
     return est, train, test
 
 
-def test_recovers_the_planted_rules(planted_fit):
+def _recovery(est, train, test):
+    boxes = [r.box(train.feature_names, train.bounds) for r in est.rules_]
+    truth = partition_log_density(
+        test.X, test.y, [list(map(tuple, b)) for b in train.boxes], train.means, train.covs
+    ).mean()
+    jaccard = matched_jaccard(boxes, train.boxes)
+    return jaccard, fidelity(test.X, est.assign(test.X), boxes), est.score(test.X, test.y) - truth
+
+
+def test_the_paper_defaults_recover_the_planted_rules(paper_fit):
+    est, train, test = paper_fit
+    assert est.get_params()["components"] == "induced" and est.gamma == 0.0
+    assert est.bic_count == "rules"
+    assert est.model_.k == 4
+    jaccard, fid, gap = _recovery(est, train, test)
+    assert jaccard.min() >= 0.75, jaccard
+    assert fid >= 0.8
+    assert gap > -0.06  # mean log-likelihood within 0.06 nats of the planted model's own
+    used = sorted(tuple(sorted(c.feature for c in r.conditions)) for r in est.rules_)
+    assert used == [("x0", "x1"), ("x0", "x1"), ("x0", "x2"), ("x0", "x2")]
+
+
+def test_bic_counts_only_the_rule_parameters_in_the_papers_mode(paper_fit):
+    est, _, test = paper_fit
+    thresholds = sum(
+        (c.low is not None) + (c.high is not None) for r in est.rules_ for c in r.conditions
+    )
+    assert est.n_parameters() == thresholds == 8  # 4 rules, 2 one-sided conditions each
+    n = len(test.X)
+    nll = -est.log_density(test.X, test.y).sum()
+    assert est.bic(test.X, test.y) == pytest.approx(2 * nll + thresholds * np.log(n), rel=1e-9)
+    ours = copy.copy(est).set_params(bic_count="all")  # the same fit, counted our way
+    # ours adds each rule's Gaussian: a mean and a variance per rule (1-D y)
+    assert ours.n_parameters() == thresholds + 4 * 2
+    assert ours.bic(test.X, test.y) - est.bic(test.X, test.y) == pytest.approx(8 * np.log(n))
+
+
+def test_induced_components_stop_the_box_drift(paper_fit):
+    """Without the coverage penalty, free components let the boxes drift off their rows (the
+    0.1.0 finding); components induced by the rows each rule covers keep them there."""
+    paper, train, test = paper_fit
+    assert paper.gamma == 0.0
+    free = ExplainableMixture(8, steps=600, seed=0, components="free", gamma=0.0, tau_start=0.5)
+    free.fit(train.X, train.y, train.feature_names)
+    _, fid_free, _ = _recovery(free, train, test)
+    assert fid_free < 0.3  # the printed boxes do not hold the rows their rules explain
+    _, fid_paper, _ = _recovery(paper, train, test)
+    assert fid_paper > 0.8
+
+
+def test_ours_recovers_the_planted_rules(planted_fit):
     est, train, test = planted_fit
     assert est.model_.k == 4  # 8 over-provisioned rules pruned/merged/selected down to the truth
     boxes = [r.box(train.feature_names, train.bounds) for r in est.rules_]
@@ -29,7 +93,7 @@ def test_recovers_the_planted_rules(planted_fit):
     assert used == [("x0", "x1"), ("x0", "x1"), ("x0", "x2"), ("x0", "x2")]
 
 
-def test_reaches_the_true_conditional_nll(planted_fit):
+def test_ours_reaches_the_true_conditional_nll(planted_fit):
     est, train, test = planted_fit
     truth = partition_log_density(
         test.X, test.y, [list(map(tuple, b)) for b in train.boxes], train.means, train.covs

@@ -27,26 +27,53 @@ def check_number(name: str, value: Any, *, low: float, strict: bool = True) -> f
     return v
 
 
-def as_matrix(name: str, value: Any, *, columns: int | None = None) -> np.ndarray:
-    """A finite, non-empty ``(n, columns)`` float64 array (a 1-D array is one column)."""
+def as_matrix(
+    name: str, value: Any, *, columns: int | None = None, two_d: bool = False
+) -> np.ndarray:
+    """A finite, non-empty ``(n, columns)`` float64 array (a 1-D array is one column, unless
+    `two_d`). The messages also carry scikit-learn's wording, which its estimator checks read."""
+    from scipy import sparse
+
+    if sparse.issparse(value):
+        raise TypeError(
+            f"{name}: expected a dense array, got a {type(value).__name__}: sparse input is not "
+            "supported (convert with .toarray())"
+        )
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.complexfloating):
+        raise ValueError(f"{name}: expected real numbers, got {dtype}: Complex data not supported")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = np.array(value, dtype=np.float64)  # a copy: torch tensors share its memory
     except (TypeError, ValueError) as err:
-        raise TypeError(f"{name}: expected a numeric array, got {type(value).__name__}") from err
+        raise TypeError(
+            f"{name}: expected a numeric array, got {type(value).__name__} ({err})"
+        ) from err
+    if arr.ndim == 1 and two_d:
+        raise ValueError(
+            f"{name}: expected a 2-D array (n, d), got shape {arr.shape}. Reshape your data "
+            "with X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single row"
+        )
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
         raise ValueError(f"{name}: expected shape (n,) or (n, m), got {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name}: expected at least one row and one column, got shape {arr.shape}")
+        raise ValueError(
+            f"{name}: expected at least one row and one column, got shape {arr.shape} "
+            f"({arr.shape[1]} feature(s) (shape={arr.shape}) while a minimum of 1 is required)"
+        )
     if columns is not None and arr.shape[1] != columns:
-        raise ValueError(f"{name}: expected {columns} column(s) (as in fit), got shape {arr.shape}")
+        raise ValueError(
+            f"{name}: expected {columns} column(s) (as in fit), got shape {arr.shape} "
+            f"({name} has {arr.shape[1]} features, but ExplainableMixture is expecting "
+            f"{columns} features as input)"
+        )
     bad = ~np.isfinite(arr)
     if bad.any():
         row, col = map(int, np.argwhere(bad)[0])
         raise ValueError(
             f"{name}: expected finite values, got {arr[row, col]} at row {row}, column {col} "
-            f"({int(bad.sum())} non-finite in all)"
+            f"({int(bad.sum())} non-finite in all; NaN and inf are not allowed)"
         )
     return arr
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
 
 from explainable_mixtures._checks import (
     as_matrix,
@@ -36,6 +37,8 @@ from explainable_mixtures._checks import (
 )
 
 FEATURE_USE = 0.05  # a feature whose weight a_ij is below 5 % of the rule's largest is unused
+LAM = 0.1  # overlap weight: see the README's lambda ablation for the choice
+BIC_COUNTS = ("rules", "all")
 
 
 @dataclass(frozen=True)
@@ -85,14 +88,21 @@ class Rule:
         return out
 
 
-class ExplainableMixture:
+class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Explainable mixture model: ``p(y | x) = sum_i w_i(x) p_i(y)`` with readable box rules.
+
+    A scikit-learn estimator: `get_params`/`set_params`, `clone`, pickling, ``fit`` returns
+    self; ``predict`` is ``E[y | x]``, ``score`` the mean ``log p(y | x)`` (not R^2). The
+    defaults are the paper's method (see the README for what it leaves open); ``components=
+    "free"``, ``gamma > 0`` and ``bic_count="all"`` are our 0.1.0 variants.
 
     Args:
         n_rules: initial (over-provisioned) number of rules ``k``.
-        n_sub: Gaussians per rule component (1: a Gaussian mixture overall).
-        lam: weight of the overlap penalty ``R``.
-        gamma: weight of the coverage penalty ``C`` (ours: keeps each box on its rows).
+        n_sub: Gaussians per rule component (``components="free"`` only; 1 with "induced").
+        components: "induced" (the paper's: each rule's Gaussian is fitted to the rows its
+            rule soft-covers, jointly with the rules) or "free" (ours: trained parameters).
+        lam: weight of the overlap penalty ``R`` (chosen from the lambda ablation, README).
+        gamma: weight of our coverage penalty ``C`` (0: the paper's objective ``NLL + lam R``).
         tau_start: initial temperature, in standard deviations of each feature.
         tau_end: final temperature (geometric annealing), same units.
         steps: gradient steps in all.
@@ -101,7 +111,9 @@ class ExplainableMixture:
         min_share: a rule covering less than this share of the rows is pruned.
         merge_jaccard: two rules covering rows with a Jaccard above this may merge.
         merge_hellinger: ... if their components are closer than this Hellinger distance.
-        bic: select the rule set by BIC after training.
+        bic_select: select the rule set (and drop conditions) by BIC after training.
+        bic_count: BIC's ``|Theta|``: "rules" (the paper's: the rule parameters only, one per
+            threshold of a condition) or "all" (ours: plus the components' parameters).
         batch_size: rows per step (all rows when there are fewer).
         seed: seeds the k-means++ anchoring and the minibatches.
         device: where to train ("cpu", "cuda", ...).
@@ -114,9 +126,10 @@ class ExplainableMixture:
         n_rules: int = 8,
         *,
         n_sub: int = 1,
-        lam: float = 0.1,
-        gamma: float = 1.0,
-        tau_start: float = 0.5,
+        components: str = "induced",
+        lam: float = LAM,
+        gamma: float = 0.0,
+        tau_start: float = 0.2,
         tau_end: float = 0.02,
         steps: int = 800,
         lr: float = 0.03,
@@ -124,42 +137,84 @@ class ExplainableMixture:
         min_share: float = 0.02,
         merge_jaccard: float = 0.8,
         merge_hellinger: float = 0.3,
-        bic: bool = True,
+        bic_select: bool = True,
+        bic_count: str = "rules",
         batch_size: int = 4096,
         seed: int = 0,
         device: str = "cpu",
         dtype: str = "float32",
         show_progress: bool = False,
     ) -> None:
-        self.n_rules = check_positive_int("n_rules", n_rules)
-        self.n_sub = check_positive_int("n_sub", n_sub)
-        self.lam = check_number("lam", lam, low=0.0, strict=False)
-        self.gamma = check_number("gamma", gamma, low=0.0, strict=False)
-        self.tau_start = check_number("tau_start", tau_start, low=0.0)
-        self.tau_end = check_number("tau_end", tau_end, low=0.0)
-        if self.tau_end > self.tau_start:
-            raise ValueError(
-                f"tau_end: expected <= tau_start = {tau_start} (the temperature is annealed "
-                f"down), got {tau_end}"
-            )
-        self.steps = check_positive_int("steps", steps)
-        self.lr = check_number("lr", lr, low=0.0)
-        self.prune_rounds = int(check_number("prune_rounds", prune_rounds, low=0, strict=False))
-        self.min_share = check_number("min_share", min_share, low=0.0, strict=False)
-        if self.min_share >= 1:
-            raise ValueError(f"min_share: expected a share in [0, 1), got {min_share}")
-        self.merge_jaccard = check_number("merge_jaccard", merge_jaccard, low=0.0)
-        self.merge_hellinger = check_number("merge_hellinger", merge_hellinger, low=0.0)
-        self.bic_select = bool(bic)
-        self.batch_size = check_positive_int("batch_size", batch_size)
-        self.seed = int(seed)
+        self.n_rules = n_rules
+        self.n_sub = n_sub
+        self.components = components
+        self.lam = lam
+        self.gamma = gamma
+        self.tau_start = tau_start
+        self.tau_end = tau_end
+        self.steps = steps
+        self.lr = lr
+        self.prune_rounds = prune_rounds
+        self.min_share = min_share
+        self.merge_jaccard = merge_jaccard
+        self.merge_hellinger = merge_hellinger
+        self.bic_select = bic_select
+        self.bic_count = bic_count
+        self.batch_size = batch_size
+        self.seed = seed
         self.device = device
-        if dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype: expected 'float32' or 'float64', got {dtype!r}")
         self.dtype = dtype
         self.show_progress = show_progress
-        self.model_: Any = None
-        self.history_: list[dict[str, float]] = []
+        self._validate()
+
+    def set_params(self, **params: Any) -> ExplainableMixture:
+        """scikit-learn's `set_params`, then the same checks as the constructor."""
+        super().set_params(**params)
+        self._validate()
+        return self
+
+    def _validate(self) -> None:
+        """Check the hyper-parameters (stored as given, scikit-learn's convention)."""
+        check_positive_int("n_rules", self.n_rules)
+        check_positive_int("n_sub", self.n_sub)
+        if self.components not in ("induced", "free"):
+            raise ValueError(f"components: expected 'induced' or 'free', got {self.components!r}")
+        if self.components == "induced" and self.n_sub != 1:
+            raise ValueError(
+                f"n_sub: induced components are one Gaussian per rule (n_sub=1), got "
+                f"{self.n_sub}; use components='free' for a mixture per rule"
+            )
+        check_number("lam", self.lam, low=0.0, strict=False)
+        check_number("gamma", self.gamma, low=0.0, strict=False)
+        check_number("tau_start", self.tau_start, low=0.0)
+        check_number("tau_end", self.tau_end, low=0.0)
+        if self.tau_end > self.tau_start:
+            raise ValueError(
+                f"tau_end: expected <= tau_start = {self.tau_start} (the temperature is "
+                f"annealed down), got {self.tau_end}"
+            )
+        check_positive_int("steps", self.steps)
+        check_number("lr", self.lr, low=0.0)
+        check_number("prune_rounds", self.prune_rounds, low=0, strict=False)
+        check_number("min_share", self.min_share, low=0.0, strict=False)
+        if self.min_share >= 1:
+            raise ValueError(f"min_share: expected a share in [0, 1), got {self.min_share}")
+        check_number("merge_jaccard", self.merge_jaccard, low=0.0)
+        check_number("merge_hellinger", self.merge_hellinger, low=0.0)
+        if not isinstance(self.bic_select, (bool, np.bool_)):
+            raise TypeError(f"bic_select: expected a bool, got {self.bic_select!r}")
+        if self.bic_count not in BIC_COUNTS:
+            raise ValueError(f"bic_count: expected one of {BIC_COUNTS}, got {self.bic_count!r}")
+        check_positive_int("batch_size", self.batch_size)
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype: expected 'float32' or 'float64', got {self.dtype!r}")
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.regressor_tags.poor_score = True  # score is a log-likelihood, not R^2
+        tags.non_deterministic = self.device != "cpu"
+        return tags
 
     # -- fitting -------------------------------------------------------------------------------
 
@@ -170,38 +225,58 @@ class ExplainableMixture:
         feature_names: Sequence[str] | None = None,
         target_names: Sequence[str] | None = None,
     ) -> ExplainableMixture:
-        """Learn rules and components from ``X (n, d)`` and ``y (n,)`` or ``(n, d_y)``."""
-        import torch
+        """Learn rules and components from ``X (n, d)`` and ``y (n,)`` or ``(n, d_y)``.
 
-        x = as_matrix("X", X)
+        Feature names default to a DataFrame's columns (``feature_names_in_``), else x0, x1...
+        """
+        import torch
+        from sklearn.utils.validation import _check_feature_names
+
+        self._validate()
+        _check_feature_names(self, X, reset=True)
+        if feature_names is None and hasattr(self, "feature_names_in_"):
+            feature_names = [str(c) for c in self.feature_names_in_]
+        if y is None:
+            raise ValueError(
+                "y: expected the targets; ExplainableMixture requires y to be passed, but the "
+                "target y is None"
+            )
+        x = as_matrix("X", X, two_d=True)
         t = as_matrix("y", y)
         check_same_rows(x, t)
+        if len(x) < 2 * self.n_rules:
+            raise ValueError(
+                f"X: expected at least 2 * n_rules = {2 * self.n_rules} rows, got "
+                f"n_samples = {len(x)}"
+            )
         self.feature_names_ = check_names("feature_names", feature_names, x.shape[1], "x")
         self.target_names_ = check_names("target_names", target_names, t.shape[1], "y")
         check_not_constant("X", x, self.feature_names_)
         check_not_constant("y", t, self.target_names_)
-        if len(x) < 2 * self.n_rules:
-            raise ValueError(
-                f"X: expected at least 2 * n_rules = {2 * self.n_rules} rows, got {len(x)}"
-            )
         self.n_features_in_ = x.shape[1]
         self.n_targets_ = t.shape[1]
+        self._y_1d = np.asarray(y).ndim == 1
         self._x_range = np.stack([x.min(0), x.max(0)], axis=1)
         dt = torch.float64 if self.dtype == "float64" else torch.float32
         xt = torch.as_tensor(x, dtype=dt)
         yt = torch.as_tensor(t, dtype=dt)
-        model = _initial_model(x, t, self.n_rules, self.n_sub, self.seed, dt)
-        stages = self.prune_rounds + 1
+        induced = self.components == "induced"
+        model = _initial_model(x, t, self.n_rules, self.n_sub, int(self.seed), dt, induced)
+        stages = int(self.prune_rounds) + 1
         per_stage = max(1, self.steps // stages)
-        self.history_ = []
+        self.history_: list[dict[str, float]] = []
         for stage in range(stages):
             self._train(model, xt, yt, per_stage, stage * per_stage, per_stage * stages)
             if stage < stages - 1:
-                model = _prune_and_merge(model, xt, self._tau(stage, per_stage, stages), self)
+                tau = self._tau(stage, per_stage, stages)
+                model.induce(xt, yt, tau)
+                model = _prune_and_merge(model, xt, yt, tau, self)
+        model.induce(xt, yt, self.tau_end)
         if self.bic_select:
-            model = _select_by_bic(model, xt, yt, self.tau_end, self.merge_jaccard)
-            model = _simplify_by_bic(model, xt, yt, self.tau_end)
+            model = _select_by_bic(model, xt, yt, self.tau_end, self.merge_jaccard, self.bic_count)
+            model = _simplify_by_bic(model, xt, yt, self.tau_end, self.bic_count)
             self._train(model, xt, yt, per_stage, per_stage * stages, per_stage * stages)
+            model.induce(xt, yt, self.tau_end)
         _, share = _coverage(model, xt, self.tau_end)
         self.model_ = _subset(model, list(np.argsort(-share, kind="stable"))).eval()
         self.rules_ = self._rules(xt)
@@ -254,15 +329,18 @@ class ExplainableMixture:
     # -- prediction ----------------------------------------------------------------------------
 
     def _check_fitted(self) -> None:
-        if self.model_ is None:
-            raise ValueError("this ExplainableMixture is not fitted yet: call fit(X, y) first")
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(
+            self, "model_", msg="this ExplainableMixture is not fitted yet: call fit(X, y) first"
+        )
 
     def _tensors(self, X: Any, y: Any | None = None) -> tuple[Any, Any]:
         import torch
 
         self._check_fitted()
         dt = self.model_.alpha.dtype
-        x = torch.as_tensor(as_matrix("X", X, columns=self.n_features_in_), dtype=dt)
+        x = torch.as_tensor(as_matrix("X", X, columns=self.n_features_in_, two_d=True), dtype=dt)
         if y is None:
             return x, None
         t = as_matrix("y", y, columns=self.n_targets_)
@@ -315,13 +393,28 @@ class ExplainableMixture:
         return self.weights(X).argmax(axis=1)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predictive mean ``E[y | x] = sum_i w_i(x) E_i[y]``, ``(n, d_y)``."""
-        return self.weights(X) @ np.array([r.mean for r in self.rules_])
+        """Predictive mean ``E[y | x] = sum_i w_i(x) E_i[y]``, ``(n, d_y)`` (``(n,)`` when
+        `fit` was given a 1-D y, scikit-learn's convention)."""
+        mean = self.weights(X) @ np.array([r.mean for r in self.rules_])
+        return mean[:, 0] if self._y_1d else mean
+
+    def n_parameters(self) -> int:
+        """BIC's ``|Theta|`` under `bic_count`: with "rules" (the paper's), the number of
+        thresholds in the printed rules (one per closed side of a condition)."""
+        self._check_fitted()
+        return _n_parameters(self.model_, self._span(), self.bic_count)
 
     def bic(self, X: Any, y: Any) -> float:
-        """``2 * NLL + |Theta| log n`` on the given rows."""
+        """``2 * NLL + |Theta| log n`` on the given rows (`bic_count` sets ``|Theta|``)."""
         x, t = self._tensors(X, y)
-        return _bic(self.model_, x, t, self.tau_end)
+        return _bic(self.model_, x, t, self.tau_end, self.bic_count, self._span())
+
+    def _span(self) -> Any:
+        """``(2, d)`` tensor: the training rows' feature minima and maxima (a threshold outside
+        them is an open side)."""
+        import torch
+
+        return torch.as_tensor(self._x_range.T.copy(), dtype=self.model_.alpha.dtype)
 
     def describe(self) -> str:
         """The rules, one per line (``rule i`` is column ``i - 1`` of `weights`; rules are
@@ -364,7 +457,9 @@ class ExplainableMixture:
 # -- the pieces of `fit` -----------------------------------------------------------------------
 
 
-def _initial_model(x: np.ndarray, t: np.ndarray, k: int, n_sub: int, seed: int, dt: Any) -> Any:
+def _initial_model(
+    x: np.ndarray, t: np.ndarray, k: int, n_sub: int, seed: int, dt: Any, induced: bool
+) -> Any:
     """Rules and components anchored at k-means++ centres of the standardised ``(x, y)``."""
     import torch
     from sklearn.cluster import kmeans_plusplus
@@ -404,6 +499,7 @@ def _initial_model(x: np.ndarray, t: np.ndarray, k: int, n_sub: int, seed: int, 
         tensor(x_scale),
         tensor(y_loc),
         tensor(y_scale),
+        induced,
     )
 
 
@@ -457,6 +553,7 @@ def _subset(model: Any, keep: Sequence[int]) -> Any:
             model.x_scale,
             model.y_loc,
             model.y_scale,
+            model.induced,
         )
 
 
@@ -524,7 +621,7 @@ def _merge(model: Any, i: int, j: int, share: np.ndarray) -> Any:
     return merged
 
 
-def _prune_and_merge(model: Any, x: Any, tau: float, est: ExplainableMixture) -> Any:
+def _prune_and_merge(model: Any, x: Any, y: Any, tau: float, est: ExplainableMixture) -> Any:
     """Drop dead rules, then merge redundant pairs; returns a new model (or the same)."""
     import torch
 
@@ -538,6 +635,7 @@ def _prune_and_merge(model: Any, x: Any, tau: float, est: ExplainableMixture) ->
         alive = [int(np.argmax(share))]
     if len(alive) < model.k:
         model = _subset(model, alive)
+        model.induce(x, y, tau)
         covered, share = covered[:, alive], share[alive]
     while model.k > 1:
         mean, cov = _component_moments(model)
@@ -554,12 +652,15 @@ def _prune_and_merge(model: Any, x: Any, tau: float, est: ExplainableMixture) ->
             break
         i, j = pairs[0]
         model = _merge(model, i, j, share)
+        model.induce(x, y, tau)
         covered, share = _coverage(model, x, tau)
     return model
 
 
-def _n_parameters(model: Any, x: Any) -> int:
-    """Thresholds of the used features (one per closed side) plus the components' parameters."""
+def _n_parameters(model: Any, x: Any, count: str) -> int:
+    """BIC's ``|Theta|``: one per closed side of a used condition (the rule parameters, the
+    paper's count; the weights ``a_ij`` only decide which conditions are used), plus with
+    ``count="all"`` the components' parameters. The rows `x` give the data range."""
     import torch
 
     used = _used_features(model, x)
@@ -568,18 +669,27 @@ def _n_parameters(model: Any, x: Any) -> int:
         low = (model.alpha > z.min(0).values).numpy()
         high = (model.beta < z.max(0).values).numpy()
     thresholds = int((used & low).sum() + (used & high).sum())
-    return thresholds + model.components.n_parameters()
+    return thresholds + (model.components.n_parameters() if count == "all" else 0)
 
 
-def _bic(model: Any, x: Any, y: Any, tau: float) -> float:
+def _bic(model: Any, x: Any, y: Any, tau: float, count: str, span: Any = None) -> float:
+    """``2 NLL + |Theta| log n`` on the rows ``(x, y)``; `span` (default `x`) gives the range."""
     import torch
 
     with torch.no_grad():
         nll = -float(model.log_density(x, y, tau).double().sum())
-    return 2.0 * nll + _n_parameters(model, x) * math.log(len(x))
+    n_params = _n_parameters(model, x if span is None else span, count)
+    return 2.0 * nll + n_params * math.log(len(x))
 
 
-def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float) -> Any:
+def _induced_bic(model: Any, x: Any, y: Any, tau: float, count: str) -> float:
+    """BIC of a candidate rule set on the training rows, its components induced anew first
+    (induced components are functions of the rules)."""
+    model.induce(x, y, tau)
+    return _bic(model, x, y, tau, count)
+
+
+def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float, count: str) -> Any:
     """Drop rule conditions while BIC falls: each pass scores opening every closed side of
     every used condition (moving its threshold far outside the data) and applies the ones
     that lower BIC, best first, each re-checked against the model as it then is."""
@@ -588,7 +698,7 @@ def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float) -> Any:
     with torch.no_grad():
         z = (x - model.x_loc) / model.x_scale
         z_min, z_max = z.min(0).values - 10.0, z.max(0).values + 10.0
-    best_bic = _bic(model, x, y, tau)
+    best_bic = _induced_bic(model, x, y, tau, count)
     changed = True
     while changed:
         changed = False
@@ -600,12 +710,12 @@ def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float) -> Any:
         ]
         scored = []
         for i, j, side in sides:
-            score = _bic(_opened(model, i, j, side, z_min, z_max), x, y, tau)
+            score = _induced_bic(_opened(model, i, j, side, z_min, z_max), x, y, tau, count)
             if score < best_bic:
                 scored.append((score, i, j, side))
         for _, i, j, side in sorted(scored):
             candidate = _opened(model, i, j, side, z_min, z_max)
-            score = _bic(candidate, x, y, tau)
+            score = _induced_bic(candidate, x, y, tau, count)
             if score < best_bic:
                 model, best_bic, changed = candidate, score, True
     return model
@@ -624,12 +734,12 @@ def _opened(model: Any, i: int, j: int, side: str, z_min: Any, z_max: Any) -> An
     return out
 
 
-def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float) -> Any:
+def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float, count: str) -> Any:
     """Greedy BIC descent over the rule set: at each step take the candidate with the lowest
     BIC among dropping one rule and merging two rules one of which mostly lies inside the
     other (`_containment` of their covered rows above `merge_jaccard`, components
     moment-matched); stop when none lowers BIC."""
-    best, best_bic = model, _bic(model, x, y, tau)
+    best, best_bic = model, _induced_bic(model, x, y, tau, count)
     while best.k > 1:
         covered, share = _coverage(best, x, tau)
         candidates = [_subset(best, [r for r in range(best.k) if r != i]) for i in range(best.k)]
@@ -639,7 +749,7 @@ def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float)
             for j in range(i + 1, best.k)
             if _containment(covered, i, j) > merge_jaccard
         ]
-        scores = [_bic(c, x, y, tau) for c in candidates]
+        scores = [_induced_bic(c, x, y, tau, count) for c in candidates]
         i = int(np.argmin(scores))
         if scores[i] >= best_bic:
             break

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from explainable_mixtures.components import GaussianComponents
+from explainable_mixtures.components import GaussianComponents, gaussian_log_prob, induced_moments
 from explainable_mixtures.rules import (
     coverage_penalty,
     log_conditional_weights,
@@ -37,6 +37,9 @@ class RuleMixture(nn.Module):
         feature_weights: ``(k, d)`` initial ``a_ij > 0``.
         components: the ``k`` component densities (in standard target units).
         x_loc, x_scale: ``(d,)`` feature standardisation; y_loc, y_scale: ``(d_y,)``.
+        induced: the components are induced by the rows each rule covers (the paper's: during
+            training `objective` recomputes them from the batch, `induce` freezes them for
+            prediction); False: `components` are free parameters trained with the rules.
     """
 
     x_loc: torch.Tensor
@@ -54,8 +57,10 @@ class RuleMixture(nn.Module):
         x_scale: torch.Tensor,
         y_loc: torch.Tensor,
         y_scale: torch.Tensor,
+        induced: bool = False,
     ) -> None:
         super().__init__()
+        self.induced = induced
         self.alpha = nn.Parameter(alpha.clone())
         self.beta = nn.Parameter(beta.clone())
         self.a_raw = nn.Parameter(_inverse_softplus(feature_weights))
@@ -93,14 +98,31 @@ class RuleMixture(nn.Module):
         """``log p(y | x)``, ``(n,)``."""
         return torch.logsumexp(self.log_weights(x, tau) + self.component_log_prob(y), dim=-1)
 
+    @torch.no_grad()
+    def induce(self, x: torch.Tensor, y: torch.Tensor, tau: float) -> None:
+        """Set each component to the Gaussian induced by the rows ``(x, y)`` its rule covers
+        at temperature `tau` (`induced_moments`); a no-op for free components."""
+        if self.induced:
+            u = (y - self.y_loc) / self.y_scale
+            self.components.set_moments(*induced_moments(self.log_activation(x, tau), u))
+
+    def _training_log_prob(self, log_e: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``log p_i(y)`` ``(n, k)`` in training: induced from the batch, or the free components."""
+        if not self.induced:
+            return self.component_log_prob(y)
+        u = (y - self.y_loc) / self.y_scale
+        mean, cov = induced_moments(log_e, u)
+        log_p = gaussian_log_prob(u, mean, torch.linalg.cholesky(cov))
+        return log_p - torch.log(self.y_scale).sum()
+
     def objective(
         self, x: torch.Tensor, y: torch.Tensor, tau: float, lam: float, gamma: float
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Training loss ``mean NLL + lam * R + gamma * C`` (Sec. 4.2 plus our coverage term),
-        with its parts for the log."""
+        """Training loss ``mean NLL + lam * R (+ gamma * C)`` (the note's ``NLL + lambda R``
+        plus our optional coverage term), with its parts for the log."""
         log_e = self.log_activation(x, tau)
         log_w = log_conditional_weights(log_e)
-        nll = -torch.logsumexp(log_w + self.component_log_prob(y), dim=-1).mean()
+        nll = -torch.logsumexp(log_w + self._training_log_prob(log_e, y), dim=-1).mean()
         R = overlap_penalty(log_w)
         C = coverage_penalty(log_e)
         parts = {"nll": nll.item(), "overlap": R.item(), "coverage": C.item()}

@@ -117,3 +117,33 @@ def partition_log_density(
         i = inside[0]
         out[n] = gaussian_log_pdf(y_n, means[i], covs[i])
     return out
+
+
+def induced_gaussian(
+    X: np.ndarray,
+    U: np.ndarray,
+    alpha: Sequence[float],
+    beta: Sequence[float],
+    a: Sequence[float],
+    tau: float,
+    prior_rows: float,
+    floor: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One rule's Gaussian induced by the rows it covers: weights ``e(x_l)``, plus `prior_rows`
+    pseudo-rows at 0 with unit covariance and a diagonal `floor` (standard units).
+
+    Returns the mean ``(d_y,)`` and covariance ``(d_y, d_y)``.
+    """
+    d_y = U.shape[1]
+    mass, first = prior_rows, np.zeros(d_y)
+    weights = []
+    for x, u in zip(X, U, strict=True):
+        e = rule_activation(list(x), alpha, beta, a, tau)
+        weights.append(e)
+        mass += e
+        first += e * u
+    mean = first / mass
+    scatter = prior_rows * (np.eye(d_y) + np.outer(mean, mean))
+    for e, u in zip(weights, U, strict=True):
+        scatter += e * np.outer(u - mean, u - mean)
+    return mean, scatter / mass + floor * np.eye(d_y)
