@@ -197,13 +197,28 @@ def test_heartbeat_writes_at_least_every_interval_with_the_phase():
             now[0] = t
             got = beat.tick()
             assert (got is None) if expect is None else (expect in got), (t, got)
-        phase("fold 3 of 10")
+        phase("fold 3 of 10")  # announced at once (clock 150)
+        assert lines[-1] == "[reproduce --scale tiny] 0 min 50 s elapsed; phase: fold 3 of 10"
+        now[0] = 179.0
+        assert beat.tick() is None  # the announcement restarted the interval
         now[0] = 221.0
         assert beat.tick() == "[reproduce --scale tiny] 2 min 01 s elapsed; phase: fold 3 of 10"
-    assert len(lines) == 2
+    assert len(lines) == 3
     # the silence between two lines never exceeds the interval (plus the 1 s polling step)
     with pytest.raises(ValueError, match="interval"):
         Heartbeat("x", interval=0)
+
+
+def test_phase_is_announced_at_once_inside_a_heartbeat_only(capsys):
+    from shared_core.cli import Heartbeat, phase
+
+    phase("outside any run")  # a library call: silent
+    assert capsys.readouterr().err == ""
+    with Heartbeat("demo", interval=3600):
+        phase("fold 1 of 3")
+        phase("epoch 5", announce=False)  # labels the next periodic line only
+    err = capsys.readouterr().err
+    assert "phase: fold 1 of 3" in err and "epoch 5" not in err
 
 
 def test_heartbeat_thread_prints_during_a_long_run(capsys):

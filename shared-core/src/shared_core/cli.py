@@ -169,11 +169,19 @@ def _run_name(text: str) -> str:
 
 
 _PHASE: list[str] = [""]
+_ACTIVE: list[Heartbeat] = []
 
 
-def phase(name: str) -> None:
-    """Name what the run is doing now; the heartbeat line of a long phase says it."""
+def phase(name: str, announce: bool = True) -> None:
+    """Name what the run is doing now (a fold, a method, an epoch).
+
+    With `announce`, the running `Heartbeat` prints it at once; without, it only labels the
+    next periodic line (for frequent updates such as epochs). Outside a heartbeat (a library
+    call) nothing is printed.
+    """
     _PHASE[0] = name
+    if announce and _ACTIVE:
+        _ACTIVE[-1].announce()
 
 
 class Heartbeat:
@@ -202,10 +210,13 @@ class Heartbeat:
 
     def tick(self) -> str | None:
         """Write (and return) the heartbeat line if `interval` has passed since the last one."""
-        now = self.clock()
-        if now - self.last < self.interval:
+        if self.clock() - self.last < self.interval:
             return None
-        self.last = now
+        return self.announce()
+
+    def announce(self) -> str:
+        """Write (and return) the line now; the next periodic one comes `interval` later."""
+        now = self.last = self.clock()
         minutes, seconds = divmod(int(now - self.start), 60)
         line = f"[{self.label}] {minutes} min {seconds:02d} s elapsed"
         if _PHASE[0]:
@@ -217,6 +228,7 @@ class Heartbeat:
         self.start = self.last = self.clock()
         _PHASE[0] = ""
         if os.environ.get("RANK", "0") == "0":
+            _ACTIVE.append(self)
             self._thread = threading.Thread(target=self._loop, daemon=True)
             self._thread.start()
         return self
@@ -229,6 +241,7 @@ class Heartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+            _ACTIVE.remove(self)
 
 
 class _LazyScales(dict[str, Any]):

@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from explainable_mixtures.experiments.progress import Heartbeat
 from explainable_mixtures.experiments.reproduce import SCALES, Config
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, phase
 
 LAMS = (0.0, 0.1, 0.3, 1.0)
 
@@ -41,10 +40,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
 
     config: Config = args.config
     results: dict[str, dict[str, dict[str, float]]] = {}
-    with (
-        Run("explainable-mixtures-lambda", config, out=args.out) as run,
-        Heartbeat("explainable-mixtures ablate-lambda") as beat,
-    ):
+    with Run("explainable-mixtures-lambda", config, out=args.out) as run:
         for key, table in _tables(config, args.seed):
             results[key] = {}
             cells: dict[float, dict[str, list[float]]] = {
@@ -56,7 +52,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     table = data.planted(config.planted_n, seed=seed)
                 train, test = data.split(table, config.test, seed)
                 for lam in LAMS:
-                    beat.phase(f"{key} seed {s + 1}/{config.seeds}: lambda = {lam}")
+                    phase(f"{key} seed {s + 1}/{config.seeds}: lambda = {lam}")
                     t0 = time.process_time()
                     emm = ExplainableMixture(
                         config.n_rules, lam=lam, steps=config.steps, seed=seed, device=args.device

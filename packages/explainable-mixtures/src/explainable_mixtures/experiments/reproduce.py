@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from explainable_mixtures.experiments.progress import Heartbeat
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, phase
 
 PAPER, OURS = "EMM (paper)", "EMM (ours)"
 METHODS = (PAPER, OURS, "GMM on y", "tree + Gaussian leaves", "MDN")
@@ -69,7 +68,7 @@ SCALES: dict[str, Config] = {
 
 
 def _fit_all(
-    train: Any, test: Any, config: Config, seed: int, device: str, beat: Heartbeat, where: str
+    train: Any, test: Any, config: Config, seed: int, device: str, where: str
 ) -> dict[str, Any]:
     """Fit both EMMs and the three baselines on `train`; test NLL (nats per row) of each, and
     the fitted EMMs under ``"emm"`` (the paper's) and ``"emm-ours"``."""
@@ -82,7 +81,7 @@ def _fit_all(
 
     out: dict[str, Any] = {}
     for name, key, params in ((PAPER, "emm", {}), (OURS, "emm-ours", OURS_PARAMS)):
-        beat.phase(f"{where}: fitting {name}")
+        phase(f"{where}: fitting {name}")
         t0 = time.process_time()
         emm = ExplainableMixture(
             config.n_rules, steps=config.steps, seed=seed, device=device, **params
@@ -97,7 +96,7 @@ def _fit_all(
         ),
     }
     for name, model in peers.items():
-        beat.phase(f"{where}: fitting {name}")
+        phase(f"{where}: fitting {name}")
         t0 = time.process_time()
         model.fit(train.X, train.y)
         nll = -float(np.mean(model.log_density(test.X, test.y)))
@@ -129,10 +128,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
 
     config: Config = args.config
     results: dict[str, Any] = {}
-    with (
-        Run("explainable-mixtures", config, out=args.out) as run,
-        Heartbeat("explainable-mixtures") as beat,
-    ):
+    with Run("explainable-mixtures", config, out=args.out) as run:
         first_emm: dict[str, Any] = {}
         for targets in config.planted_targets:
             key = f"planted-{targets}d"
@@ -145,7 +141,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     data.planted(config.planted_n, targets=targets, seed=seed), config.test, seed
                 )
                 where = f"{key} seed {s + 1}/{config.seeds}"
-                fits = _fit_all(train, test, config, seed, args.device, beat, where)
+                fits = _fit_all(train, test, config, seed, args.device, where)
                 for m in METHODS:
                     cells[m].append(fits[m][0])
                 assert train.boxes is not None and train.means is not None
@@ -184,7 +180,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 seed = args.seed + s
                 train, test = data.split(table, config.test, seed)
                 where = f"{key} seed {s + 1}/{config.seeds}"
-                fits = _fit_all(train, test, config, seed, args.device, beat, where)
+                fits = _fit_all(train, test, config, seed, args.device, where)
                 for m in METHODS:
                     cells[m].append(fits[m][0])
                 n_rules[PAPER].append(fits["emm"].model_.k)
@@ -197,7 +193,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             results[key]["rules"] = {m: float(np.mean(v)) for m, v in n_rules.items()}
             _nll_rows(run, key, cells, config.seeds)
         run.log(results=results)
-        beat.phase("plots and report")
+        phase("plots and report")
         _plots(run, first_emm)
         notes = [
             f"Test NLL in nats per row (lower is better), mean ± std over {config.seeds} "
