@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from shared_core.cli import phase
 from topoformer.filtrations import check_filtration, filtration_values
 from topoformer.graph import (
     Graph,
@@ -33,7 +34,6 @@ from topoformer.graph import (
     triangle_edge_ids,
 )
 from topoformer.homology import forest_ranks, pack_rows, rank_packed
-from topoformer.progress import beat
 
 Rule = Literal["frequent", "quantile"]
 TOKEN_FIELDS = ("b0", "b1", "num_vertices", "num_edges")
@@ -232,7 +232,7 @@ def filter_graphs(graphs: Sequence[Any], filtrations: Sequence[str]) -> list[Fil
         except (TypeError, ValueError) as err:
             raise type(err)(f"graphs[{i}]: {err}") from None
         out.append(FilteredGraph(g, {name: filtration_values(g, name) for name in names}))
-        beat(f"filtrations {'+'.join(names)}: {i + 1}/{len(graphs)} graphs")
+        phase(f"filtrations {'+'.join(names)}: {i + 1}/{len(graphs)} graphs", announce=False)
     return out
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from shared_core.cli import phase
 from shared_core.train import TrainConfig, fit
-from topoformer.progress import beat
 
 
 def adam_config(steps: int, lr: float = 1e-3, weight_decay: float = 1e-4) -> TrainConfig:
@@ -64,7 +64,9 @@ def train_epochs(
             with torch.no_grad():
                 scores.append({"epoch": step // per_epoch - 1, **evaluate(model)})
             model.train()
-            beat(f"{desc}: epoch {len(scores)}/{epochs}, loss {record['loss']:.4f}")
+            phase(
+                f"{desc}: epoch {len(scores)}/{epochs}, loss {record['loss']:.4f}", announce=False
+            )
 
     fit(
         model, loss_fn, batch_fn, adam_config(epochs * per_epoch, lr, weight_decay),

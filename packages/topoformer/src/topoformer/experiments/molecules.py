@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shared_core.cli import phase
 from topoformer.experiments.common import FoldSplit, Task, TrainSettings, gin_fold, topoformer_fold
 from topoformer.model import TopoFormerConfig
-from topoformer.progress import beat
 from topoformer.protocol import Selection
 
 ATOMS = (1, 5, 6, 7, 8, 9, 14, 15, 16, 17, 35, 53)  # FreeSolv's elements
@@ -58,7 +58,7 @@ def run_molecules(config: MoleculeConfig, seed: int = 0, device: str = "cpu") ->
     task = Task(y, classification=False)
     sel, curves, cpu = {}, {}, {}
 
-    beat(f"FreeSolv: featurising {len(data.graphs)} molecules", phase=True)
+    phase(f"FreeSolv: featurising {len(data.graphs)} molecules")
     t = time.process_time()
     filtered = filter_graphs(data.graphs, config.filtrations)
     scan = TopoScan(config.filtrations, config.n_intervals, config.m)
@@ -66,7 +66,7 @@ def run_molecules(config: MoleculeConfig, seed: int = 0, device: str = "cpu") ->
     seqs = scan.transform(filtered)
     xs = [minmax_scale(seqs[n]) for n in config.filtrations]
     extra = ecfp(data.smiles) if config.ecfp else None
-    beat("FreeSolv: topoformer", phase=True)
+    phase("FreeSolv: topoformer")
     sel["topoformer"], curves["topoformer"] = topoformer_fold(
         xs, task, split, config.train, config.model, device, extra
     )
@@ -82,7 +82,7 @@ def run_molecules(config: MoleculeConfig, seed: int = 0, device: str = "cpu") ->
             [one_hot_labels(g, ATOMS), atoms[:, 2:3], np.eye(5)[np.minimum(atoms[:, 4], 4)]], 1
         )
         mols.append(to_pyg(g, feats.astype(np.float32)))
-    beat("FreeSolv: gin", phase=True)
+    phase("FreeSolv: gin")
     sel["gin"], curves["gin"] = gin_fold(
         mols,
         mols[0].x.shape[1],

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shared_core.cli import phase
 from topoformer.experiments.common import (
     FoldSplit,
     Task,
@@ -31,7 +32,6 @@ from topoformer.experiments.common import (
     topoformer_fold,
 )  # fmt: skip
 from topoformer.model import TopoFormerConfig
-from topoformer.progress import beat
 from topoformer.protocol import Selection, inner_split, kfold, select
 
 METHODS = ("topoformer", "gin", "wl_svm", "ph_mlp")
@@ -88,7 +88,7 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
     curves: dict[str, list[list[dict[str, float]]]] = {m: [] for m in config.methods}
     cpu = dict.fromkeys(config.methods, 0.0)
 
-    beat(f"MUTAG: featurising {len(graphs)} graphs ({', '.join(config.filtrations)})", phase=True)
+    phase(f"MUTAG: featurising {len(graphs)} graphs ({', '.join(config.filtrations)})")
     t = time.process_time()
     filtered = filter_graphs(graphs, config.filtrations)
     feat_cpu = time.process_time() - t
@@ -119,7 +119,7 @@ def run_mutag(config: MutagConfig, seed: int = 0, device: str = "cpu") -> MutagR
         fit_idx, val_idx = inner_split(train_idx, y, config.val_fraction, seed * 1000 + k)
         split = FoldSplit(fit_idx, val_idx, test_idx, seed=seed * 1000 + k)
         for method in config.methods:
-            beat(f"MUTAG fold {k + 1}/{len(folds)}: {method}", phase=True)
+            phase(f"MUTAG fold {k + 1}/{len(folds)}: {method}")
             t = time.process_time()
             if method == "topoformer":
                 scan = TopoScan(config.filtrations, config.n_intervals, config.m)
