@@ -15,7 +15,7 @@ from msgen.diffusion import (
 )
 from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, edge_types, eq_transform, local_mask
 from msgen.model import graph_batch_to, pack, pair_template
-from msgen.reference import eq_transform_reference, epsnet_reference
+from msgen.reference import epsnet_reference, eq_transform_reference
 from rdkit import Chem
 from rdkit.Chem import AllChem
 
@@ -65,15 +65,22 @@ def test_edge_scores_match_the_loop_reference(guided: bool, device: str) -> None
     net32 = net.float().to(device)
     g = graph_batch_to(batch, device)
     with torch.no_grad():
-        f_g, f_l = net32(x.float().to(device), g, None if guide is None else guide.float().to(device))
+        f_g, f_l = net32(
+            x.float().to(device), g, None if guide is None else guide.float().to(device)
+        )
     assert_close("s_global float32", ref_g, f_g.cpu(), ratio=1e-5)
     assert_close("s_local float32", ref_l, f_l.cpu(), ratio=1e-5)
 
 
 def test_eq_transform_matches_the_loop_reference() -> None:
-    net, x, batch, _ = _inputs(False)
+    _, x, batch, _ = _inputs(False)
     s = torch.randn(batch.pairs.shape[1], dtype=torch.float64)
-    assert_close("eq_transform", eq_transform_reference(s, x, batch.pairs), eq_transform(s, x, batch.pairs), ratio=1e-12)
+    assert_close(
+        "eq_transform",
+        eq_transform_reference(s, x, batch.pairs),
+        eq_transform(s, x, batch.pairs),
+        ratio=1e-12,
+    )
 
 
 def test_edge_types_are_geodiffs() -> None:
@@ -105,7 +112,9 @@ def test_permutation_equivariance() -> None:
     inv = np.argsort(perm)
     g2 = MolGraph(g.atoms[perm], inv[g.edge_index], g.bond_types, g.positions[perm])  # type: ignore[index]
     torch.manual_seed(0)
-    net = DualEncoderEpsNet(EpsNetConfig(hidden=8, num_convs=2, num_convs_local=2, guided=True)).double()
+    net = DualEncoderEpsNet(
+        EpsNetConfig(hidden=8, num_convs=2, num_convs_local=2, guided=True)
+    ).double()
     x = torch.randn(g.num_atoms, 3, dtype=torch.float64)
     guide = torch.randn(g.num_atoms, 3, dtype=torch.float64)
     with torch.no_grad():
@@ -166,7 +175,11 @@ def test_seeded_training_and_sampling_are_deterministic(sampler: str) -> None:
     ha, hb = a.fit(graphs, guides, seed=1), b.fit(graphs, guides, seed=1)
     assert ha.losses == hb.losses
     sg = [np.repeat(g[None], 3, axis=0) for g in guides]
-    s1, s2, s3 = a.sample(graphs, 3, sg, seed=4), b.sample(graphs, 3, sg, seed=4), a.sample(graphs, 3, sg, seed=5)
+    s1, s2, s3 = (
+        a.sample(graphs, 3, sg, seed=4),
+        b.sample(graphs, 3, sg, seed=4),
+        a.sample(graphs, 3, sg, seed=5),
+    )
     assert all(np.array_equal(p, q) for p, q in zip(s1, s2, strict=True))
     assert not np.array_equal(s1[0], s3[0])
     assert [s.shape for s in s1] == [(3, g.num_atoms, 3) for g in graphs]

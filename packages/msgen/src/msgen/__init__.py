@@ -34,9 +34,9 @@ if TYPE_CHECKING:
         respaced_betas,
         sigmoid_betas,
     )
+    from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform
     from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers, rmsd_matrix
     from msgen.model import DenoiserConfig, EGNNDenoiser, GraphBatch, pack, pair_template
-    from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform
     from msgen.multiscale import MSGEN, Hierarchy, hierarchy, upsample_guide
     from msgen.upsampling import TAU, UpsamplingPlan, upsample, upsampling_plan
 

@@ -49,10 +49,10 @@ def describe(graph: MolGraph) -> str:
         try:
             Chem.SanitizeMol(mol)
             mol = Chem.RemoveHs(mol)
-        except Exception:  # noqa: BLE001 - unsanitisable: its SMILES with the hydrogens
+        except Exception:
             pass
         return repr(Chem.MolToSmiles(mol))
-    except Exception:  # noqa: BLE001 - any failure falls back to the formula
+    except Exception:
         counts: dict[int, int] = {}
         for z in graph.atomic_numbers.tolist():
             counts[int(z)] = counts.get(int(z), 0) + 1

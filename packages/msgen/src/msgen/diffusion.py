@@ -103,7 +103,11 @@ class LangevinConfig:
     global_start_sigma: float = 0.5  # the global field is used below this noise level
 
     def __post_init__(self) -> None:
-        if not isinstance(self.steps, int) or isinstance(self.steps, bool) or not 1 <= self.steps <= PAPER_STEPS:
+        if (
+            not isinstance(self.steps, int)
+            or isinstance(self.steps, bool)
+            or not 1 <= self.steps <= PAPER_STEPS
+        ):
             raise ValueError(f"steps: expected an int in [1, {PAPER_STEPS}], got {self.steps!r}")
         for name in ("step_lr", "clip", "clip_local_retry", "global_start_sigma"):
             v = getattr(self, name)
@@ -115,7 +119,10 @@ class LangevinConfig:
 
 @dataclass(frozen=True)
 class DiffusionConfig:
-    """A base generator: its network, sampler, chain length, training budget (defaults: tiny).
+    """A base generator: network, sampler, chain length, training budget.
+
+    Defaults: the public network sizes (`EpsNetConfig`) and sampler settings, a short
+    Langevin run (250 levels) and a CPU training budget.
 
     network: ``"geodiff"`` (the paper's dual encoder, `epsnet`) or ``"egnn"`` (ours,
     `denoiser`); guided or not is the chosen network config's ``guided``.
@@ -124,9 +131,7 @@ class DiffusionConfig:
     """
 
     network: str = "geodiff"
-    epsnet: EpsNetConfig = field(
-        default_factory=lambda: EpsNetConfig(hidden=64, num_convs=4, num_convs_local=3)
-    )
+    epsnet: EpsNetConfig = field(default_factory=EpsNetConfig)
     denoiser: DenoiserConfig = field(default_factory=DenoiserConfig)
     sampler: str = "ld"
     langevin: LangevinConfig = field(default_factory=LangevinConfig)
@@ -332,12 +337,18 @@ class DiffusionGenerator:
         graph = pack(templates)
         guide = torch.cat(guide_rows).to(self.device) if guide_rows else None
         self.net.eval()
-        if self.config.sampler == "ld":
-            x = self._langevin(graph, guide, seed)
-        else:
+        if self.config.network == "egnn":
             x = ancestral_sample(
-                self._eps_fn(graph, guide), self.betas, graph, torch.Generator().manual_seed(seed)
+                self._eps_fn(graph, guide, None),
+                self.betas,
+                graph,
+                torch.Generator().manual_seed(seed),
             )
+        else:  # the public retry: after a NaN, once more with the local field clipped
+            try:
+                x = self._geodiff_sample(graph, guide, seed, None)
+            except FloatingPointError:
+                x = self._geodiff_sample(graph, guide, seed, self.config.langevin.clip_local_retry)
         out, start = [], 0
         for g in graphs:
             n = g.num_atoms
@@ -346,8 +357,26 @@ class DiffusionGenerator:
             start += n * num_samples
         return out
 
-    def _eps_fn(self, graph: GraphBatch, guide: torch.Tensor | None) -> EpsFn:
-        """eps_hat of the VP chain: the EGNN directly, GeoDiff's ``-eq(s)`` at ``x_t / sqrt(abar_t)``."""
+    def _geodiff_sample(
+        self, graph: GraphBatch, guide: torch.Tensor | None, seed: int, clip_local: float | None
+    ) -> torch.Tensor:
+        """One run of the configured sampler; FloatingPointError on a NaN (public check)."""
+        if self.config.sampler == "ld":
+            sigmas = ((1 - self.abar_paper) / self.abar_paper).sqrt()
+            g = graph_batch_to(graph, self.device)
+            return langevin_sample(
+                self.net, g, guide, sigmas, self.config.langevin, seed, clip_local=clip_local,  # type: ignore[arg-type]
+            )  # fmt: skip
+        gen = torch.Generator().manual_seed(seed)
+        x = ancestral_sample(self._eps_fn(graph, guide, clip_local), self.betas, graph, gen)
+        if torch.isnan(x).any():
+            raise FloatingPointError("ancestral_sample: NaN in the positions")
+        return x
+
+    def _eps_fn(
+        self, graph: GraphBatch, guide: torch.Tensor | None, clip_local: float | None
+    ) -> EpsFn:
+        """eps_hat of the VP chain: the EGNN directly, GeoDiff's ``-F`` at ``x_t / sqrt(abar_t)``."""
         g = graph_batch_to(graph, self.device)
         if self.config.network == "egnn":
             return lambda x, t: self.net(x.to(self.device), t.to(self.device), g, guide).cpu()
@@ -360,21 +389,11 @@ class DiffusionGenerator:
             pos = (x / abar**0.5).to(self.device)
             f = self.net.field(  # type: ignore[operator]
                 pos, g, guide, use_global=sigma < lcfg.global_start_sigma,
-                w_global=lcfg.w_global, clip=lcfg.clip,
+                w_global=lcfg.w_global, clip=lcfg.clip, clip_local=clip_local,
             )  # fmt: skip
             return -f.cpu()
 
         return eps_fn
-
-    def _langevin(self, graph: GraphBatch, guide: torch.Tensor | None, seed: int) -> torch.Tensor:
-        """The public ``ld`` sampler; one retry with the local field clipped after a NaN."""
-        g = graph_batch_to(graph, self.device)
-        lcfg = self.config.langevin
-        sigmas = ((1 - self.abar_paper) / self.abar_paper).sqrt()
-        try:
-            return langevin_sample(self.net, g, guide, sigmas, lcfg, seed, clip_local=None)  # type: ignore[arg-type]
-        except FloatingPointError:
-            return langevin_sample(self.net, g, guide, sigmas, lcfg, seed, clip_local=lcfg.clip_local_retry)  # type: ignore[arg-type]
 
 
 def geodiff_loss(
@@ -395,8 +414,12 @@ def geodiff_loss(
     loc = local_mask(graph)
     glob = (d <= net.config.cutoff) & ~loc
     zero = torch.zeros_like(target)
-    lg = (eq_transform(s_glob, x, graph.pairs) - eq_transform(torch.where(glob, target, zero), x, graph.pairs))
-    ll = eq_transform(s_loc, x, graph.pairs) - eq_transform(torch.where(loc, target, zero), x, graph.pairs)
+    lg = eq_transform(s_glob, x, graph.pairs) - eq_transform(
+        torch.where(glob, target, zero), x, graph.pairs
+    )
+    ll = eq_transform(s_loc, x, graph.pairs) - eq_transform(
+        torch.where(loc, target, zero), x, graph.pairs
+    )
     return (2 * (lg**2).sum(-1) + 5 * (ll**2).sum(-1)).mean()
 
 
@@ -476,4 +499,3 @@ def _graph_dict(graph: GraphBatch) -> dict[str, Any]:
 
 def _graph_from_dict(b: dict[str, Any]) -> GraphBatch:
     return GraphBatch(b["z"], b["batch"], b["pairs"], b["bond"], b["hops"], int(b["num_graphs"]))
-

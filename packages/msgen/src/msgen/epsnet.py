@@ -61,7 +61,9 @@ class EpsNetConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.hidden < 2:
-            raise ValueError(f"hidden: expected at least 2 (the heads use hidden // 2), got {self.hidden}")
+            raise ValueError(
+                f"hidden: expected at least 2 (the heads use hidden // 2), got {self.hidden}"
+            )
         if not (isinstance(self.cutoff, (int, float)) and self.cutoff > 0):
             raise ValueError(f"cutoff: expected a positive distance in Å, got {self.cutoff!r}")
 

@@ -64,7 +64,9 @@ def upsample_guide(
     The guide of stage `level` (public ``Chemical_upsampling``, tau in Å); needs no generator.
     """
     if not isinstance(h, Hierarchy):
-        raise TypeError(f"h: expected a Hierarchy (msgen.hierarchy(graph, scales)), got {type(h).__name__}")
+        raise TypeError(
+            f"h: expected a Hierarchy (msgen.hierarchy(graph, scales)), got {type(h).__name__}"
+        )
     if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level < len(h.levels):
         raise ValueError(f"level: expected an int in [1, {len(h.levels) - 1}], got {level!r}")
     if not (isinstance(tau, (int, float)) and np.isfinite(tau) and tau >= 0):
@@ -72,11 +74,17 @@ def upsample_guide(
     pos = np.asarray(parent_pos, dtype=np.float64)
     want = h.levels[level - 1].size
     if pos.ndim != 3 or pos.shape[1:] != (want, 3) or not np.all(np.isfinite(pos)):
-        raise ValueError(f"parent_pos: expected finite (k, {want}, 3) coordinates, got shape {pos.shape}")
+        raise ValueError(
+            f"parent_pos: expected finite (k, {want}, 3) coordinates, got shape {pos.shape}"
+        )
+    return _upsample(h, level, pos, float(tau), seed)
+
+
+def _upsample(h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int) -> np.ndarray:
     child = h.level_graph(level)
     plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
     gen = torch.Generator().manual_seed(seed)
-    return upsample(plan, torch.from_numpy(pos), float(tau), gen).numpy()
+    return upsample(plan, torch.tensor(np.asarray(pos, dtype=np.float64)), tau, gen).numpy()
 
 
 class MSGEN:
@@ -120,15 +128,16 @@ class MSGEN:
         self.tau = float(tau)
 
     def guide(self, h: Hierarchy, level: int, parent_pos: np.ndarray, seed: int) -> np.ndarray:
-        """`upsample_guide` with this model's tau."""
-        return upsample_guide(h, level, parent_pos, tau=self.tau, seed=seed)
+        """`upsample_guide` with this model's tau (a diverged, non-finite parent passes through)."""
+        return _upsample(h, level, parent_pos, self.tau, seed)
 
     def fit(self, graphs: Sequence[MolGraph], *, seed: int = 0) -> list[Any]:
         """Train every stage on conformers `graphs` (true coarse scale -> upsampled guides)."""
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one training conformer")
         hs = [
-            hierarchy(check_molecule(g, f"graphs[{i}]", conformer=True), self.scales) for i, g in enumerate(graphs)
+            hierarchy(check_molecule(g, f"graphs[{i}]", conformer=True), self.scales)
+            for i, g in enumerate(graphs)
         ]
         results = [self.stages[0].fit([h.level_graph(0) for h in hs], seed=seed)]
         for level in range(1, len(self.stages)):
@@ -155,7 +164,9 @@ class MSGEN:
         """
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one molecular graph")
-        hs = [hierarchy(check_molecule(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)]
+        hs = [
+            hierarchy(check_molecule(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)
+        ]
         if coarse is None:
             pos = self.stages[0].sample([h.level_graph(0) for h in hs], num_samples, seed=seed)
         else:

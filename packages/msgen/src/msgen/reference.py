@@ -14,12 +14,12 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
 from collections import defaultdict, deque
 
 import numpy as np
 import torch
-
-import math
 
 from msgen.epsnet import DualEncoderEpsNet
 from msgen.model import EGNNDenoiser, GraphBatch, rbf, time_features
@@ -150,10 +150,10 @@ def epsnet_reference(
         k = hops.get(pr, 99)
         return bond[pr] if k == 1 else {2: 5, 3: 6}.get(k, 0)
 
-    def encode(enc: torch.nn.Module, d: torch.Tensor, t: int) -> torch.Tensor:
-        w1, w2 = enc.mlp[0], enc.mlp[2]  # type: ignore[index]
+    def encode(enc: Any, d: torch.Tensor, t: int) -> torch.Tensor:
+        w1, w2 = enc.mlp[0], enc.mlp[2]
         hid = torch.relu(w1.weight[:, 0] * d + w1.bias)
-        return (w2.weight @ hid + w2.bias) * enc.bond_emb.weight[t]  # type: ignore[union-attr]
+        return (w2.weight @ hid + w2.bias) * enc.bond_emb.weight[t]
 
     def attr(pr: tuple[int, int], local: bool) -> torch.Tensor:
         i, j = pr
@@ -172,10 +172,13 @@ def epsnet_reference(
 
     ssp = lambda v: torch.nn.functional.softplus(v) - math.log(2.0)  # noqa: E731
     # global: SchNet over the edges within the cutoff
-    glob = [pr for pr in pairs if float(torch.linalg.vector_norm(x[pr[0]] - x[pr[1]])) <= cfg.cutoff]
+    glob = [
+        pr for pr in pairs if float(torch.linalg.vector_norm(x[pr[0]] - x[pr[1]])) <= cfg.cutoff
+    ]
     a_g = {pr: attr(pr, False) for pr in pairs}
     emb = net.embedding_global
     h = [renorm(emb.weight[int(graph.z[a])], emb.max_norm) for a in range(n)]
+    blk: Any
     for blk in net.interactions:
         v = [blk.lin1.weight @ h[a] for a in range(n)]
         agg = [torch.zeros(cfg.hidden, dtype=torch.float64) for _ in range(n)]
@@ -189,8 +192,12 @@ def epsnet_reference(
     # local: GIN over the bond graph extended to order 3
     local = [pr for pr in pairs if hops.get(pr, 99) <= 3]
     a_l = {pr: attr(pr, True) for pr in local}
-    e = {pr: a if net.edge_transform is None else _apply(net.edge_transform, a) for pr, a in a_l.items()}
+    e = {
+        pr: a if net.edge_transform is None else _apply(net.edge_transform, a)
+        for pr, a in a_l.items()
+    }
     hl = [net.embedding_local.weight[int(graph.z[a])] for a in range(n)]
+    conv: Any
     for k, conv in enumerate(net.convs):
         agg = [hl[a].clone() for a in range(n)]
         for i, j in local:
@@ -206,7 +213,9 @@ def epsnet_reference(
     return s_glob, s_loc
 
 
-def eq_transform_reference(score: torch.Tensor, x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+def eq_transform_reference(
+    score: torch.Tensor, x: torch.Tensor, pairs: torch.Tensor
+) -> torch.Tensor:
     """GeoDiff's ``eq_transform`` edge by edge: ``(N, 3)``."""
     out = torch.zeros(x.shape, dtype=torch.float64)
     for p, (i, j) in enumerate(pairs.T.tolist()):
