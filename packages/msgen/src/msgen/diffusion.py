@@ -36,6 +36,7 @@ fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -348,7 +349,17 @@ class DiffusionGenerator:
             try:
                 x = self._geodiff_sample(graph, guide, seed, None)
             except FloatingPointError:
-                x = self._geodiff_sample(graph, guide, seed, self.config.langevin.clip_local_retry)
+                x = self._geodiff_sample(
+                    graph, guide, seed, self.config.langevin.clip_local_retry, nan_ok=True
+                )
+                bad = int(torch.isnan(x).any(-1).sum())
+                if bad:
+                    warnings.warn(
+                        f"sample: {bad} atoms diverged (NaN) even with the local field clipped "
+                        "at the retry; their conformers are returned as NaN",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
         out, start = [], 0
         for g in graphs:
             n = g.num_atoms
@@ -358,18 +369,25 @@ class DiffusionGenerator:
         return out
 
     def _geodiff_sample(
-        self, graph: GraphBatch, guide: torch.Tensor | None, seed: int, clip_local: float | None
+        self,
+        graph: GraphBatch,
+        guide: torch.Tensor | None,
+        seed: int,
+        clip_local: float | None,
+        *,
+        nan_ok: bool = False,
     ) -> torch.Tensor:
-        """One run of the configured sampler; FloatingPointError on a NaN (public check)."""
+        """One run of the configured sampler; FloatingPointError on a NaN unless `nan_ok`."""
         if self.config.sampler == "ld":
             sigmas = ((1 - self.abar_paper) / self.abar_paper).sqrt()
             g = graph_batch_to(graph, self.device)
             return langevin_sample(
                 self.net, g, guide, sigmas, self.config.langevin, seed, clip_local=clip_local,  # type: ignore[arg-type]
+                nan_ok=nan_ok,
             )  # fmt: skip
         gen = torch.Generator().manual_seed(seed)
         x = ancestral_sample(self._eps_fn(graph, guide, clip_local), self.betas, graph, gen)
-        if torch.isnan(x).any():
+        if torch.isnan(x).any() and not nan_ok:
             raise FloatingPointError("ancestral_sample: NaN in the positions")
         return x
 
@@ -433,10 +451,12 @@ def langevin_sample(
     seed: int,
     *,
     clip_local: float | None = None,
+    nan_ok: bool = False,
 ) -> torch.Tensor:
     """Annealed Langevin dynamics ``(N, 3)`` over `cfg.steps` of the ``(5000,)`` `sigmas`.
 
-    Raises FloatingPointError on a NaN, as the public sampler does (its caller retries).
+    Raises FloatingPointError on a NaN, as the public sampler does (its caller retries),
+    unless `nan_ok` (then a diverged molecule's rows stay NaN; molecules do not interact).
     """
     gen = torch.Generator().manual_seed(seed)
     T = sigmas.numel()
@@ -455,7 +475,7 @@ def langevin_sample(
         a = step_lr * (sigma / 0.01) ** 2
         z = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(dtype)
         x = x + a * f / sigma + (2 * a) ** 0.5 * z
-        if torch.isnan(x).any():
+        if not nan_ok and torch.isnan(x).any():
             raise FloatingPointError("langevin_sample: NaN in the positions")
         x = x - molecule_mean(x, graph)
     return x

@@ -159,6 +159,9 @@ class MSGEN:
     ) -> list[np.ndarray]:
         """`num_samples` conformers ``(num_samples, n, 3)`` per graph, coarse to fine.
 
+        A molecule whose sampling diverged (NaN even after the sampler's retry) comes back
+        as NaN.
+
         coarse: the oracle mode: per graph the ``(|A_1|, 3)`` coordinates of the coarsest
         scale (e.g. the true heavy atoms), which then replace stage 1.
         """
@@ -187,7 +190,15 @@ class MSGEN:
                 self.guide(h, level, p, seed * 7919 + 104729 * level + i)
                 for i, (h, p) in enumerate(zip(hs, pos, strict=True))
             ]
-            pos = self.stages[level].sample(
-                [h.level_graph(level) for h in hs], num_samples, guides, seed=seed + level
-            )
+            # a molecule whose coarser stage diverged (NaN) stays NaN; the others go on
+            ok = [i for i, g in enumerate(guides) if np.all(np.isfinite(g))]
+            nxt = [np.full((num_samples, h.levels[level].size, 3), np.nan) for h in hs]
+            if ok:
+                done = self.stages[level].sample(
+                    [hs[i].level_graph(level) for i in ok], num_samples,
+                    [guides[i] for i in ok], seed=seed + level,
+                )  # fmt: skip
+                for i, arr in zip(ok, done, strict=True):
+                    nxt[i] = arr
+            pos = nxt
         return pos

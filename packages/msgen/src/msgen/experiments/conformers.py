@@ -53,7 +53,7 @@ class ConformerConfig:
     """One QM9 conformer experiment (defaults: tiny)."""
 
     n_train: int = 2000
-    n_test: int = 100
+    n_test: int = 50
     pool: int = 4000  # first QM9 molecules drawn from (QM9 is sorted by size)
     samples_per_ref: int = 2  # generated / reference conformers (GeoDiff: 2)
     network: str = "geodiff"  # the paper's edge-score network; "egnn" = 0.1.0's
@@ -66,8 +66,8 @@ class ConformerConfig:
     other_samplers: tuple[str, ...] = ("ddpm",)  # also evaluated on the same networks
     diffusion_steps: int = 100  # ddpm chain, respaced from GeoDiff's 5,000
     batch_size: int = 16
-    stage1_steps: int = 800
-    stage2_steps: int = 800
+    stage1_steps: int = 400
+    stage2_steps: int = 400
     lr: float = 1e-3
     tau: float = 3.0  # Å, the public default
     guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table

@@ -26,10 +26,10 @@ SCALES: dict[str, ConformerConfig] = {
         guide_taus=(1.0, 3.0),
         param_matched_single=True,
     ),
-    # ~5 CPU-minutes with one thread: 2,000 train / 100 test QM9 molecules, 800 + 800 steps
+    # ~5 CPU-minutes with one thread: 2,000 train / 50 test QM9 molecules, 400 + 400 steps
     # of a 32-wide dual encoder (3 SchNet + 3 GIN layers), Langevin over 250 noise levels
     "tiny": ConformerConfig(),
-    # a free multi-core CPU: 6x the steps, wider network, param-matched single-scale arm
+    # a free multi-core CPU: 12x the steps, wider network, param-matched single-scale arm
     "small": ConformerConfig(
         n_train=10_000,
         n_test=200,
