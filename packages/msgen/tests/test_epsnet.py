@@ -237,3 +237,14 @@ def test_bad_input_raises_naming_the_molecule() -> None:
     un, x, batch, _ = _inputs(False)
     with pytest.raises(ValueError, match="not guided"):
         un(x, batch, x)
+
+
+def test_training_lowers_the_geodiff_loss_on_one_molecule() -> None:
+    g = [_conformer("CC(=O)N")]
+    cfg = DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=16, num_convs=2, num_convs_local=2), batch_size=4,
+        train=TrainConfig(steps=60, lr=3e-3, warmup=5, weight_decay=0.0),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    losses = DiffusionGenerator(cfg).fit(g, seed=0).losses
+    assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])
