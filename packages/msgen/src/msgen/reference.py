@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections import defaultdict, deque
+from typing import Any
 
 import numpy as np
 import torch
