@@ -105,10 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=OracleConfig.steps)
     p.add_argument("--n-train", type=int, default=OracleConfig.n_train)
     p.add_argument("--n-test", type=int, default=OracleConfig.n_test)
+    p.add_argument("--samplers", nargs="+", default=list(OracleConfig.samplers))
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    cfg = OracleConfig(steps=a.steps, n_train=a.n_train, n_test=a.n_test)
+    cfg = OracleConfig(
+        steps=a.steps, n_train=a.n_train, n_test=a.n_test, samplers=tuple(a.samplers)
+    )
     results = [run(cfg, s) for s in a.seeds]
     if a.out:
         with open(a.out, "w") as f:
