@@ -46,13 +46,15 @@ class OracleConfig:
     lr: float = 1e-3
     tau: float = 3.0
     samplers: tuple[str, ...] = ("ld", "ddpm")
+    guide_augmentation: bool = True  # the public conditioning augmentation of the guide
+    single_scale: bool = True  # also train the unguided arm
 
 
 def _generator(cfg: OracleConfig, guided: bool) -> DiffusionGenerator:
     return DiffusionGenerator(
         DiffusionConfig(
             epsnet=dataclasses.replace(cfg.epsnet, guided=guided), batch_size=cfg.batch_size,
-            train=train_config(cfg.steps, cfg.lr),
+            train=train_config(cfg.steps, cfg.lr), guide_augmentation=cfg.guide_augmentation,
         )
     )  # fmt: skip
 
@@ -71,9 +73,9 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
         return out
 
     result: dict[str, Any] = {"seed": seed, "metrics": {}, "cpu_s": {}, "final_loss": {}}
-    arms: dict[str, tuple[DiffusionGenerator, Any, Any]] = {
-        "single-scale": (_generator(cfg, False), None, None)
-    }
+    arms: dict[str, tuple[DiffusionGenerator, Any, Any]] = {}
+    if cfg.single_scale:
+        arms["single-scale"] = (_generator(cfg, False), None, None)
     arms["oracle heavy + stage 2"] = (
         _generator(cfg, True),
         [a[0] for a in guides(train, 1, seed)],
@@ -106,11 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-train", type=int, default=OracleConfig.n_train)
     p.add_argument("--n-test", type=int, default=OracleConfig.n_test)
     p.add_argument("--samplers", nargs="+", default=list(OracleConfig.samplers))
+    p.add_argument("--no-augmentation", action="store_true", help="clean guides in training")
+    p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     cfg = OracleConfig(
-        steps=a.steps, n_train=a.n_train, n_test=a.n_test, samplers=tuple(a.samplers)
+        steps=a.steps,
+        n_train=a.n_train,
+        n_test=a.n_test,
+        samplers=tuple(a.samplers),
+        guide_augmentation=not a.no_augmentation,
+        single_scale=not a.oracle_only,
     )
     results = [run(cfg, s) for s in a.seeds]
     if a.out:
