@@ -1,7 +1,8 @@
 """Sampling cost per conformer: MSGEN (two stages + upsampling) vs its base generator alone vs
 RDKit ETKDG; and COV/MAT evaluation throughput (RDKit GetBestRMS vs the brute-force oracle).
 
-1. Untrained networks of the tiny scale's size (hidden 64, 4 layers, 100 diffusion steps):
+1. Untrained EGNN networks (the ``network="egnn"`` option with the DDPM sampler; 0.1.0's
+   tiny size: hidden 64, 4 layers, 100 diffusion steps):
    sampling cost does not depend on the weights. 8 QM9 molecules x 2 conformers per call.
    "MSGEN" runs stage 1 on the heavy atoms, upsamples, runs stage 2 on all atoms; its extra
    cost over "single-scale" is the stage-1 chain (on fewer atoms) and the upsampling.
@@ -29,7 +30,11 @@ from shared_core.mol_metrics import conformer_rmsd
 
 def _gen(guided: bool, steps: int) -> DiffusionGenerator:
     torch.manual_seed(0)
-    return DiffusionGenerator(DiffusionConfig(denoiser=DenoiserConfig(guided=guided), steps=steps))
+    return DiffusionGenerator(
+        DiffusionConfig(
+            network="egnn", sampler="ddpm", denoiser=DenoiserConfig(guided=guided), steps=steps
+        )
+    )
 
 
 def main() -> None:

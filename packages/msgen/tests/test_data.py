@@ -105,14 +105,14 @@ def test_read_geodiff_pickle_bad_input(tmp_path) -> None:
 
 @pytest.mark.skipif(not HAVE_PYG, reason="needs the 'geom' extra (torch_geometric)")
 def test_experiment_runs_on_geodiff_files_with_three_stages(tmp_path) -> None:
+    from msgen.epsnet import EpsNetConfig
     from msgen.experiments.conformers import ConformerConfig, run
-    from msgen.model import DenoiserConfig
 
     _geodiff_file(tmp_path / "train.pkl", [("Cc1ccccc1", 2), ("OC1CCC1", 2), ("c1ccncc1C", 1)])
     _geodiff_file(tmp_path / "test.pkl", [("CCc1ccccc1", 2), ("NC1CC1", 1)])
     cfg = ConformerConfig(
-        n_train=4, n_test=2, denoiser=DenoiserConfig(hidden=8, layers=1, rbf=4),
-        diffusion_steps=3, batch_size=2, stage1_steps=1, stage2_steps=1, guide_taus=(3.0,),
+        n_train=4, n_test=2, epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1),
+        ld_steps=5, diffusion_steps=3, batch_size=2, stage1_steps=1, stage2_steps=1, guide_taus=(3.0,),
         scales=("scaffold", "heavy"), geom_train=str(tmp_path / "train.pkl"),
         geom_test=str(tmp_path / "test.pkl"), etkdg=False,
     )  # fmt: skip

@@ -96,6 +96,16 @@ def test_etkdg_is_seeded_and_keeps_atom_order() -> None:
     assert etkdg(g, 1, seed=4, mmff=True).shape == (1, g.num_atoms, 3)
 
 
+def test_the_uff_bond_check_can_be_switched_off() -> None:
+    g = _conformer("CCO")
+    gen = [np.repeat(g.positions[None], 2, axis=0)]  # type: ignore[index]
+    on, off = evaluate([g], gen), evaluate([g], gen, bonds=False)
+    assert "bond_mae" in on and not {"bond_mae", "bonds_ok", "xh_ok", "heavy_ok"} & set(off)
+    assert off["MAT-R"] == on["MAT-R"] < 1e-6
+    with pytest.raises(TypeError, match="bonds"):
+        evaluate([g], gen, bonds="no")  # type: ignore[arg-type]
+
+
 def test_bad_input_raises() -> None:
     g = _conformer("CCO")
     with pytest.raises(ValueError, match="samples"):

@@ -1,4 +1,4 @@
-"""The EGNN eps-network: the loop oracle, E(3) equivariance, translation and permutation
+"""The EGNN eps-network (option network="egnn"): the loop oracle, E(3) equivariance, translation and permutation
 behaviour, the guide entering through distances only; the sampler and seeded determinism."""
 
 from __future__ import annotations
@@ -138,6 +138,7 @@ def test_respaced_schedule_visits_the_base_noise_levels() -> None:
 
 def _generator(guided: bool) -> DiffusionGenerator:
     cfg = DiffusionConfig(
+        network="egnn", sampler="ddpm",
         denoiser=DenoiserConfig(hidden=8, layers=1, rbf=4, guided=guided), steps=5, batch_size=2,
         train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
     )  # fmt: skip

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 from msgen.data import coarse_atoms, heavy_atoms, scaffold_atoms, subgraph
-from msgen.diffusion import DiffusionConfig, DiffusionGenerator
-from msgen.model import DenoiserConfig
-from msgen.multiscale import MSGEN, hierarchy
+from msgen.diffusion import DiffusionConfig, DiffusionGenerator, LangevinConfig
+from msgen.epsnet import EpsNetConfig
+from msgen.multiscale import MSGEN, hierarchy, upsample_guide
 from rdkit import Chem
 from rdkit.Chem import AllChem
 
@@ -27,8 +27,9 @@ def _gen(guided: bool) -> DiffusionGenerator:
     torch.manual_seed(int(guided))
     return DiffusionGenerator(
         DiffusionConfig(
-            denoiser=DenoiserConfig(hidden=8, layers=1, rbf=4, guided=guided), steps=4,
-            batch_size=2, train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+            epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=guided),
+            langevin=LangevinConfig(steps=8), steps=4, batch_size=2,
+            train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
         )
     )  # fmt: skip
 
@@ -87,6 +88,27 @@ def test_three_stage_mode_runs_and_acyclic_molecule_raises() -> None:
         coarse_atoms(_conformer("CCCC"), "scaffold")
 
 
+def test_upsample_guide_needs_no_generator_and_matches_the_method() -> None:
+    g = _conformer("CC(=O)NC")
+    h = hierarchy(g, ("heavy",))
+    parent = np.repeat(h.level_graph(0).positions[None], 3, axis=0)  # type: ignore[index]
+    a = upsample_guide(h, 1, parent, tau=1.5, seed=3)
+    b = MSGEN([_gen(False), _gen(True)], tau=1.5).guide(h, 1, parent, seed=3)
+    assert a.shape == (3, g.num_atoms, 3) and np.array_equal(a, b)
+    heavy = heavy_atoms(g)
+    assert np.array_equal(a[:, heavy], parent)  # the coarse atoms are kept exactly
+    with pytest.raises(ValueError, match="level"):
+        upsample_guide(h, 2, parent)
+    with pytest.raises(ValueError, match="parent_pos"):
+        upsample_guide(h, 1, parent[:, :-1])
+    with pytest.raises(ValueError, match="parent_pos"):
+        upsample_guide(h, 1, parent * np.nan)
+    with pytest.raises(ValueError, match="tau"):
+        upsample_guide(h, 1, parent, tau=-1.0)
+    with pytest.raises(TypeError, match="Hierarchy"):
+        upsample_guide(g, 1, parent)  # type: ignore[arg-type]
+
+
 def test_bad_input_raises() -> None:
     un, gu = _gen(False), _gen(True)
     with pytest.raises(ValueError, match="stages"):
@@ -105,8 +127,12 @@ def test_bad_input_raises() -> None:
     g = _conformer("CCO")
     with pytest.raises(ValueError, match="coarse: entry 0"):
         ms.sample([g], 1, coarse=[np.zeros((g.num_atoms, 3))])  # mismatched atom counts
-    with pytest.raises(ValueError, match="positions"):
+    with pytest.raises(ValueError, match=r"graphs\[0\].*'CCO'.*no 3-D coordinates"):
         ms.fit([mol_graph("CCO")])
+    with pytest.raises(ValueError, match=r"graphs\[0\].*disconnected"):
+        ms.sample([mol_graph("CCO.O")], 1)
+    with pytest.raises(ValueError, match=r"graphs\[0\].*featuriser"):
+        ms.sample([mol_graph("CC[Se]")], 1)
     with pytest.raises(TypeError, match="graph"):
         hierarchy("CCO", ("heavy",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="scale"):

@@ -3,7 +3,8 @@
 Generate the coarse key substructure first (heavy atoms; or the Murcko scaffold, then heavy
 atoms), upsample it onto the next scale, and refine with the same kind of generator
 conditioned on the upsampled guide. The base generator is pluggable
-(`ConformerGenerator`); `DiffusionGenerator` is a small EGNN DDPM that runs on a CPU.
+(`ConformerGenerator`); `DiffusionGenerator` is GeoDiff's per-edge diffusion model (the
+paper's base generator, `EpsNetConfig`), or an EGNN DDPM as an option.
 Names are loaded on first use, so ``import msgen`` (and the CLI's ``--help``) imports
 neither torch nor RDKit.
 """
@@ -27,13 +28,16 @@ if TYPE_CHECKING:
         ConformerGenerator,
         DiffusionConfig,
         DiffusionGenerator,
+        LangevinConfig,
         ancestral_sample,
+        langevin_sample,
         respaced_betas,
         sigmoid_betas,
     )
+    from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform
     from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers, rmsd_matrix
     from msgen.model import DenoiserConfig, EGNNDenoiser, GraphBatch, pack, pair_template
-    from msgen.multiscale import MSGEN, Hierarchy, hierarchy
+    from msgen.multiscale import MSGEN, Hierarchy, hierarchy, upsample_guide
     from msgen.upsampling import TAU, UpsamplingPlan, upsample, upsampling_plan
 
 _HOME = {
@@ -49,13 +53,16 @@ _HOME = {
         "ConformerGenerator",
         "DiffusionConfig",
         "DiffusionGenerator",
+        "LangevinConfig",
         "ancestral_sample",
+        "langevin_sample",
         "respaced_betas",
         "sigmoid_betas",
     ),
+    "epsnet": ("DualEncoderEpsNet", "EpsNetConfig", "eq_transform"),
     "evaluation": ("bond_quality", "etkdg", "evaluate", "random_conformers", "rmsd_matrix"),
     "model": ("DenoiserConfig", "EGNNDenoiser", "GraphBatch", "pack", "pair_template"),
-    "multiscale": ("MSGEN", "Hierarchy", "hierarchy"),
+    "multiscale": ("MSGEN", "Hierarchy", "hierarchy", "upsample_guide"),
     "upsampling": ("TAU", "UpsamplingPlan", "upsample", "upsampling_plan"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
@@ -67,17 +74,22 @@ __all__ = [
     "DenoiserConfig",
     "DiffusionConfig",
     "DiffusionGenerator",
+    "DualEncoderEpsNet",
     "EGNNDenoiser",
+    "EpsNetConfig",
     "GraphBatch",
     "Hierarchy",
+    "LangevinConfig",
     "UpsamplingPlan",
     "ancestral_sample",
     "bond_quality",
     "coarse_atoms",
+    "eq_transform",
     "etkdg",
     "evaluate",
     "heavy_atoms",
     "hierarchy",
+    "langevin_sample",
     "molecule",
     "pack",
     "pair_template",
@@ -89,6 +101,7 @@ __all__ = [
     "sigmoid_betas",
     "subgraph",
     "upsample",
+    "upsample_guide",
     "upsampling_plan",
 ]
 

@@ -38,13 +38,80 @@ def element_index(numbers: np.ndarray) -> np.ndarray:
     return np.asarray([lookup[int(z)] for z in numbers], dtype=np.int64)
 
 
-def check_conformer(graph: object, name: str = "graph") -> MolGraph:
-    """`graph` as a MolGraph with positions, or a TypeError/ValueError naming `name`."""
+def describe(graph: MolGraph) -> str:
+    """A short name of a molecule for error messages: its SMILES (RDKit), else its formula."""
+    try:
+        from rdkit import Chem
+
+        from shared_core.data import graph_to_mol
+
+        mol = graph_to_mol(MolGraph(graph.atoms, graph.edge_index, graph.bond_types))
+        try:
+            Chem.SanitizeMol(mol)
+            mol = Chem.RemoveHs(mol)
+        except Exception:
+            pass
+        return repr(Chem.MolToSmiles(mol))
+    except Exception:
+        counts: dict[int, int] = {}
+        for z in graph.atomic_numbers.tolist():
+            counts[int(z)] = counts.get(int(z), 0) + 1
+        return "atomic numbers " + " ".join(f"{z}x{c}" for z, c in sorted(counts.items()))
+
+
+def is_connected(graph: MolGraph) -> bool:
+    """Whether the bond graph of `graph` is one fragment."""
+    n = graph.num_atoms
+    seen = np.zeros(n, dtype=bool)
+    seen[0] = True
+    ei = graph.edge_index
+    while True:
+        grow = seen.copy()
+        grow[ei[1][seen[ei[0]]]] = True
+        if grow.sum() == seen.sum():
+            return bool(seen.all())
+        seen = grow
+
+
+def check_molecule(graph: object, name: str = "graph", *, conformer: bool = False) -> MolGraph:
+    """`graph` as a MolGraph the generators can use, or a TypeError/ValueError naming it.
+
+    Checked: every element is one the featuriser embeds (`ELEMENTS`), the bond graph is one
+    fragment (the order-3 local graph and the upsampling walk bonds), and with `conformer`
+    finite 3-D positions ``(n, 3)``.
+    """
     if not isinstance(graph, MolGraph):
         raise TypeError(f"{name}: expected a shared_core MolGraph, got {type(graph).__name__}")
-    if graph.positions is None:
-        raise ValueError(f"{name}: expected a MolGraph with positions (a conformer), got none")
+    bad = sorted({int(z) for z in graph.atomic_numbers} - set(ELEMENTS))
+    if bad:
+        raise ValueError(
+            f"{name}: molecule {describe(graph)} has atomic numbers {bad} the featuriser does "
+            f"not know (it embeds {ELEMENTS})"
+        )
+    if graph.num_atoms > 1 and not is_connected(graph):
+        raise ValueError(
+            f"{name}: molecule {describe(graph)} has disconnected fragments; expected one "
+            "connected molecule (split salts/mixtures into separate graphs)"
+        )
+    if conformer:
+        pos = graph.positions
+        if pos is None:
+            raise ValueError(
+                f"{name}: molecule {describe(graph)} has no 3-D coordinates (positions is None); "
+                "expected a conformer"
+            )
+        a = np.asarray(pos)
+        if a.shape != (graph.num_atoms, 3) or not np.all(np.isfinite(a)):
+            raise ValueError(
+                f"{name}: molecule {describe(graph)} needs finite 3-D coordinates of shape "
+                f"({graph.num_atoms}, 3), got shape {a.shape}"
+            )
     return graph
+
+
+def check_conformer(graph: object, name: str = "graph") -> MolGraph:
+    """`check_molecule` with 3-D positions required."""
+    return check_molecule(graph, name, conformer=True)
 
 
 def heavy_atoms(graph: MolGraph) -> np.ndarray:

@@ -1,19 +1,34 @@
-"""The base generator: a DDPM on Cartesian coordinates with the EGNN eps-network.
+"""The base generator: a diffusion model on Cartesian coordinates, two networks, two samplers.
 
-Forward process (Ho et al. 2020, variance preserving, zero centre of mass as in
-Hoogeboom et al. 2022): ``x_t = sqrt(abar_t) x_0 + sqrt(1 - abar_t) eps``, eps ~ N(0, I)
-projected to zero mean per molecule. Loss: ``|| eps_hat(x_t, t[, guide]) - eps ||^2``
-averaged over atoms. Sampling: ancestral DDPM, ``x_{t-1} = (x_t - beta_t / sqrt(1 - abar_t)
-eps_hat) / sqrt(alpha_t) + sqrt(beta_t) z`` (GeoDiff's ``ddpm_noisy`` variance), re-centred
-after every step.
+Default (the paper's, public ``models/epsnet/dualenc.py``): GeoDiff's dual-encoder network
+(`msgen.epsnet`) predicting per-EDGE distance scores, trained with GeoDiff's loss
+(``get_loss_diffusion``): positions perturbed as ``x~ = x_0 + sigma_t n`` with
+``sigma_t = sqrt((1 - abar_t) / abar_t)`` at a step t drawn (antithetic pairs) over the
+5,000-step sigmoid schedule (betas 1e-7 -> 2e-3), per-edge targets
+``(d_0 - d~) / sigma_t``, and the loss ``2 |eq(s_glob) - eq(target_glob)|^2 +
+5 |eq(s_loc) - eq(target_loc)|^2`` per atom (global targets only on non-local edges
+within the cutoff). ``eq(s)`` estimates ``-n``, so ``eps_hat = -eq(s)``.
 
-Noise schedule: GeoDiff's / MSGEN's ``sigmoid`` betas from 1e-7 to 2e-3 over 5,000 steps,
-RESPACED to `steps` (Nichol & Dhariwal 2021): the respaced chain visits the same
-``abar`` values at every 5000/steps-th step, so a short chain spans the same noise range.
+Option ``network="egnn"`` (this package's 0.1.0 network, `msgen.model`): an EGNN predicting
+Cartesian eps from all pairs, trained with ``|| eps_hat(x_t, t) - eps ||^2`` on the
+respaced variance-preserving chain.
+
+Samplers:
+
+- ``"ld"`` (the paper's, public ``langevin_dynamics_sample_diffusion`` with
+  ``sampling_type='ld'``, as ``test.py`` calls it): ``x = sigma_T n``, then for each noise
+  level ``sigma`` from high to low ``x <- x + a F / sigma + sqrt(2 a) z`` with
+  ``a = step_lr (sigma / 0.01)^2``, ``F = eq(s_loc) + w_global eq(s_glob)`` (the global
+  term only below ``global_start_sigma``, clipped at ``clip``), re-centred; a NaN restarts
+  once with the local term clipped at 20. The public run visits all 5,000 levels; here
+  ``ld_steps`` evenly spaced levels with ``step_lr`` multiplied by the stride, so the
+  Langevin time per unit of schedule is the public one.
+- ``"ddpm"`` (ours): ancestral DDPM on the respaced chain (`ancestral_sample`), the network
+  fed ``x_t / sqrt(abar_t)``.
 
 MSGEN's conditioning augmentation (public ``get_loss_diffusion``): in training the guide is
-perturbed as ``g + n * sqrt((1 - abar_s) / abar_s)`` at a level s drawn uniformly over the
-schedule (up to ~12 Å); in sampling the guide is used clean.
+perturbed as ``g + n sqrt((1 - abar_s) / abar_s)`` at a level s drawn (antithetic pairs)
+over the 5,000-step schedule (up to ~12 Å); in sampling the guide is used clean.
 
 `ConformerGenerator` is the protocol a base model meets to plug into `msgen.MSGEN`:
 fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
@@ -21,6 +36,7 @@ fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -28,12 +44,14 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from msgen.data import check_conformer
+from msgen.data import check_molecule
+from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform, local_mask
 from msgen.model import (
     DenoiserConfig,
     EGNNDenoiser,
     GraphBatch,
     PairTemplate,
+    graph_batch_to,
     molecule_mean,
     pack,
     pair_template,
@@ -66,12 +84,59 @@ def respaced_betas(steps: int, base: np.ndarray | None = None) -> np.ndarray:
     return 1.0 - abar_k / prev
 
 
+NETWORKS = ("geodiff", "egnn")
+SAMPLERS = ("ld", "ddpm")
+
+
+@dataclass(frozen=True)
+class LangevinConfig:
+    """The public sampler's settings (``test.py`` defaults) and our step count.
+
+    steps: noise levels visited, evenly spaced over the 5,000 (the public run: all 5,000);
+    ``step_lr`` is multiplied by the stride ``5000 / steps``.
+    """
+
+    steps: int = 250
+    step_lr: float = 1e-6
+    clip: float = 1000.0  # global field, per atom
+    clip_local_retry: float = 20.0  # local field clip of the retry after a NaN
+    w_global: float = 1.0
+    global_start_sigma: float = 0.5  # the global field is used below this noise level
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.steps, int)
+            or isinstance(self.steps, bool)
+            or not 1 <= self.steps <= PAPER_STEPS
+        ):
+            raise ValueError(f"steps: expected an int in [1, {PAPER_STEPS}], got {self.steps!r}")
+        for name in ("step_lr", "clip", "clip_local_retry", "global_start_sigma"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise ValueError(f"{name}: expected a positive number, got {v!r}")
+        if not (isinstance(self.w_global, (int, float)) and self.w_global >= 0):
+            raise ValueError(f"w_global: expected a number >= 0, got {self.w_global!r}")
+
+
 @dataclass(frozen=True)
 class DiffusionConfig:
-    """A base generator: its network, chain length, training budget (defaults: tiny)."""
+    """A base generator: network, sampler, chain length, training budget.
 
+    Defaults: the public network sizes (`EpsNetConfig`) and sampler settings, a short
+    Langevin run (250 levels) and a CPU training budget.
+
+    network: ``"geodiff"`` (the paper's dual encoder, `epsnet`) or ``"egnn"`` (ours,
+    `denoiser`); guided or not is the chosen network config's ``guided``.
+    sampler: ``"ld"`` (the paper's Langevin dynamics, `langevin`) or ``"ddpm"`` (ours,
+    ancestral on a `steps`-step respaced chain).
+    """
+
+    network: str = "geodiff"
+    epsnet: EpsNetConfig = field(default_factory=EpsNetConfig)
     denoiser: DenoiserConfig = field(default_factory=DenoiserConfig)
-    steps: int = 100  # diffusion steps (respaced from GeoDiff's 5,000)
+    sampler: str = "ld"
+    langevin: LangevinConfig = field(default_factory=LangevinConfig)
+    steps: int = 100  # ddpm sampler (and egnn training) chain, respaced from GeoDiff's 5,000
     batch_size: int = 32  # molecules per training step
     guide_augmentation: bool = True  # perturb the guide in training (MSGEN); clean in sampling
     train: TrainConfig = field(
@@ -81,16 +146,26 @@ class DiffusionConfig:
     )  # GeoDiff: Adam betas (0.95, 0.999), no weight decay; lr raised for the short budget
 
     def __post_init__(self) -> None:
-        if not isinstance(self.denoiser, DenoiserConfig):
-            raise TypeError(
-                f"denoiser: expected a DenoiserConfig, got {type(self.denoiser).__name__}"
-            )
-        if not isinstance(self.train, TrainConfig):
-            raise TypeError(f"train: expected a TrainConfig, got {type(self.train).__name__}")
+        if self.network not in NETWORKS:
+            raise ValueError(f"network: expected one of {NETWORKS}, got {self.network!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler: expected one of {SAMPLERS}, got {self.sampler!r}")
+        if self.network == "egnn" and self.sampler == "ld":
+            raise ValueError("sampler: 'ld' needs network='geodiff' (edge scores); use 'ddpm'")
+        for name, cls in (("epsnet", EpsNetConfig), ("denoiser", DenoiserConfig),
+                          ("langevin", LangevinConfig), ("train", TrainConfig)):  # fmt: skip
+            v = getattr(self, name)
+            if not isinstance(v, cls):
+                raise TypeError(f"{name}: expected a {cls.__name__}, got {type(v).__name__}")
         for name in ("steps", "batch_size"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
+
+    @property
+    def guided(self) -> bool:
+        """Whether the chosen network takes a guide (stage >= 2)."""
+        return self.epsnet.guided if self.network == "geodiff" else self.denoiser.guided
 
 
 @runtime_checkable
@@ -153,22 +228,27 @@ def _check_guides(
 
 
 class DiffusionGenerator:
-    """The EGNN DDPM as a `ConformerGenerator` (trained through `shared_core.train.fit`)."""
+    """The diffusion base generator as a `ConformerGenerator` (trained through `shared_core.train.fit`)."""
 
     def __init__(self, config: DiffusionConfig | None = None, *, device: str = "cpu") -> None:
         self.config = config or DiffusionConfig()
         if not isinstance(self.config, DiffusionConfig):
             raise TypeError(f"config: expected a DiffusionConfig, got {type(config).__name__}")
         self.device = torch.device(device)
-        self.net = EGNNDenoiser(self.config.denoiser).to(self.device)
+        self.net: torch.nn.Module = (
+            DualEncoderEpsNet(self.config.epsnet)
+            if self.config.network == "geodiff"
+            else EGNNDenoiser(self.config.denoiser)
+        ).to(self.device)
         betas = torch.from_numpy(respaced_betas(self.config.steps))
-        self.betas = betas  # float64, CPU: the sampler's arithmetic
+        self.betas = betas  # float64, CPU: the DDPM sampler's arithmetic
         self.abar = torch.cumprod(1.0 - betas, dim=0)
+        self.abar_paper = torch.cumprod(1.0 - torch.from_numpy(sigmoid_betas()), dim=0)
         self.history: FitResult | None = None
 
     @property
     def guided(self) -> bool:
-        return self.config.denoiser.guided
+        return self.config.guided
 
     def fit(
         self,
@@ -180,14 +260,17 @@ class DiffusionGenerator:
         """Train on `graphs` (conformers); `guides` ``(n, 3)`` each when guided."""
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one training conformer")
-        graphs = [check_conformer(g, f"graphs[{i}]") for i, g in enumerate(graphs)]
+        graphs = [check_molecule(g, f"graphs[{i}]", conformer=True) for i, g in enumerate(graphs)]
         guide_list = _check_guides(guides, graphs, self.guided, ())
         templates = [pair_template(g) for g in graphs]
         x0 = [torch.from_numpy(g.positions - g.positions.mean(0)).float() for g in graphs]  # type: ignore[operator, union-attr]
         gd = None if guide_list is None else [torch.from_numpy(a).float() for a in guide_list]
         cfg = self.config
-        abar = self.abar.float()
-        T = cfg.steps
+        geodiff = cfg.network == "geodiff"
+        # GeoDiff draws t over the 5,000-step schedule (no time input); the EGNN over its chain
+        abar = (self.abar_paper if geodiff else self.abar).float()
+        abar_aug = self.abar_paper.float() if geodiff else abar
+        T = abar.numel()
 
         def batch_fn(step: int) -> dict[str, Any]:
             gen = step_generator(seed, step)
@@ -197,26 +280,33 @@ class DiffusionGenerator:
             t = torch.cat([half, T - 1 - half])[: cfg.batch_size]  # GeoDiff's antithetic pairs
             x = torch.cat([x0[k] for k in idx])
             eps = torch.randn(x.shape, generator=gen)
-            eps = eps - molecule_mean(eps, graph)
-            a = abar[t][graph.batch][:, None]
+            if not geodiff:
+                eps = eps - molecule_mean(eps, graph)
             out = _graph_dict(graph)
-            out.update(x_t=a.sqrt() * x + (1 - a).sqrt() * eps, eps=eps, t=(t + 1).float() / T)
+            out.update(x0=x, eps=eps, abar=abar[t], t=(t + 1).float() / T)
             if gd is not None:
                 g = torch.cat([gd[k] for k in idx])
                 if cfg.guide_augmentation:
-                    s = torch.randint(T, (cfg.batch_size,), generator=gen)
-                    a_s = abar[s][graph.batch][:, None]
+                    Ta = abar_aug.numel()
+                    half = torch.randint(Ta, (cfg.batch_size // 2 + 1,), generator=gen)
+                    s = torch.cat([half, Ta - 1 - half])[: cfg.batch_size]
+                    a_s = abar_aug[s][graph.batch][:, None]
                     g = g + torch.randn(g.shape, generator=gen) * ((1 - a_s) / a_s).sqrt()
                 out["guide"] = g
             return out
 
         def loss_fn(model: torch.nn.Module, b: dict[str, Any]) -> torch.Tensor:
-            eps_hat = model(b["x_t"], b["t"], _graph_from_dict(b), b.get("guide"))
+            graph = _graph_from_dict(b)
+            a = b["abar"][graph.batch][:, None]
+            if geodiff:
+                return geodiff_loss(model, b["x0"], b["eps"], a, graph, b.get("guide"))  # type: ignore[arg-type]
+            x_t = a.sqrt() * b["x0"] + (1 - a).sqrt() * b["eps"]
+            eps_hat = model(x_t, b["t"], graph, b.get("guide"))
             return ((eps_hat - b["eps"]) ** 2).sum(-1).mean()
 
         stage = "guided" if self.guided else "unguided"
         self.history = fit(
-            self.net, loss_fn, batch_fn, cfg.train, desc=f"msgen {stage} denoiser",
+            self.net, loss_fn, batch_fn, cfg.train, desc=f"msgen {stage} {cfg.network}",
             show_progress=False, device=str(self.device),
         )  # fmt: skip
         return self.history
@@ -230,14 +320,12 @@ class DiffusionGenerator:
         *,
         seed: int = 0,
     ) -> list[np.ndarray]:
-        """`num_samples` conformers per graph by ancestral sampling (guides used clean)."""
+        """`num_samples` conformers per graph with the configured sampler (guides used clean)."""
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
             raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one molecular graph")
-        for i, g in enumerate(graphs):
-            if not isinstance(g, MolGraph):
-                raise TypeError(f"graphs[{i}]: expected a MolGraph, got {type(g).__name__}")
+        graphs = [check_molecule(g, f"graphs[{i}]") for i, g in enumerate(graphs)]
         guide_list = _check_guides(guides, graphs, self.guided, (num_samples,))
         templates: list[PairTemplate] = []
         guide_rows: list[torch.Tensor] = []
@@ -249,7 +337,29 @@ class DiffusionGenerator:
                     guide_rows.append(torch.from_numpy(guide_list[gi][s]).float())
         graph = pack(templates)
         guide = torch.cat(guide_rows).to(self.device) if guide_rows else None
-        x = self._ancestral(graph, guide, torch.Generator().manual_seed(seed))
+        self.net.eval()
+        if self.config.network == "egnn":
+            x = ancestral_sample(
+                self._eps_fn(graph, guide, None),
+                self.betas,
+                graph,
+                torch.Generator().manual_seed(seed),
+            )
+        else:  # the public retry: after a NaN, once more with the local field clipped
+            try:
+                x = self._geodiff_sample(graph, guide, seed, None)
+            except FloatingPointError:
+                x = self._geodiff_sample(
+                    graph, guide, seed, self.config.langevin.clip_local_retry, nan_ok=True
+                )
+                bad = int(torch.isnan(x).any(-1).sum())
+                if bad:
+                    warnings.warn(
+                        f"sample: {bad} atoms diverged (NaN) even with the local field clipped "
+                        "at the retry; their conformers are returned as NaN",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
         out, start = [], 0
         for g in graphs:
             n = g.num_atoms
@@ -258,18 +368,117 @@ class DiffusionGenerator:
             start += n * num_samples
         return out
 
-    def _ancestral(
-        self, graph: GraphBatch, guide: torch.Tensor | None, gen: torch.Generator
+    def _geodiff_sample(
+        self,
+        graph: GraphBatch,
+        guide: torch.Tensor | None,
+        seed: int,
+        clip_local: float | None,
+        *,
+        nan_ok: bool = False,
     ) -> torch.Tensor:
-        from msgen.model import graph_batch_to
+        """One run of the configured sampler; FloatingPointError on a NaN unless `nan_ok`."""
+        if self.config.sampler == "ld":
+            sigmas = ((1 - self.abar_paper) / self.abar_paper).sqrt()
+            g = graph_batch_to(graph, self.device)
+            return langevin_sample(
+                self.net, g, guide, sigmas, self.config.langevin, seed, clip_local=clip_local,  # type: ignore[arg-type]
+                nan_ok=nan_ok,
+            )  # fmt: skip
+        gen = torch.Generator().manual_seed(seed)
+        x = ancestral_sample(self._eps_fn(graph, guide, clip_local), self.betas, graph, gen)
+        if torch.isnan(x).any() and not nan_ok:
+            raise FloatingPointError("ancestral_sample: NaN in the positions")
+        return x
 
-        self.net.eval()
+    def _eps_fn(
+        self, graph: GraphBatch, guide: torch.Tensor | None, clip_local: float | None
+    ) -> EpsFn:
+        """eps_hat of the VP chain: the EGNN directly, GeoDiff's ``-F`` at ``x_t / sqrt(abar_t)``."""
         g = graph_batch_to(graph, self.device)
+        if self.config.network == "egnn":
+            return lambda x, t: self.net(x.to(self.device), t.to(self.device), g, guide).cpu()
+        lcfg, T = self.config.langevin, self.config.steps
 
         def eps_fn(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            return self.net(x.to(self.device), t.to(self.device), g, guide).cpu()
+            k = round(float(t[0]) * T) - 1
+            abar = float(self.abar[k])
+            sigma = ((1 - abar) / abar) ** 0.5
+            pos = (x / abar**0.5).to(self.device)
+            f = self.net.field(  # type: ignore[operator]
+                pos, g, guide, use_global=sigma < lcfg.global_start_sigma,
+                w_global=lcfg.w_global, clip=lcfg.clip, clip_local=clip_local,
+            )  # fmt: skip
+            return -f.cpu()
 
-        return ancestral_sample(eps_fn, self.betas, graph, gen)
+        return eps_fn
+
+
+def geodiff_loss(
+    net: DualEncoderEpsNet,
+    x0: torch.Tensor,
+    noise: torch.Tensor,
+    abar: torch.Tensor,
+    graph: GraphBatch,
+    guide: torch.Tensor | None,
+) -> torch.Tensor:
+    """GeoDiff's ``get_loss_diffusion`` (mean over atoms) for x0, noise ``(N, 3)``, abar ``(N, 1)``."""
+    sigma = ((1 - abar) / abar).sqrt()
+    x = x0 + noise * sigma
+    s_glob, s_loc = net(x, graph, guide)
+    i, j = graph.pairs
+    d = (x[i] - x[j]).norm(dim=-1)
+    target = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma[i, 0]
+    loc = local_mask(graph)
+    glob = (d <= net.config.cutoff) & ~loc
+    zero = torch.zeros_like(target)
+    lg = eq_transform(s_glob, x, graph.pairs) - eq_transform(
+        torch.where(glob, target, zero), x, graph.pairs
+    )
+    ll = eq_transform(s_loc, x, graph.pairs) - eq_transform(
+        torch.where(loc, target, zero), x, graph.pairs
+    )
+    return (2 * (lg**2).sum(-1) + 5 * (ll**2).sum(-1)).mean()
+
+
+@torch.no_grad()
+def langevin_sample(
+    net: DualEncoderEpsNet,
+    graph: GraphBatch,
+    guide: torch.Tensor | None,
+    sigmas: torch.Tensor,
+    cfg: LangevinConfig,
+    seed: int,
+    *,
+    clip_local: float | None = None,
+    nan_ok: bool = False,
+) -> torch.Tensor:
+    """Annealed Langevin dynamics ``(N, 3)`` over `cfg.steps` of the ``(5000,)`` `sigmas`.
+
+    Raises FloatingPointError on a NaN, as the public sampler does (its caller retries),
+    unless `nan_ok` (then a diverged molecule's rows stay NaN; molecules do not interact).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    T = sigmas.numel()
+    stride = T / cfg.steps
+    levels = np.unique(np.round(np.linspace(T - 1, 0, cfg.steps)).astype(np.int64))[::-1]
+    step_lr = cfg.step_lr * stride
+    dtype = next(net.parameters()).dtype
+    dev = graph.z.device
+    x = (torch.randn(graph.num_atoms, 3, generator=gen, dtype=torch.float64) * sigmas[-1]).to(dtype)
+    for k in levels.tolist():
+        sigma = float(sigmas[k])
+        f = net.field(
+            x.to(dev), graph, guide, use_global=sigma < cfg.global_start_sigma,
+            w_global=cfg.w_global, clip=cfg.clip, clip_local=clip_local,
+        ).cpu()  # fmt: skip
+        a = step_lr * (sigma / 0.01) ** 2
+        z = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(dtype)
+        x = x + a * f / sigma + (2 * a) ** 0.5 * z
+        if not nan_ok and torch.isnan(x).any():
+            raise FloatingPointError("langevin_sample: NaN in the positions")
+        x = x - molecule_mean(x, graph)
+    return x
 
 
 EpsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

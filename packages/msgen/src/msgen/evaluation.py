@@ -105,14 +105,20 @@ def evaluate(
     generated: Sequence[np.ndarray],
     thresholds: Sequence[float] = (0.5,),
     conformers: Sequence[np.ndarray] | None = None,
+    *,
+    bonds: bool = True,
 ) -> dict[str, Any]:
     """COV/MAT (mean over molecules) at each threshold plus bond quality.
+
+    bonds: also the UFF bond-length check (`bond_quality`); switch it off for molecules
+    with atoms UFF has no bond-stretch parameters for (it raises on them).
 
     references: one graph per molecule (its positions: the reference conformer unless
     `conformers` gives ``(c, n, 3)`` reference conformers per molecule); generated:
     ``(k, n, 3)`` per molecule (GeoDiff: k = 2c).
     Returns ``{"COV-R@d": ..., "COV-P@d": ..., "MAT-R", "MAT-P", "bond_mae", "bonds_ok",
-    "xh_ok", "heavy_ok", "rmsd": list of (1, k) matrices}`` (see `bond_quality`).
+    "xh_ok", "heavy_ok", "rmsd": list of (c, k) matrices}`` (see `bond_quality`; the
+    four bond keys only with `bonds`).
     """
     from shared_core.mol_metrics import coverage_matching
 
@@ -134,9 +140,12 @@ def evaluate(
     per = [coverage_matching(r, 0.5) for r in rmsds]
     out["MAT-R"] = float(np.mean([p["MAT-R"] for p in per]))
     out["MAT-P"] = float(np.mean([p["MAT-P"] for p in per]))
-    q = [bond_quality(r, g) for r, g in zip(references, generated, strict=True)]
-    for key in ("bond_mae", "bonds_ok", "xh_ok", "heavy_ok"):
-        out[key] = float(np.mean([x[key] for x in q]))
+    if not isinstance(bonds, bool):
+        raise TypeError(f"bonds: expected a bool, got {type(bonds).__name__}")
+    if bonds:
+        q = [bond_quality(r, g) for r, g in zip(references, generated, strict=True)]
+        for key in ("bond_mae", "bonds_ok", "xh_ok", "heavy_ok"):
+            out[key] = float(np.mean([x[key] for x in q]))
     out["rmsd"] = rmsds
     return out
 

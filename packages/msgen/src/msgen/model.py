@@ -1,4 +1,4 @@
-"""The eps-network: an EGNN-style E(3)-equivariant denoiser on fully connected molecules.
+"""The EGNN eps-network on fully connected molecules (option ``network="egnn"``; 0.1.0's default).
 
 Layer l (Satorras et al. 2021, EGNN, with coordinates held fixed inside the stack):
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from msgen.data import SCALES, check_conformer, coarse_atoms, subgraph
+from msgen.data import SCALES, check_molecule, coarse_atoms, subgraph
 from msgen.diffusion import ConformerGenerator
 from msgen.upsampling import TAU, upsample, upsampling_plan
 from shared_core.data import MolGraph
@@ -54,6 +54,37 @@ def hierarchy(graph: MolGraph, scales: Sequence[str]) -> Hierarchy:
         if not set(a.tolist()) <= set(b.tolist()):
             raise ValueError(f"scales: {tuple(scales)} are not nested for this molecule")
     return Hierarchy(graph, tuple(levels))
+
+
+def upsample_guide(
+    h: Hierarchy, level: int, parent_pos: np.ndarray, *, tau: float = TAU, seed: int = 0
+) -> np.ndarray:
+    """Upsample ``(k, |A_{level-1}|, 3)`` parent conformers onto ``A_level``: ``(k, |A_level|, 3)``.
+
+    The guide of stage `level` (public ``Chemical_upsampling``, tau in Å); needs no generator.
+    """
+    if not isinstance(h, Hierarchy):
+        raise TypeError(
+            f"h: expected a Hierarchy (msgen.hierarchy(graph, scales)), got {type(h).__name__}"
+        )
+    if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level < len(h.levels):
+        raise ValueError(f"level: expected an int in [1, {len(h.levels) - 1}], got {level!r}")
+    if not (isinstance(tau, (int, float)) and np.isfinite(tau) and tau >= 0):
+        raise ValueError(f"tau: expected a finite distance >= 0 in Å, got {tau!r}")
+    pos = np.asarray(parent_pos, dtype=np.float64)
+    want = h.levels[level - 1].size
+    if pos.ndim != 3 or pos.shape[1:] != (want, 3) or not np.all(np.isfinite(pos)):
+        raise ValueError(
+            f"parent_pos: expected finite (k, {want}, 3) coordinates, got shape {pos.shape}"
+        )
+    return _upsample(h, level, pos, float(tau), seed)
+
+
+def _upsample(h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int) -> np.ndarray:
+    child = h.level_graph(level)
+    plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
+    gen = torch.Generator().manual_seed(seed)
+    return upsample(plan, torch.tensor(np.asarray(pos, dtype=np.float64)), tau, gen).numpy()
 
 
 class MSGEN:
@@ -97,19 +128,16 @@ class MSGEN:
         self.tau = float(tau)
 
     def guide(self, h: Hierarchy, level: int, parent_pos: np.ndarray, seed: int) -> np.ndarray:
-        """Upsample ``(k, |A_{level-1}|, 3)`` parent conformers onto ``A_level``: ``(k, |A_level|, 3)``."""
-        child = h.level_graph(level)
-        plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
-        gen = torch.Generator().manual_seed(seed)
-        pos = torch.tensor(np.asarray(parent_pos, dtype=np.float64))
-        return upsample(plan, pos, self.tau, gen).numpy()
+        """`upsample_guide` with this model's tau (a diverged, non-finite parent passes through)."""
+        return _upsample(h, level, parent_pos, self.tau, seed)
 
     def fit(self, graphs: Sequence[MolGraph], *, seed: int = 0) -> list[Any]:
         """Train every stage on conformers `graphs` (true coarse scale -> upsampled guides)."""
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one training conformer")
         hs = [
-            hierarchy(check_conformer(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)
+            hierarchy(check_molecule(g, f"graphs[{i}]", conformer=True), self.scales)
+            for i, g in enumerate(graphs)
         ]
         results = [self.stages[0].fit([h.level_graph(0) for h in hs], seed=seed)]
         for level in range(1, len(self.stages)):
@@ -131,12 +159,17 @@ class MSGEN:
     ) -> list[np.ndarray]:
         """`num_samples` conformers ``(num_samples, n, 3)`` per graph, coarse to fine.
 
+        A molecule whose sampling diverged (NaN even after the sampler's retry) comes back
+        as NaN.
+
         coarse: the oracle mode: per graph the ``(|A_1|, 3)`` coordinates of the coarsest
         scale (e.g. the true heavy atoms), which then replace stage 1.
         """
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one molecular graph")
-        hs = [hierarchy(g, self.scales) for g in graphs]
+        hs = [
+            hierarchy(check_molecule(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)
+        ]
         if coarse is None:
             pos = self.stages[0].sample([h.level_graph(0) for h in hs], num_samples, seed=seed)
         else:
@@ -157,7 +190,15 @@ class MSGEN:
                 self.guide(h, level, p, seed * 7919 + 104729 * level + i)
                 for i, (h, p) in enumerate(zip(hs, pos, strict=True))
             ]
-            pos = self.stages[level].sample(
-                [h.level_graph(level) for h in hs], num_samples, guides, seed=seed + level
-            )
+            # a molecule whose coarser stage diverged (NaN) stays NaN; the others go on
+            ok = [i for i, g in enumerate(guides) if np.all(np.isfinite(g))]
+            nxt = [np.full((num_samples, h.levels[level].size, 3), np.nan) for h in hs]
+            if ok:
+                done = self.stages[level].sample(
+                    [hs[i].level_graph(level) for i in ok], num_samples,
+                    [guides[i] for i in ok], seed=seed + level,
+                )  # fmt: skip
+                for i, arr in zip(ok, done, strict=True):
+                    nxt[i] = arr
+            pos = nxt
         return pos

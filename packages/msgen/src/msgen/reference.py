@@ -5,17 +5,23 @@
   directions are passed in so that it can be compared with `msgen.upsampling.upsample`.
 - `denoiser_reference`: the EGNN eps-network of `msgen.model` written as loops over atoms
   and pairs, with the SAME weights, in float64.
+- `epsnet_reference`: GeoDiff's dual-encoder edge scores (`msgen.epsnet`) as loops over
+  atoms and edges with the SAME weights in float64, topological distances by breadth-first
+  search, and `eq_transform_reference` (GeoDiff's ``eq_transform``) edge by edge.
 - `best_rmsd_bruteforce`: heavy-atom RMSD minimised over every symmetry-equivalent atom map
   (graph automorphisms) with the Kabsch superposition; the oracle of RDKit's ``GetBestRMS``.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict, deque
+from typing import Any
 
 import numpy as np
 import torch
 
+from msgen.epsnet import DualEncoderEpsNet
 from msgen.model import EGNNDenoiser, GraphBatch, rbf, time_features
 from shared_core.data import MolGraph
 
@@ -104,6 +110,119 @@ def denoiser_reference(
         atoms = [a for a in range(n) if int(graph.batch[a]) == g]
         eps[atoms] -= eps[atoms].mean(dim=0)
     return eps
+
+
+def _bond_hops(graph: GraphBatch) -> dict[tuple[int, int], int]:
+    """Topological distance of every pair joined by a path (breadth-first search over bonds)."""
+    adj: dict[int, list[int]] = defaultdict(list)
+    for p, (i, j) in enumerate(graph.pairs.T.tolist()):
+        if int(graph.bond[p]) > 0:
+            adj[i].append(j)
+    hops: dict[tuple[int, int], int] = {}
+    for src in range(graph.num_atoms):
+        dist = {src: 0}
+        queue = deque([src])
+        while queue:
+            a = queue.popleft()
+            for b in adj[a]:
+                if b not in dist:
+                    dist[b] = dist[a] + 1
+                    queue.append(b)
+        for dst, k in dist.items():
+            hops[(src, dst)] = k
+    return hops
+
+
+@torch.no_grad()
+def epsnet_reference(
+    net: DualEncoderEpsNet, x: torch.Tensor, graph: GraphBatch, guide: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(s_global, s_local)`` ``(P,)`` edge by edge and atom by atom (float64, same weights)."""
+    net = net.double()
+    x = x.double()
+    cfg = net.config
+    n = graph.num_atoms
+    pairs = [tuple(p) for p in graph.pairs.T.tolist()]
+    hops = _bond_hops(graph)
+    bond = {pr: int(graph.bond[p]) for p, pr in enumerate(pairs)}
+
+    def etype(pr: tuple[int, int]) -> int:
+        k = hops.get(pr, 99)
+        return bond[pr] if k == 1 else {2: 5, 3: 6}.get(k, 0)
+
+    def encode(enc: Any, d: torch.Tensor, t: int) -> torch.Tensor:
+        w1, w2 = enc.mlp[0], enc.mlp[2]
+        hid = torch.relu(w1.weight[:, 0] * d + w1.bias)
+        return (w2.weight @ hid + w2.bias) * enc.bond_emb.weight[t]
+
+    def attr(pr: tuple[int, int], local: bool) -> torch.Tensor:
+        i, j = pr
+        enc = net.edge_encoder_local if local else net.edge_encoder_global
+        a = encode(enc, torch.linalg.vector_norm(x[i] - x[j]), etype(pr))
+        cond = net.edge_condition_local if local else net.edge_condition_global
+        if cond is not None:
+            assert guide is not None
+            dg = torch.linalg.vector_norm(guide[i].double() - guide[j].double())
+            a = torch.cat([a, encode(cond, dg, etype(pr))])
+        return a
+
+    def renorm(row: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+        norm = float(torch.linalg.vector_norm(row))
+        return row * (max_norm / (norm + 1e-7)) if max_norm and norm > max_norm else row
+
+    ssp = lambda v: torch.nn.functional.softplus(v) - math.log(2.0)  # noqa: E731
+    # global: SchNet over the edges within the cutoff
+    glob = [
+        pr for pr in pairs if float(torch.linalg.vector_norm(x[pr[0]] - x[pr[1]])) <= cfg.cutoff
+    ]
+    a_g = {pr: attr(pr, False) for pr in pairs}
+    emb = net.embedding_global
+    h = [renorm(emb.weight[int(graph.z[a])], emb.max_norm) for a in range(n)]
+    blk: Any
+    for blk in net.interactions:
+        v = [blk.lin1.weight @ h[a] for a in range(n)]
+        agg = [torch.zeros(cfg.hidden, dtype=torch.float64) for _ in range(n)]
+        for i, j in glob:
+            agg[i] = agg[i] + v[j] * _apply(blk.filter, a_g[(i, j)])
+        h = [h[a] + _apply(blk.lin, ssp(_apply(blk.lin2, agg[a]))) for a in range(n)]
+    s_glob = torch.zeros(len(pairs), dtype=torch.float64)
+    for p, (i, j) in enumerate(pairs):
+        if (i, j) in set(glob) and hops.get((i, j), 99) > 3:
+            s_glob[p] = _apply(net.grad_global_dist_mlp, torch.cat([h[i] * h[j], a_g[(i, j)]]))[0]
+    # local: GIN over the bond graph extended to order 3
+    local = [pr for pr in pairs if hops.get(pr, 99) <= 3]
+    a_l = {pr: attr(pr, True) for pr in local}
+    e = {
+        pr: a if net.edge_transform is None else _apply(net.edge_transform, a)
+        for pr, a in a_l.items()
+    }
+    hl = [net.embedding_local.weight[int(graph.z[a])] for a in range(n)]
+    conv: Any
+    for k, conv in enumerate(net.convs):
+        agg = [hl[a].clone() for a in range(n)]
+        for i, j in local:
+            agg[i] = agg[i] + torch.relu(hl[j] + e[(i, j)])
+        out = [_apply(conv.nn, agg[a]) for a in range(n)]
+        if k < len(net.convs) - 1:
+            out = [torch.relu(o) for o in out]
+        hl = [o + hh for o, hh in zip(out, hl, strict=True)]
+    s_loc = torch.zeros(len(pairs), dtype=torch.float64)
+    for p, (i, j) in enumerate(pairs):
+        if (i, j) in a_l:
+            s_loc[p] = _apply(net.grad_local_dist_mlp, torch.cat([hl[i] * hl[j], a_l[(i, j)]]))[0]
+    return s_glob, s_loc
+
+
+def eq_transform_reference(
+    score: torch.Tensor, x: torch.Tensor, pairs: torch.Tensor
+) -> torch.Tensor:
+    """GeoDiff's ``eq_transform`` edge by edge: ``(N, 3)``."""
+    out = torch.zeros(x.shape, dtype=torch.float64)
+    for p, (i, j) in enumerate(pairs.T.tolist()):
+        u = (x[i] - x[j]).double() / torch.linalg.vector_norm((x[i] - x[j]).double())
+        out[i] += u * score[p]
+        out[j] -= u * score[p]
+    return out
 
 
 def kabsch_rmsd(p: np.ndarray, q: np.ndarray) -> float:

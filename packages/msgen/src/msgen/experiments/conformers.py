@@ -5,12 +5,14 @@ geometry per molecule, so 2 per molecule by default):
 
 - ``ETKDG`` and ``ETKDG + MMFF`` (RDKit ETKDGv3, seeded): what a user would run;
 - ``random``: the diffusion prior N(0, I), a floor;
-- ``single-scale``: the base generator (EGNN DDPM) on all atoms, trained for the SUM of
+- ``single-scale``: the base generator (GeoDiff's edge-score network by default) on all
+  atoms, trained for the SUM of
   MSGEN's two stages' steps (equal optimisation steps; per-network size equal);
 - ``single-scale (param-matched)`` (optional): a wider network with about as many
   parameters as MSGEN's two networks together, same total steps;
 - ``MSGEN``: stage 1 on heavy atoms, upsampling (tau), stage 2 guided on all atoms;
-- ``oracle heavy + stage 2``: the TRUE heavy atoms upsampled, then stage 2 (isolates stage 2).
+- ``oracle heavy + stage 2``: the TRUE heavy atoms upsampled, then stage 2 (isolates stage 2);
+- with ``other_samplers``: MSGEN and single-scale again with those samplers (same networks).
 
 Also the guide alone versus tau (bond quality of the upsampled true heavy atoms).
 """
@@ -27,10 +29,11 @@ import numpy as np
 import torch
 
 from msgen.data import qm9_conformers, read_geodiff_pickle, with_positions
-from msgen.diffusion import DiffusionConfig, DiffusionGenerator
+from msgen.diffusion import DiffusionConfig, DiffusionGenerator, LangevinConfig
+from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig
 from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers
 from msgen.model import DenoiserConfig, EGNNDenoiser, num_parameters
-from msgen.multiscale import MSGEN, hierarchy
+from msgen.multiscale import MSGEN, hierarchy, upsample_guide
 from shared_core.data import MolGraph
 from shared_core.train import TrainConfig
 
@@ -50,14 +53,21 @@ class ConformerConfig:
     """One QM9 conformer experiment (defaults: tiny)."""
 
     n_train: int = 2000
-    n_test: int = 100
+    n_test: int = 50
     pool: int = 4000  # first QM9 molecules drawn from (QM9 is sorted by size)
     samples_per_ref: int = 2  # generated / reference conformers (GeoDiff: 2)
-    denoiser: DenoiserConfig = field(default_factory=DenoiserConfig)
-    diffusion_steps: int = 100  # respaced from GeoDiff's 5,000
+    network: str = "geodiff"  # the paper's edge-score network; "egnn" = 0.1.0's
+    epsnet: EpsNetConfig = field(
+        default_factory=lambda: EpsNetConfig(hidden=32, num_convs=3, num_convs_local=3)
+    )  # CPU-sized (public: 128 wide, 6 SchNet + 4 GIN layers)
+    denoiser: DenoiserConfig = field(default_factory=DenoiserConfig)  # network="egnn"
+    sampler: str = "ld"  # the paper's Langevin dynamics; "ddpm" = ours
+    ld_steps: int = 250  # Langevin noise levels (public: all 5,000)
+    other_samplers: tuple[str, ...] = ("ddpm",)  # also evaluated on the same networks
+    diffusion_steps: int = 100  # ddpm chain, respaced from GeoDiff's 5,000
     batch_size: int = 16
-    stage1_steps: int = 800
-    stage2_steps: int = 800
+    stage1_steps: int = 400
+    stage2_steps: int = 400
     lr: float = 1e-3
     tau: float = 3.0  # Å, the public default
     guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table
@@ -73,27 +83,39 @@ class ConformerConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        for name in (self.sampler, *self.other_samplers):
+            if name not in ("ld", "ddpm"):
+                raise ValueError(f"sampler: expected 'ld' or 'ddpm', got {name!r}")
 
 
 def _generator(
     cfg: ConformerConfig, steps: int, guided: bool, hidden: int | None = None
 ) -> DiffusionGenerator:
     den = dataclasses.replace(cfg.denoiser, guided=guided, hidden=hidden or cfg.denoiser.hidden)
+    eps = dataclasses.replace(cfg.epsnet, guided=guided, hidden=hidden or cfg.epsnet.hidden)
     return DiffusionGenerator(
         DiffusionConfig(
-            denoiser=den, steps=cfg.diffusion_steps, batch_size=cfg.batch_size,
-            train=train_config(steps, cfg.lr),
+            network=cfg.network, epsnet=eps, denoiser=den, sampler=cfg.sampler,
+            langevin=LangevinConfig(steps=cfg.ld_steps), steps=cfg.diffusion_steps,
+            batch_size=cfg.batch_size, train=train_config(steps, cfg.lr),
         )
     )  # fmt: skip
 
 
-def matched_hidden(cfg: DenoiserConfig, target: int) -> int:
+def matched_hidden(cfg: ConformerConfig, target: int) -> int:
     """The unguided width whose parameter count is closest to `target`."""
 
     def count(h: int) -> int:
-        return num_parameters(EGNNDenoiser(dataclasses.replace(cfg, hidden=h, guided=False)))
+        if cfg.network == "geodiff":
+            return num_parameters(
+                DualEncoderEpsNet(dataclasses.replace(cfg.epsnet, hidden=h, guided=False))
+            )
+        return num_parameters(
+            EGNNDenoiser(dataclasses.replace(cfg.denoiser, hidden=h, guided=False))
+        )
 
-    return min(range(cfg.hidden, 4 * cfg.hidden + 1, 2), key=lambda h: abs(count(h) - target))
+    base = cfg.epsnet.hidden if cfg.network == "geodiff" else cfg.denoiser.hidden
+    return min(range(base, 4 * base + 1, 2), key=lambda h: abs(count(h) - target))
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -140,6 +162,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     cost: dict[str, dict[str, float]] = {}
     params: dict[str, int] = {}
     losses: dict[str, list[float]] = {}
+    nonfinite: dict[str, int] = {}
 
     if cfg.etkdg:
         samples["ETKDG"], t_e = _timed(
@@ -188,11 +211,9 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     params[oracle] = sum(num_parameters(st.net) for st in stages[1:])
 
     # the base generator alone, on the same total number of optimisation steps
-    single_arms = [("single-scale", cfg.denoiser.hidden)]
+    single_arms: list[tuple[str, int | None]] = [("single-scale", None)]
     if cfg.param_matched_single:
-        single_arms.append(
-            ("single-scale (param-matched)", matched_hidden(cfg.denoiser, params["MSGEN"]))
-        )
+        single_arms.append(("single-scale (param-matched)", matched_hidden(cfg, params["MSGEN"])))
     for name, hidden in single_arms:
         gen = _generator(cfg, cfg.stage1_steps + cfg.stage2_steps, False, hidden)
         fit, t_fit = _timed(lambda gen=gen: gen.fit(train, seed=seed + 100))  # type: ignore[misc]
@@ -202,17 +223,41 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         cost[name] = {"train_cpu_s": t_fit, "sample_cpu_s": t_s}
         params[name] = num_parameters(gen.net)
         losses[name] = fit.losses
+        if name == "single-scale":
+            single = gen
+
+    # the same networks under the other samplers
+    for sampler in cfg.other_samplers:
+        for st in [*stages, single]:
+            st.config = dataclasses.replace(st.config, sampler=sampler)
+        samples[f"MSGEN [{sampler}]"], t_s = _timed(
+            lambda: _grouped(lambda g, k: ms.sample(g, k, seed=seed), test, ks)
+        )
+        cost[f"MSGEN [{sampler}]"] = {
+            "train_cpu_s": cost["MSGEN"]["train_cpu_s"],
+            "sample_cpu_s": t_s,
+        }
+        samples[f"single-scale [{sampler}]"], t_s = _timed(
+            lambda: _grouped(lambda g, k: single.sample(g, k, seed=seed + 100), test, ks)
+        )
+        cost[f"single-scale [{sampler}]"] = {
+            "train_cpu_s": cost["single-scale"]["train_cpu_s"], "sample_cpu_s": t_s,
+        }  # fmt: skip
+    for name, arm in samples.items():  # a diverged chain counts as a failure (a prior draw)
+        for i, a in enumerate(arm):
+            if not np.all(np.isfinite(a)):
+                arm[i] = random_conformers(test[i], a.shape[0], seed=seed + i)
+                nonfinite[name] = nonfinite.get(name, 0) + 1
 
     metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
     guide_rows = []
     for tau in cfg.guide_taus:
-        ms_tau = MSGEN(ms.stages, ms.scales, tau=tau)
         q = []
         for i, g in enumerate(test):
             h = hierarchy(g, ms.scales)
             parent = h.level_graph(len(ms.scales) - 1).positions
             assert parent is not None  # test graphs carry their reference positions
-            guide = ms_tau.guide(h, len(ms.scales), parent[None], seed + i)
+            guide = upsample_guide(h, len(ms.scales), parent[None], tau=tau, seed=seed + i)
             q.append(bond_quality(g, guide))
         guide_rows.append({
             "tau_A": tau,
@@ -226,6 +271,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         "params": params,
         "losses": losses,
         "guide": guide_rows,
+        "nonfinite_molecules": nonfinite,
         "n_train": len(train),
         "n_test": len(test),
         "mean_atoms_test": float(np.mean([g.num_atoms for g in test])),

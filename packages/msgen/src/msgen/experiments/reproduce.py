@@ -7,8 +7,8 @@ import os
 import time
 from typing import Any
 
+from msgen.epsnet import EpsNetConfig
 from msgen.experiments.conformers import THRESHOLDS, ConformerConfig
-from msgen.model import DenoiserConfig
 from shared_core.cli import ReproduceArgs
 
 SCALES: dict[str, ConformerConfig] = {
@@ -17,7 +17,8 @@ SCALES: dict[str, ConformerConfig] = {
         n_train=24,
         n_test=4,
         pool=400,
-        denoiser=DenoiserConfig(hidden=16, layers=2, rbf=8),
+        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1),
+        ld_steps=10,
         diffusion_steps=10,
         batch_size=4,
         stage1_steps=3,
@@ -25,14 +26,16 @@ SCALES: dict[str, ConformerConfig] = {
         guide_taus=(1.0, 3.0),
         param_matched_single=True,
     ),
-    # ~5 CPU-minutes with one thread: 2,000 train / 100 test QM9 molecules, 800 + 800 steps
+    # ~5 CPU-minutes with one thread: 2,000 train / 50 test QM9 molecules, 400 + 400 steps
+    # of a 32-wide dual encoder (3 SchNet + 3 GIN layers), Langevin over 250 noise levels
     "tiny": ConformerConfig(),
-    # a free multi-core CPU: 4x the steps, wider network, param-matched single-scale arm
+    # a free multi-core CPU: 12x the steps, wider network, param-matched single-scale arm
     "small": ConformerConfig(
         n_train=10_000,
         n_test=200,
         pool=20_000,
-        denoiser=DenoiserConfig(hidden=96, layers=5),
+        epsnet=EpsNetConfig(hidden=64, num_convs=4, num_convs_local=4),
+        ld_steps=500,
         diffusion_steps=200,
         batch_size=32,
         stage1_steps=5000,
@@ -40,14 +43,16 @@ SCALES: dict[str, ConformerConfig] = {
         param_matched_single=True,
     ),
     # the paper trains for 2M + 3M iterations of a 128-wide GeoDiff network on GEOM-QM9 40k;
-    # a GPU-sized starting point at the public code's width: the full QM9 geometries, or
+    # a GPU-sized starting point with the public network and sampler (all 5,000 Langevin
+    # levels): the full QM9 geometries, or
     # the user's GEOM-QM9 pickles when $MSGEN_GEOM_DIR holds train_data_40k.pkl and
     # test_data_1k.pkl (GeoDiff's files; the first 200 test molecules)
     "paper": ConformerConfig(
         n_train=100_000,
         n_test=1000,
         pool=130_831,
-        denoiser=DenoiserConfig(hidden=128, layers=6),
+        epsnet=EpsNetConfig(),
+        ld_steps=5000,
         diffusion_steps=1000,
         batch_size=64,
         stage1_steps=200_000,

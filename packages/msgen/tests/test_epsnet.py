@@ -1,0 +1,250 @@
+"""GeoDiff's dual-encoder edge-score network (the default): the loop oracle in float64 and
+float32, eq_transform, rotation/reflection/translation/permutation behaviour, the guide on
+every edge, the loss, both samplers, seeded determinism and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from msgen.diffusion import (
+    DiffusionConfig,
+    DiffusionGenerator,
+    LangevinConfig,
+    geodiff_loss,
+)
+from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, edge_types, eq_transform, local_mask
+from msgen.model import graph_batch_to, pack, pair_template
+from msgen.reference import epsnet_reference, eq_transform_reference
+from rdkit import Chem
+from rdkit.Chem import AllChem
+
+from shared_core.data import MolGraph, mol_graph
+from shared_core.testing import assert_close
+from shared_core.train import TrainConfig
+
+
+def _conformer(smiles: str, seed: int = 0) -> MolGraph:
+    mol = Chem.AddHs(Chem.MolFromSmiles(smiles))
+    AllChem.EmbedMolecule(mol, randomSeed=seed)
+    return mol_graph(mol)
+
+
+def _rotation(seed: int, reflect: bool = False) -> torch.Tensor:
+    q, _ = torch.linalg.qr(
+        torch.randn(3, 3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    )
+    if (torch.det(q) < 0) != reflect:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+def _inputs(guided: bool, seed: int = 0, cutoff: float = 10.0):
+    graphs = [_conformer("CCCCO"), _conformer("c1ccncc1")]  # 4 and 3 bonds apart both occur
+    batch = pack([pair_template(g) for g in graphs])
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch.num_atoms, 3, generator=gen, dtype=torch.float64) * 2.5
+    guide = (
+        torch.randn(batch.num_atoms, 3, generator=gen, dtype=torch.float64) * 2 if guided else None
+    )
+    torch.manual_seed(seed)
+    cfg = EpsNetConfig(hidden=8, num_convs=2, num_convs_local=2, cutoff=cutoff, guided=guided)
+    return DualEncoderEpsNet(cfg).double(), x, batch, guide
+
+
+@pytest.mark.parametrize("guided", [False, True])
+def test_edge_scores_match_the_loop_reference(guided: bool, device: str) -> None:
+    net, x, batch, guide = _inputs(guided, cutoff=4.0)  # some non-local edges beyond the cutoff
+    ref_g, ref_l = epsnet_reference(net, x, batch, guide)
+    with torch.no_grad():
+        s_g, s_l = net(x, batch, guide)
+    assert (ref_g != 0).sum() > 0 and (ref_l != 0).sum() > 0
+    assert ((ref_g == 0) & (batch.hops == 3)).sum() > 0  # the cutoff removed some
+    assert_close("s_global float64", ref_g, s_g, ratio=1e-10)
+    assert_close("s_local float64", ref_l, s_l, ratio=1e-10)
+    net32 = net.float().to(device)
+    g = graph_batch_to(batch, device)
+    with torch.no_grad():
+        f_g, f_l = net32(
+            x.float().to(device), g, None if guide is None else guide.float().to(device)
+        )
+    assert_close("s_global float32", ref_g, f_g.cpu(), ratio=1e-5)
+    assert_close("s_local float32", ref_l, f_l.cpu(), ratio=1e-5)
+
+
+def test_eq_transform_matches_the_loop_reference() -> None:
+    _, x, batch, _ = _inputs(False)
+    s = torch.randn(batch.pairs.shape[1], dtype=torch.float64)
+    assert_close(
+        "eq_transform",
+        eq_transform_reference(s, x, batch.pairs),
+        eq_transform(s, x, batch.pairs),
+        ratio=1e-12,
+    )
+
+
+def test_edge_types_are_geodiffs() -> None:
+    g = _conformer("CC=O")  # C0-C1 single, C1=O2 double
+    b = pack([pair_template(g)])
+    types = {tuple(p): int(t) for p, t in zip(b.pairs.T.tolist(), edge_types(b), strict=True)}
+    assert types[(0, 1)] == 1 and types[(1, 2)] == 2 and types[(0, 2)] == 5
+    h_on_0 = [int(j) for i, j in g.edge_index.T.tolist() if i == 0 and g.atomic_numbers[j] == 1]
+    assert types[(h_on_0[0], 2)] == 6  # H-C-C=O: three bonds apart
+    assert bool(local_mask(b)[b.hops == 3].any()) is False
+
+
+@pytest.mark.parametrize("guided", [False, True])
+@pytest.mark.parametrize("reflect", [False, True])
+def test_rotation_reflection_translation(guided: bool, reflect: bool) -> None:
+    net, x, batch, guide = _inputs(guided, seed=1)
+    R = _rotation(7, reflect)
+    shift = torch.tensor([3.0, -1.0, 0.5], dtype=torch.float64)
+    with torch.no_grad():
+        f = net.field(x, batch, guide)
+        moved = net.field(x @ R.T + shift, batch, None if guide is None else guide @ R.T - shift)
+    assert_close("F(Rx + s) vs R F(x)", f @ R.T, moved, ratio=1e-10)
+    assert f.sum(0).abs().max() < 1e-10  # eq_transform: equal and opposite on each edge
+
+
+def test_permutation_equivariance() -> None:
+    g = _conformer("CC(=O)NC")
+    perm = np.random.default_rng(0).permutation(g.num_atoms)
+    inv = np.argsort(perm)
+    g2 = MolGraph(g.atoms[perm], inv[g.edge_index], g.bond_types, g.positions[perm])  # type: ignore[index]
+    torch.manual_seed(0)
+    net = DualEncoderEpsNet(
+        EpsNetConfig(hidden=8, num_convs=2, num_convs_local=2, guided=True)
+    ).double()
+    x = torch.randn(g.num_atoms, 3, dtype=torch.float64)
+    guide = torch.randn(g.num_atoms, 3, dtype=torch.float64)
+    with torch.no_grad():
+        a = net.field(x, pack([pair_template(g)]), guide)
+        b = net.field(x[perm], pack([pair_template(g2)]), guide[perm])
+    assert_close("F permuted", a[perm], b, ratio=1e-10)
+
+
+def test_guide_enters_every_edge_through_its_distance_only() -> None:
+    net, x, batch, guide = _inputs(True, seed=2)
+    assert guide is not None
+    with torch.no_grad():
+        a = net(x, batch, guide)
+        b = net(x, batch, guide @ _rotation(3).T + 5.0)  # rotate the guide alone
+        c = net(x, batch, guide * 1.3)
+    for u, v in zip(a, b, strict=True):
+        assert_close("guide rotated alone", u, v, ratio=1e-10)
+    assert (a[0] - c[0]).abs().max() > 1e-6 and (a[1] - c[1]).abs().max() > 1e-6
+
+
+def test_loss_is_zero_for_the_exact_edge_targets_and_positive_otherwise() -> None:
+    net, _, batch, _ = _inputs(False)
+    g = [_conformer("CCCCO"), _conformer("c1ccncc1")]
+    x0 = torch.from_numpy(np.concatenate([c.positions for c in g]))  # type: ignore[arg-type]
+    noise = torch.randn(x0.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    abar = torch.full((batch.num_atoms, 1), 0.3, dtype=torch.float64)
+
+    class Exact(torch.nn.Module):  # outputs GeoDiff's per-edge targets
+        config = net.config
+
+        def forward(self, x, graph, guide=None):
+            i, j = graph.pairs
+            sig = ((1 - 0.3) / 0.3) ** 0.5
+            t = ((x0[i] - x0[j]).norm(dim=-1) - (x[i] - x[j]).norm(dim=-1)) / sig
+            loc = local_mask(graph)
+            return torch.where(~loc, t, 0 * t), torch.where(loc, t, 0 * t)
+
+    assert float(geodiff_loss(Exact(), x0, noise, abar, batch, None)) < 1e-20  # type: ignore[arg-type]
+    with torch.no_grad():
+        assert float(geodiff_loss(net, x0, noise, abar, batch, None)) > 1e-3
+
+
+def _generator(guided: bool, sampler: str = "ld") -> DiffusionGenerator:
+    cfg = DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=guided),
+        sampler=sampler, langevin=LangevinConfig(steps=20), steps=10, batch_size=2,
+        train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return DiffusionGenerator(cfg)
+
+
+@pytest.mark.parametrize("sampler", ["ld", "ddpm"])
+def test_seeded_training_and_sampling_are_deterministic(sampler: str) -> None:
+    graphs = [_conformer("CCO"), _conformer("CC#N")]
+    guides = [g.positions + 0.1 for g in graphs]  # type: ignore[operator]
+    a, b = _generator(True, sampler), _generator(True, sampler)
+    ha, hb = a.fit(graphs, guides, seed=1), b.fit(graphs, guides, seed=1)
+    assert ha.losses == hb.losses
+    sg = [np.repeat(g[None], 3, axis=0) for g in guides]
+    s1, s2, s3 = (
+        a.sample(graphs, 3, sg, seed=4),
+        b.sample(graphs, 3, sg, seed=4),
+        a.sample(graphs, 3, sg, seed=5),
+    )
+    assert all(np.array_equal(p, q) for p, q in zip(s1, s2, strict=True))
+    assert not np.array_equal(s1[0], s3[0])
+    assert [s.shape for s in s1] == [(3, g.num_atoms, 3) for g in graphs]
+    assert all(np.isfinite(s).all() and np.abs(s.mean(axis=1)).max() < 1e-5 for s in s1)
+
+
+def test_langevin_retries_with_local_clipping_after_a_nan() -> None:
+    gen = _generator(False)
+    g = [_conformer("CCO")]
+    calls: list[float | None] = []
+    field = gen.net.field
+
+    def flaky(*args, clip_local=None, **kw):  # NaN unless the local field is clipped
+        calls.append(clip_local)
+        out = field(*args, clip_local=clip_local, **kw)
+        return out if clip_local is not None else out * float("nan")
+
+    gen.net.field = flaky  # type: ignore[method-assign]
+    s = gen.sample(g, 2, seed=0)
+    assert calls[0] is None and calls[-1] == 20.0 and np.isfinite(s[0]).all()
+
+
+def test_bad_input_raises_naming_the_molecule() -> None:
+    gen = _generator(False)
+    with pytest.raises(ValueError, match=r"graphs\[0\].*'CCO'.*no 3-D coordinates"):
+        gen.fit([mol_graph(Chem.AddHs(Chem.MolFromSmiles("CCO")))])
+    salt = Chem.AddHs(Chem.MolFromSmiles("C.O"))
+    AllChem.EmbedMolecule(salt, randomSeed=0)
+    with pytest.raises(ValueError, match=r"graphs\[0\].*disconnected fragments"):
+        gen.fit([mol_graph(salt)])
+    with pytest.raises(ValueError, match=r"graphs\[0\].*disconnected fragments"):
+        gen.sample([mol_graph(salt)], 1)
+    for smi in ("C[Se]C", "[Li]C"):  # elements the featuriser does not embed
+        with pytest.raises(ValueError, match=r"graphs\[0\].*atomic numbers \[(34|3)\].*featuriser"):
+            gen.sample([mol_graph(Chem.AddHs(Chem.MolFromSmiles(smi)))], 1)
+    with pytest.raises(ValueError, match="network"):
+        DiffusionConfig(network="schnet")
+    with pytest.raises(ValueError, match="sampler"):
+        DiffusionConfig(sampler="euler")
+    with pytest.raises(ValueError, match="sampler"):
+        DiffusionConfig(network="egnn", sampler="ld")
+    with pytest.raises(TypeError, match="epsnet"):
+        DiffusionConfig(epsnet="big")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="steps"):
+        LangevinConfig(steps=0)
+    with pytest.raises(ValueError, match="hidden"):
+        EpsNetConfig(hidden=0)
+    with pytest.raises(TypeError, match="config"):
+        DualEncoderEpsNet("big")  # type: ignore[arg-type]
+    net, x, batch, guide = _inputs(True)
+    with pytest.raises(ValueError, match="guide: this network is guided"):
+        net(x, batch)
+    with pytest.raises(ValueError, match="x: expected shape"):
+        net(x[:-1], batch, guide)
+    un, x, batch, _ = _inputs(False)
+    with pytest.raises(ValueError, match="not guided"):
+        un(x, batch, x)
+
+
+def test_training_lowers_the_geodiff_loss_on_one_molecule() -> None:
+    g = [_conformer("CC(=O)N")]
+    cfg = DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=16, num_convs=2, num_convs_local=2), batch_size=4,
+        train=TrainConfig(steps=60, lr=3e-3, warmup=5, weight_decay=0.0),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    losses = DiffusionGenerator(cfg).fit(g, seed=0).losses
+    assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])
