@@ -99,8 +99,8 @@ def atom_entropies(
     for i, s in enumerate(smiles):
         try:
             parse_smiles(s)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"smiles[{i}]: {str(e).removeprefix('smiles: ')}") from None
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"smiles[{i}]: {str(err).removeprefix('smiles: ')}") from None
     model.eval()
     device = next(model.parameters()).device
     n_atoms = [len(tokenize_atoms(s)) for s in smiles]
