@@ -503,14 +503,12 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     majority = majority_accuracy(qa)
     results = compare(runs_of(c), c, args.seed, qa, enc, base, "qm9")
     curves = _tables(run, results, "accuracy")
-    run.log(
-        majority_accuracy=majority,
-        n_test_rows=len(next(iter(results.values()))[0]["correct"]),
-        **info,
-    )
+    run.log(majority_accuracy=majority, **info)
+    if results:
+        run.log(n_test_rows=len(next(iter(results.values()))[0]["correct"]))
     if curves:
         _plot(run, curves, majority, "accuracy_vs_budget", "QM9 question")
-    out = {
+    out: dict[str, Any] = {
         "majority": majority,
         "results": {f"{a}@{b}": np.mean([r["accuracy"] for r in rs]) for (a, b), rs in results.items()},
     }  # fmt: skip
