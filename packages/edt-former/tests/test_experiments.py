@@ -5,8 +5,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from edt_former.atoms import parse_smiles
 from edt_former.data import Encoded, build_qa
-from edt_former.experiments.qa import SCALES, _base_llm, majority_accuracy, train_arm
+from edt_former.experiments.qa import (
+    SCALES,
+    _base_llm,
+    arm_encoding,
+    majority_accuracy,
+    train_arm,
+)
 from edt_former.patching import brics_group_ids
 
 QM9 = [
@@ -33,6 +40,7 @@ def setup() -> tuple[object, Encoded, tuple[object, object]]:
         nodes=[torch.randn(len(b), 8, generator=g) for b in brics],
         brics=brics,
         entropy=[np.arange(len(b)) // 2 for b in brics],
+        peak=[np.arange(len(b)) // 3 for b in brics],
     )
     return qa, enc, _base_llm(SCALES["micro"])
 
@@ -45,6 +53,8 @@ def setup() -> tuple[object, Encoded, tuple[object, object]]:
         ("smiles-prompt", 0),
         ("shuffled-labels", 0),
         ("static+entropy", 0),
+        ("static+peak", 0),
+        ("edt-former-peak", 0),
     ],
 )
 def test_every_arm_trains_and_scores(setup: tuple, arm: str, stage1: int) -> None:
@@ -81,3 +91,33 @@ def test_unknown_questions_raise(questions: tuple[str, ...]) -> None:
 
     with pytest.raises(ValueError, match="questions: expected a non-empty subset"):
         prepare(replace(SCALES["micro"], questions=questions))
+
+
+def test_peak_arms_read_the_peak_patches(setup: tuple) -> None:
+    _, enc, _ = setup
+    for arm in ("static+peak", "edt-former-peak"):
+        assert arm_encoding(arm, enc).entropy is enc.peak
+    for arm in ("static+entropy", "edt-former", "static"):
+        assert arm_encoding(arm, enc) is enc
+    with pytest.raises(ValueError, match="peak-rule patches"):
+        arm_encoding("static+peak", replace(enc, peak=None))
+
+
+def test_zinc_group_counts_and_question() -> None:
+    from edt_former.experiments.zinc import group_count, zinc_qa
+
+    assert group_count("CC(=O)NC", "amide") == 1
+    assert group_count("CC(=O)OC", "amide") == 0
+    assert group_count("CC(=O)OC", "ester") == 1
+    assert group_count("ClCCBr", "halogen") == 2
+    with pytest.raises(ValueError, match="question"):
+        group_count("CC", "nitro-ish")
+    with pytest.raises(ValueError, match="n: expected"):
+        zinc_qa(3)
+    qa = zinc_qa(40, "amide", seed=0)
+    mols, qs, ys = qa.rows("train")
+    assert set(qs) == {"amide"} and len(mols) == len(qa.train)
+    want = [int(group_count(qa.smiles[m], "amide") > 0) for m in mols]
+    assert ys.tolist() == want
+    # ZINC leads are large enough for patching to matter (QM9: <= 9 heavy atoms)
+    assert np.mean([parse_smiles(s).GetNumHeavyAtoms() for s in qa.smiles]) > 15

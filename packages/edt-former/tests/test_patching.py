@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -9,9 +11,14 @@ from edt_former.patching import (
     entropy_group_ids,
     local_tokens,
     pad_ids,
+    peak_group_ids,
     pool_groups,
 )
-from edt_former.reference import entropy_group_ids_reference, pool_groups_reference
+from edt_former.reference import (
+    entropy_group_ids_reference,
+    peak_group_ids_reference,
+    pool_groups_reference,
+)
 from rdkit import Chem
 from rdkit.Chem import BRICS
 
@@ -155,3 +162,101 @@ def test_compact_and_pool_bad_input() -> None:
         pool_groups(torch.zeros(1, 3, 4), torch.zeros(1, 2, dtype=torch.long))
     with pytest.raises(ValueError, match="num_groups"):
         pool_groups(torch.zeros(1, 3, 4), torch.tensor([[0, 1, 2]]), num_groups=2)
+
+
+# --- the paper's peak rule (local maxima, NMS gap Delta, prominence gamma) ---
+
+
+def _peaks_of(ids: list[int]) -> list[int]:
+    """Kept peaks = the last atom of every patch but the final one."""
+    return [k for k in range(len(ids) - 1) if ids[k + 1] != ids[k]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("delta,gamma", [(1, 0.0), (2, 0.25), (3, 0.5), (5, 1.0)])
+def test_peak_ids_match_scipy_reference(
+    dtype: torch.dtype, delta: int, gamma: float, device: str
+) -> None:
+    g = torch.Generator().manual_seed(delta * 100 + int(gamma * 10))
+    lengths = [int(n) for n in torch.randint(1, 40, (24,), generator=g)]
+    width = max(lengths)
+    e = torch.zeros(len(lengths), width, dtype=torch.float64)
+    mask = torch.zeros(len(lengths), width, dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        e[b, :n] = torch.rand(n, generator=g, dtype=torch.float64) * 3
+        mask[b, :n] = True
+    ids = peak_group_ids(e.to(dtype).to(device), mask.to(device), delta, gamma).cpu()
+    want = pad_ids([peak_group_ids_reference(e[b, :n].to(dtype), delta, gamma)
+                    for b, n in enumerate(lengths)], width)  # fmt: skip
+    assert ids.tolist() == want.tolist()  # integer ids: exact, atom by atom
+
+
+def test_peak_nms_gap_respected() -> None:
+    # peaks at 1 (5.0) and 3 (4.0) are 2 apart: with Delta = 3 the lower one is suppressed
+    e = torch.tensor([[0.0, 5.0, 0.0, 4.0, 0.0, 0.0, 0.0, 6.0, 0.0]])
+    assert peak_group_ids(e, delta=3, gamma=0.0)[0].tolist() == [0, 0, 1, 1, 1, 1, 1, 1, 2]
+    assert _peaks_of(peak_group_ids(e, delta=2, gamma=0.0)[0].tolist()) == [1, 3, 7]
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(50, 30, generator=g)
+    for delta in (1, 2, 4, 7):
+        for row in peak_group_ids(x, delta=delta, gamma=0.0).tolist():
+            p = _peaks_of(row)
+            assert all(b - a >= delta for a, b in itertools.pairwise(p))
+    # local maxima are >= 2 apart, so Delta = 2 changes nothing; larger gaps keep fewer peaks
+    counts = [int(peak_group_ids(x, delta=d, gamma=0.0).max(1).values.sum()) for d in (1, 2, 3, 5)]
+    assert counts[0] == counts[1] > counts[2] > counts[3]
+
+
+def test_peak_prominence_threshold_respected() -> None:
+    # peak 1 has prominence 3.0; peak 3 (2.8) sits on a 2.5 shoulder: prominence 0.3
+    e = torch.tensor([[0.0, 3.0, 2.5, 2.8, 0.0, 0.0]])
+    assert _peaks_of(peak_group_ids(e, delta=1, gamma=0.2)[0].tolist()) == [1, 3]
+    assert _peaks_of(peak_group_ids(e, delta=1, gamma=0.35)[0].tolist()) == [1]
+    assert _peaks_of(peak_group_ids(e, delta=1, gamma=3.0)[0].tolist()) == [1]
+    assert _peaks_of(peak_group_ids(e, delta=1, gamma=3.01)[0].tolist()) == []
+    # lowering a shoulder raises the prominence of the small peak past the threshold
+    e2 = torch.tensor([[0.0, 3.0, 2.0, 2.8, 0.0, 0.0]])
+    assert _peaks_of(peak_group_ids(e2, delta=1, gamma=0.35)[0].tolist()) == [1, 3]
+
+
+def test_peak_flat_and_monotone_curves_give_one_patch() -> None:
+    flat = torch.full((2, 11), 1.3)
+    assert peak_group_ids(flat, delta=1, gamma=0.0).unique().tolist() == [0]
+    ramp = torch.linspace(0, 3, 9)[None]
+    assert peak_group_ids(ramp, delta=1, gamma=0.0).unique().tolist() == [0]
+    assert peak_group_ids(ramp.flip(1), delta=1, gamma=0.0).unique().tolist() == [0]
+    single = torch.tensor([[2.0]])  # one atom: one patch
+    assert peak_group_ids(single).tolist() == [[0]]
+
+
+def test_peak_patch_is_closed_by_its_peak_and_padding_ignored() -> None:
+    e = torch.tensor([[0.1, 0.9, 0.2, 0.3, 0.0], [0.1, 0.9, 0.2, 0.0, 0.0]])
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    ids = peak_group_ids(e, mask, delta=1, gamma=0.0)
+    assert ids[0].tolist() == [0, 0, 1, 1, 2]
+    assert ids[1].tolist() == [0, 0, 1, -1, -1]  # atom 2 is the last real atom: no peak there
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"delta": 0}, "delta"),
+        ({"delta": 2.0}, "delta"),
+        ({"delta": True}, "delta"),
+        ({"gamma": -0.1}, "gamma"),
+        ({"gamma": float("nan")}, "gamma"),
+        ({"gamma": "0.5"}, "gamma"),
+    ],
+)
+def test_peak_rejects_bad_arguments(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        peak_group_ids(torch.rand(2, 5), **kwargs)  # type: ignore[arg-type]
+
+
+def test_peak_rejects_bad_signal() -> None:
+    with pytest.raises(TypeError, match="entropy"):
+        peak_group_ids(torch.ones(2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="entropy"):
+        peak_group_ids(torch.rand(5))
+    with pytest.raises(ValueError, match="mask"):
+        peak_group_ids(torch.rand(2, 5), torch.tensor([[True, False, True, True, True]] * 2))

@@ -28,7 +28,13 @@ if TYPE_CHECKING:
         stage1_loss,
         unlock_new_token_embeddings,
     )
-    from edt_former.patching import brics_group_ids, entropy_group_ids, local_tokens, pool_groups
+    from edt_former.patching import (
+        brics_group_ids,
+        entropy_group_ids,
+        local_tokens,
+        peak_group_ids,
+        pool_groups,
+    )
     from edt_former.qformer import QFormer, QFormerConfig
 
 _HOME = {
@@ -52,6 +58,7 @@ _HOME = {
     "brics_group_ids": "patching",
     "entropy_group_ids": "patching",
     "local_tokens": "patching",
+    "peak_group_ids": "patching",
     "pool_groups": "patching",
     "QFormer": "qformer",
     "QFormerConfig": "qformer",
@@ -74,6 +81,7 @@ __all__ = [
     "inject_queries",
     "local_tokens",
     "parse_smiles",
+    "peak_group_ids",
     "pool_groups",
     "pretrain_gin",
     "stage1_loss",

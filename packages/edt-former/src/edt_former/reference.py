@@ -5,6 +5,8 @@
   batched slicing of `edt_former.entropy_model.atom_entropies` can go unnoticed.
 - `entropy_group_ids_reference`: the official loop of ``group_ids_by_entropy`` (one atom at a
   time, ``torch.quantile`` threshold, increment after a rising edge).
+- `peak_group_ids_reference`: the paper's peak rule through ``scipy.signal.find_peaks``
+  (local maxima, ``distance = Delta``, ``prominence = gamma``), one molecule at a time.
 - `pool_groups_reference`: a Python loop over groups (mean of member rows).
 - `upstream_tokenize_atoms`: the official regex tokeniser, kept to show where it differs.
 """
@@ -56,6 +58,19 @@ def entropy_group_ids_reference(entropy: torch.Tensor, q: float = 0.75) -> list[
         if high and not prev_high:
             gid += 1
         prev_high = high
+    return ids
+
+
+def peak_group_ids_reference(entropy: torch.Tensor, delta: int, gamma: float) -> list[int]:
+    """Peak rule via ``scipy.signal.find_peaks``; ids change after each kept peak."""
+    from scipy.signal import find_peaks
+
+    peaks, _ = find_peaks(entropy.double().cpu().numpy(), distance=delta, prominence=gamma)
+    cut = set(peaks.tolist())
+    gid, ids = 0, []
+    for k in range(len(entropy)):
+        ids.append(gid)
+        gid += k in cut
     return ids
 
 

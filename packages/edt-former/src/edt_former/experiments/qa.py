@@ -7,9 +7,12 @@ embedding rows) with `shared_core.train.fit` on the answer token, and score test
 (``yes`` vs ``no`` logit at the answer position).
 
 Arms at an equal query-token budget ``T``: static queries only (``T`` static, the Q-Former
-baseline); ``T/2`` static + up to ``T/2`` local from BRICS, from entropy, or from both
-(EDT-Former); the SMILES written into the prompt of the frozen LLM (no connector); and
-EDT-Former trained on shuffled labels (a control that must sit at chance).
+baseline); ``T/2`` static + up to ``T/2`` local from BRICS, from entropy patches (the
+official percentile rule, ``static+entropy``, or the paper's peak rule, ``static+peak``), or
+from both (``edt-former``, ``edt-former-peak``); the SMILES written into the prompt of the
+frozen LLM (no connector); and EDT-Former trained on shuffled labels (a control that must
+sit at chance). `edt_former.experiments.zinc` asks a substructure question on ZINC
+molecules with the same frozen parts.
 """
 
 from __future__ import annotations
@@ -44,16 +47,21 @@ from edt_former.qformer import QFormerConfig
 from shared_core.cli import ReproduceArgs
 
 ALL_QUESTIONS = (*QM9_QUESTIONS, "soluble")
-ARMS = (
+CONNECTOR_ARMS = (
     "static",
     "static+brics",
     "static+entropy",
+    "static+peak",
     "edt-former",
-    "smiles-prompt",
-    "shuffled-labels",
+    "edt-former-peak",
 )
-"""Every arm of the comparison; the first four are run at every budget."""
-CONNECTOR_ARMS = ARMS[:4]
+"""The connector arms, run at every budget."""
+ARMS = (*CONNECTOR_ARMS, "smiles-prompt", "shuffled-labels")
+"""Every arm of the comparison (the last two at the main budget only)."""
+QM9_ARMS = tuple(a for a in ARMS if "peak" not in a)
+"""The arms of the QM9 question (the peak rule is compared on ZINC, `experiments.zinc`)."""
+PEAK_ARMS = ("static+peak", "edt-former-peak")
+"""Arms whose entropy patches come from the paper's peak rule instead of the percentile."""
 
 
 @dataclass(frozen=True)
@@ -69,18 +77,24 @@ class Config:
     llm: str = "tiny"  # "tiny" (random Llama, frozen) or "smollm2" (SmolLM2-135M-Instruct)
     budgets: tuple[int, ...] = (4, 8)  # total query tokens T
     main_budget: int = 8  # budget of the smiles-prompt and shuffled-label arms
-    arms: tuple[str, ...] = ARMS
+    arms: tuple[str, ...] = QM9_ARMS
     seeds: int = 3
     steps: int = 120
     batch_size: int = 32
     lr: float = 1e-3
     qformer_hidden: int = 64
     qformer_layers: int = 2
-    entropy_quantile: float = 0.75
+    entropy_quantile: float = 0.75  # the official percentile rule (the default patches)
+    peak_delta: int = 3  # the paper's peak rule: NMS gap Delta (atoms), chosen by a sweep
+    peak_gamma: float = 0.02  # ... and prominence gamma (bits), chosen by the same sweep
     lora_r: int = 0  # LoRA rank on the LLM (0: frozen LLM, the paper's stage-2 setting)
     stage1_steps: int = 0  # BLIP-2 stage-1 steps on (molecule, caption) pairs before stage 2
     questions: tuple[str, ...] = ALL_QUESTIONS  # question types asked (see edt_former.data)
     max_test_rows: int = 1500
+    zinc_molecules: int = 0  # ZINC substructure experiment (`experiments.zinc`); 0 = not run
+    zinc_budgets: tuple[int, ...] = (8, 16)
+    zinc_arms: tuple[str, ...] = CONNECTOR_ARMS
+    zinc_question: str = "amide"
 
 
 SCALES: dict[str, Config] = {
@@ -100,10 +114,13 @@ SCALES: dict[str, Config] = {
         qformer_hidden=32,
         qformer_layers=1,
         max_test_rows=120,
+        zinc_molecules=60,
+        zinc_budgets=(4,),
+        zinc_arms=("static+peak",),
     ),
     # one question: with several, the question x molecule interaction must happen inside the
     # random frozen 2-layer LLM, which 100 steps do not teach (README, honest statement)
-    "tiny": Config(questions=("gap",), lr=3e-3, steps=80),
+    "tiny": Config(questions=("gap",), lr=3e-3, steps=80, zinc_molecules=1200, zinc_budgets=(16,)),
     "small": Config(
         n_qm9=3000,
         n_solubility=800,
@@ -120,6 +137,8 @@ SCALES: dict[str, Config] = {
         qformer_hidden=128,
         max_test_rows=3000,
         stage1_steps=300,
+        zinc_molecules=3000,
+        zinc_budgets=(8, 16, 32),
     ),
     "paper": Config(
         n_qm9=20000,
@@ -138,6 +157,8 @@ SCALES: dict[str, Config] = {
         qformer_layers=4,
         max_test_rows=20000,
         stage1_steps=5000,
+        zinc_molecules=20000,
+        zinc_budgets=(16, 32, 64, 96),
     ),
 }
 
@@ -151,16 +172,66 @@ def _arm_connector(arm: str, budget: int, c: Config) -> ConnectorConfig | None:
     if arm == "static":
         return ConnectorConfig(n_static=budget, local_budget=0, qformer=qf)
     n_static = max(1, budget // 2)
-    brics = arm in ("static+brics", "edt-former", "shuffled-labels")
-    ent = arm in ("static+entropy", "edt-former", "shuffled-labels")
+    brics = arm in ("static+brics", "edt-former", "edt-former-peak", "shuffled-labels")
+    ent = arm in (
+        "static+entropy",
+        "static+peak",
+        "edt-former",
+        "edt-former-peak",
+        "shuffled-labels",
+    )
     return ConnectorConfig(n_static, budget - n_static, brics, ent, qf)
 
 
-def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any]]:
+def arm_encoding(arm: str, enc: Encoded) -> Encoded:
+    """The encoding an arm reads: peak arms see the peak-rule patches as their entropy ids."""
+    if arm not in PEAK_ARMS:
+        return enc
+    if enc.peak is None:
+        raise ValueError(f"arm: {arm!r} needs peak-rule patches, but the encoding has none")
+    return replace(enc, entropy=enc.peak)
+
+
+@dataclass
+class Frozen:
+    """The frozen parts, trained once per run: atom vocabulary, next-atom model, GIN."""
+
+    vocab: AtomVocab
+    entropy_model: Any
+    gin: Any
+
+
+def encode(smiles: list[str], frozen: Frozen, c: Config) -> tuple[Encoded, dict[str, float]]:
+    """Node features, BRICS fragments and both entropy patchings of `smiles`, and their sizes."""
+    from edt_former.entropy_model import atom_entropies
+    from edt_former.patching import brics_group_ids, entropy_group_ids, peak_group_ids
+    from shared_core.data import mol_graph
+
+    t1 = time.process_time()
+    ent, mask = atom_entropies(frozen.entropy_model, frozen.vocab, smiles)
+    n = mask.sum(1).tolist()
+    gids = entropy_group_ids(ent, mask, c.entropy_quantile)
+    pids = peak_group_ids(ent, mask, c.peak_delta, c.peak_gamma)
+    enc = Encoded(
+        nodes=frozen.gin.encode([mol_graph(s) for s in smiles]),
+        brics=[brics_group_ids(s) for s in smiles],
+        entropy=[gids[i, : n[i]].numpy() for i in range(len(smiles))],
+        peak=[pids[i, : n[i]].numpy() for i in range(len(smiles))],
+    )
+    info = {
+        "patching_cpu_s": time.process_time() - t1,
+        "mean_atoms": float(np.mean(n)),
+        "mean_brics_fragments": float(np.mean([b.max() + 1 for b in enc.brics])),
+        "mean_entropy_groups": float(np.mean([e.max() + 1 for e in enc.entropy])),
+        "mean_peak_groups": float(np.mean([e.max() + 1 for e in enc.peak or []])),
+    }
+    return enc, info
+
+
+def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any], Frozen]:
     """Load data, train the entropy model and the GIN, encode the QA molecules."""
     from edt_former.encoder import PRETRAIN_TARGETS, pretrain_gin
-    from edt_former.entropy_model import atom_entropies, train_entropy_model
-    from edt_former.patching import brics_group_ids, entropy_group_ids
+    from edt_former.entropy_model import train_entropy_model
     from shared_core.data import QM9_PROPERTIES, load, mol_graph, require_extra
 
     unknown = [q for q in c.questions if q not in ALL_QUESTIONS]
@@ -200,20 +271,9 @@ def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any]]:
         [smiles[i] for i in qa_idx], targets[qa_idx], QM9_PROPERTIES, sol_s, sol_y, seed=seed
     )
     qa.values = {q: v for q, v in qa.values.items() if q in c.questions}
-    t1 = time.process_time()
-    graphs = [mol_graph(s) for s in qa.smiles]
-    ent, mask = atom_entropies(ent_model, vocab, qa.smiles)
-    gids = entropy_group_ids(ent, mask, c.entropy_quantile)
-    enc = Encoded(
-        nodes=gin.encode(graphs),
-        brics=[brics_group_ids(s) for s in qa.smiles],
-        entropy=[gids[i, : int(mask[i].sum())].numpy() for i in range(len(qa.smiles))],
-    )
-    info["patching_cpu_s"] = time.process_time() - t1
-    info["mean_atoms"] = float(np.mean([len(b) for b in enc.brics]))
-    info["mean_brics_fragments"] = float(np.mean([b.max() + 1 for b in enc.brics]))
-    info["mean_entropy_groups"] = float(np.mean([e.max() + 1 for e in enc.entropy]))
-    return qa, enc, info
+    frozen = Frozen(vocab, ent_model, gin)
+    enc, enc_info = encode(qa.smiles, frozen, c)
+    return qa, enc, {**info, **enc_info}, frozen
 
 
 def _base_llm(c: Config) -> tuple[Any, Any]:
@@ -239,6 +299,7 @@ def train_arm(
     from shared_core.device import seed_everything
     from shared_core.train import TrainConfig, fit, step_generator
 
+    enc = arm_encoding(arm, enc)
     llm, tok = copy.deepcopy(base[0]), copy.deepcopy(base[1])
     new_ids = freeze_llm(llm, tok, lora_r=c.lora_r)
     mol_id = int(tok.convert_tokens_to_ids(MOL))
@@ -373,38 +434,42 @@ def runs_of(c: Config) -> list[tuple[str, int]]:
     return out
 
 
-def reproduce(args: ReproduceArgs) -> dict[str, Any]:
-    """Run the scale's comparison; write metrics.json, report.md and the accuracy plot."""
-    from shared_core.cli import UsageError
-    from shared_core.metrics import bootstrap_ci
-    from shared_core.report import Run
-
-    c: Config = args.config
-    if args.device not in ("auto", "cpu"):
-        raise UsageError(f"--device: this reproduction runs on the CPU only, got {args.device!r}")
-    if c.main_budget not in c.budgets and any(a in CONNECTOR_ARMS for a in c.arms):
-        c = replace(c, budgets=tuple(sorted({*c.budgets, c.main_budget})))
-    run = Run("edt-former", {**asdict(c), "seed": args.seed}, out=args.out)
-    qa, enc, info = prepare(c, args.seed)
-    base = _base_llm(c)
-    majority = majority_accuracy(qa)
+def compare(
+    pairs: list[tuple[str, int]],
+    c: Config,
+    seed: int,
+    qa: QASet,
+    enc: Encoded,
+    base: tuple[Any, Any],
+    label: str,
+) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Train and score every (arm, budget) pair for seeds ``seed .. seed + c.seeds - 1``."""
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for s in range(c.seeds):
-        for arm, budget in runs_of(c):
-            r = train_arm(arm, budget, c, args.seed + s, qa, enc, base)
+        for arm, budget in pairs:
+            r = train_arm(arm, budget, c, seed + s, qa, enc, base)
             results.setdefault((arm, budget), []).append(r)
             print(
-                f"seed {args.seed + s} {arm:>16} T={budget:<3} accuracy {r['accuracy']:.3f} "
+                f"{label} seed {seed + s} {arm:>16} T={budget:<3} accuracy {r['accuracy']:.3f} "
                 f"({r['train_cpu_s']:.1f} s CPU to train)",
                 flush=True,
             )
+    return results
+
+
+def _tables(
+    run: Any, results: dict[tuple[str, int], list[dict[str, Any]]], table: str
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Add one row per (arm, budget) to `table` (and per question); return the accuracy curves."""
+    from shared_core.metrics import bootstrap_ci
+
     curves: dict[str, tuple[list[float], list[float]]] = {}
     for (arm, budget), rs in results.items():
         pooled = np.mean([r["correct"] for r in rs], axis=0)  # per test row, averaged over seeds
         est, lo, hi = bootstrap_ci(lambda x: float(np.mean(x)), pooled, seed=0)
         accs = [r["accuracy"] for r in rs]
         run.add_row(
-            "accuracy",
+            table,
             arm=arm, budget=budget, accuracy=round(est, 4), ci95=f"[{lo:.3f}, {hi:.3f}]",
             seed_min=round(min(accs), 4), seed_max=round(max(accs), 4),
             tokens_used=round(float(np.mean([r["tokens"] for r in rs])), 2),
@@ -414,36 +479,83 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         per_q: dict[str, float] = {}
         for q in rs[0]["per_question"]:
             per_q[q] = round(float(np.mean([r["per_question"][q] for r in rs])), 3)
-        run.add_row("per_question", arm=arm, budget=budget, **per_q)
+        run.add_row(f"{table}_per_question", arm=arm, budget=budget, **per_q)
         if arm in CONNECTOR_ARMS:
             xs, ys = curves.setdefault(arm, ([], []))
             xs.append(budget)
             ys.append(est)
-    run.log(
-        majority_accuracy=majority,
-        n_test_rows=len(next(iter(results.values()))[0]["correct"]),
-        **info,
-    )
+    return curves
+
+
+def reproduce(args: ReproduceArgs) -> dict[str, Any]:
+    """Run the scale's comparisons; write metrics.json, report.md and the accuracy plots."""
+    from shared_core.cli import UsageError
+    from shared_core.report import Run
+
+    c: Config = args.config
+    if args.device not in ("auto", "cpu"):
+        raise UsageError(f"--device: this reproduction runs on the CPU only, got {args.device!r}")
+    if c.main_budget not in c.budgets and any(a in CONNECTOR_ARMS for a in c.arms):
+        c = replace(c, budgets=tuple(sorted({*c.budgets, c.main_budget})))
+    run = Run("edt-former", {**asdict(c), "seed": args.seed}, out=args.out)
+    qa, enc, info, frozen = prepare(c, args.seed)
+    base = _base_llm(c)
+    majority = majority_accuracy(qa)
+    results = compare(runs_of(c), c, args.seed, qa, enc, base, "qm9")
+    curves = _tables(run, results, "accuracy")
+    run.log(majority_accuracy=majority, **info)
+    if results:
+        run.log(n_test_rows=len(next(iter(results.values()))[0]["correct"]))
     if curves:
-        _plot(run, curves, majority)
-    run.finish(
-        "EDT-Former: entropy/BRICS queries vs static queries (molecular yes/no QA)",
-        notes=(
-            f"Majority-answer accuracy {majority:.3f}. Accuracy: mean over {c.seeds} seed(s); "
-            "CI: 95% bootstrap over test rows of the seed-averaged correctness. "
-            f"LLM: {c.llm} (frozen; only the connector and the new token rows train). "
-            f"Questions: {', '.join(QM9_QUESTIONS)}" + (", soluble" if c.n_solubility else "") + "."
-        ),
-    )
-    return {
+        _plot(run, curves, majority, "accuracy_vs_budget", "QM9 question")
+    out: dict[str, Any] = {
         "majority": majority,
-        "results": {
-            f"{a}@{b}": np.mean([r["accuracy"] for r in rs]) for (a, b), rs in results.items()
-        },
-    }
+        "results": {f"{a}@{b}": np.mean([r["accuracy"] for r in rs]) for (a, b), rs in results.items()},
+    }  # fmt: skip
+    notes = (
+        f"QM9: majority-answer accuracy {majority:.3f}. Accuracy: mean over {c.seeds} seed(s); "
+        "CI: 95% bootstrap over test rows of the seed-averaged correctness. "
+        f"LLM: {c.llm} (frozen; only the connector and the new token rows train). "
+        f"Questions: {', '.join(q for q in c.questions)}."
+    )
+    if c.zinc_molecules:
+        from edt_former.experiments.zinc import zinc_qa
+
+        zqa = zinc_qa(c.zinc_molecules, c.zinc_question, args.seed)
+        zenc, zinfo = encode(zqa.smiles, frozen, c)
+        zmaj = majority_accuracy(zqa)
+        pairs = [(a, b) for b in c.zinc_budgets for a in c.zinc_arms]
+        zres = compare(pairs, c, args.seed, zqa, zenc, base, "zinc")
+        zcurves = _tables(run, zres, "zinc_accuracy")
+        run.log(
+            zinc_majority_accuracy=zmaj,
+            zinc_n_test_rows=len(next(iter(zres.values()))[0]["correct"]),
+            zinc_positive_rate=float(np.mean(zqa.rows("test")[2])),
+            **{f"zinc_{k}": v for k, v in zinfo.items()},
+        )
+        _plot(run, zcurves, zmaj, "zinc_accuracy_vs_budget", f"ZINC: {c.zinc_question} question")
+        out["zinc_majority"] = zmaj
+        out["zinc_results"] = {
+            f"{a}@{b}": np.mean([r["accuracy"] for r in rs]) for (a, b), rs in zres.items()
+        }
+        notes += (
+            f" ZINC ({c.zinc_molecules} MOSES test molecules, question "
+            f"'{c.zinc_question}'): majority-answer accuracy {zmaj:.3f}; peak rule "
+            f"Delta = {c.peak_delta}, gamma = {c.peak_gamma} bits."
+        )
+    run.finish(
+        "EDT-Former: entropy/BRICS queries vs static queries (molecular yes/no QA)", notes=notes
+    )
+    return out
 
 
-def _plot(run: Any, curves: dict[str, tuple[list[float], list[float]]], majority: float) -> None:
+def _plot(
+    run: Any,
+    curves: dict[str, tuple[list[float], list[float]]],
+    majority: float,
+    name: str,
+    what: str,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -457,8 +569,8 @@ def _plot(run: Any, curves: dict[str, tuple[list[float], list[float]]], majority
     ax.set_xlabel("query-token budget T (tokens given to the LLM)")
     ax.set_ylabel("test accuracy (fraction correct)")
     ax.set_xticks(sorted({x for xs, _ in curves.values() for x in xs}))
-    ax.set_title("Accuracy vs query-token budget (frozen LLM)")
+    ax.set_title(f"Accuracy vs query-token budget (frozen LLM), {what}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    run.save_figure("accuracy_vs_budget", fig)
+    run.save_figure(name, fig)
