@@ -140,7 +140,9 @@ class NextQuillTrainer(transformers.Trainer):
             ref.to(inputs["input_ids"].device)
         return ref
 
-    def get_batch_samples(
+    # The Trainer passes the second value on to `compute_loss` untouched (as
+    # ``num_items_in_batch``), so a `WindowTotals` in place of its token count is safe.
+    def get_batch_samples(  # type: ignore[override]
         self, epoch_iterator: Any, num_batches: int, device: Any
     ) -> tuple[list[Any], WindowTotals | None]:
         """The window's micro-batches, each with its DCE (``DCE_KEY``), and the window's totals.
