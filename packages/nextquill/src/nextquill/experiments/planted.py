@@ -8,8 +8,8 @@ same generated users (`nextquill.world`), with the same steps, batches and seeds
 only, L_p only and NextQuill in the paper's form and in the code's form).
 
 theta_D, the paper's reference model for the data-side effect ("trained on D"), is a ContextSFT
-model of the same seed trained for ``reference_steps`` (several times an arm's steps, to the
-plateau of its training loss), frozen; its own metrics are reported. Metrics on held-out users
+model of the same seed trained for ``reference_steps`` (several times an arm's steps), frozen;
+its own metrics and the mean training loss of its last two tenths of steps are reported. Metrics on held-out users
 reviewing held-out plays: slot-token accuracy (teacher-forced argmax at the tokens the user's
 map decides), ROUGE-1 F of greedy reviews (rouge-score), and the data-side detector
 ``DCE > delta`` of each final model against the planted preference tokens (precision, recall).
