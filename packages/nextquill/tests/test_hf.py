@@ -61,3 +61,67 @@ def test_trainer_rejects_a_bad_config(tmp_path, tok):
     args = transformers.TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
     with pytest.raises(TypeError, match="config: expected a NextQuillConfig"):
         NextQuillTrainer(model=model, args=args, config={"alpha": 0.1})
+
+
+@pytest.mark.parametrize("form", ["paper", "code"])
+def test_trainer_loss_and_gradients_do_not_depend_on_the_accumulation_split(
+    tmp_path, world, tok, form
+):
+    """Acceptance (issue 43): k = 1, 2, 4 accumulation steps over the same global batch of 8
+    give the loss and gradients of the objective on the whole batch, within 1e-5 relative."""
+    from nextquill import NextQuillConfig, encode, nextquill_loss
+    from nextquill.hf import NextQuillCollator, NextQuillTrainer
+    from nextquill.loss import batch_dce
+    from nextquill.model import TinyLlamaConfig, tiny_llama
+
+    from shared_core.testing import assert_close
+
+    arch = TinyLlamaConfig(hidden=32, layers=1, ff=64)
+    # float64: a token whose DCE sits within float32 noise of delta would flip with the padding
+    theta_d = tiny_llama(len(tok), arch, seed=1).double() if form == "paper" else None
+    # delta 0: a random model's |DCE| is ~1e-3, so the paper's 0.05 would weight all tokens alike
+    cfg = NextQuillConfig(
+        alpha=0.3, delta=0.0, lp_reduction="weighted" if form == "paper" else "mean"
+    )
+    # users with and without history, responses of different lengths: uneven micro-batches
+    rows = [
+        {"prefix": e.example.prefix, "history": e.example.history if i % 3 else "",
+         "suffix": e.example.suffix, "target": e.example.target}
+        for i, e in enumerate(world.train[:8])
+    ]  # fmt: skip
+    model = tiny_llama(len(tok), arch, seed=0).double()
+    model.train()
+    batch = encode(rows, tok)
+    flagged = batch_dce(model if theta_d is None else theta_d, batch) > cfg.delta
+    assert 0 < int(flagged.sum()) < flagged.numel()  # unequal weights: the totals matter
+    expected = nextquill_loss(model, batch, cfg, theta_d)
+    expected.backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    for k in (1, 2, 4):
+
+        class Grab(transformers.TrainerCallback):
+            def on_pre_optimizer_step(self, args, state, control, **kw):
+                self.grads = [p.grad.detach().clone() for p in kw["model"].parameters()]
+
+        grab = Grab()
+        model = tiny_llama(len(tok), arch, seed=0).double()
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / f"k{k}"),
+            max_steps=1,
+            per_device_train_batch_size=8 // k,
+            gradient_accumulation_steps=k,
+            max_grad_norm=0.0,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            learning_rate=1e-3,
+            remove_unused_columns=False,
+        )
+        trainer = NextQuillTrainer(
+            model=model, args=args, train_dataset=rows, data_collator=NextQuillCollator(tok),
+            config=cfg, reference_model=theta_d, callbacks=[grab],
+        )  # fmt: skip
+        out = trainer.train()
+        assert_close(f"loss k={k}", expected.detach(), torch.tensor(out.training_loss), 1e-5)
+        for i, (g_ref, g) in enumerate(zip(grads, grab.grads, strict=True)):
+            assert_close(f"grad {i} k={k}", g_ref, g, 1e-5, atol=1e-12)

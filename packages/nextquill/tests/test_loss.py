@@ -143,3 +143,27 @@ def test_left_and_right_padding_give_the_same_loss_and_gradient(model64, tok, ex
         out[side] = (t.loss.detach(), torch.cat([p.grad.flatten() for p in model64.parameters()]))
     assert_close("loss", out["left"][0], out["right"][0], 1e-10)
     assert_close("grad", out["left"][1], out["right"][1], 1e-9)
+
+
+def test_window_totals_split_the_objective_into_summable_parts(model64, tok, examples):
+    """A batch's loss is the sum of its halves' losses when both are normalised by the whole
+    batch's weight sum and token count (what NextQuillTrainer does per accumulation window)."""
+    from nextquill import NextQuillConfig, encode, nextquill_terms
+    from nextquill.loss import batch_dce, raw_weights
+
+    for lp in ("weighted", "mean"):
+        cfg = NextQuillConfig(alpha=0.5, delta=0.0, lp_reduction=lp)
+        whole = nextquill_terms(model64, encode(examples, tok), cfg)
+        halves = [encode(examples[:2], tok), encode(examples[2:], tok)]
+        dces = [batch_dce(model64, h) for h in halves]
+        w_sum = sum(raw_weights(d, cfg.delta, cfg.lam, cfg.eps).sum() for d in dces)
+        n = sum(d.numel() for d in dces)
+        parts = [
+            nextquill_terms(model64, h, cfg, dce=d, weight_total=w_sum, token_total=n)
+            for h, d in zip(halves, dces, strict=True)
+        ]
+        assert 0 < int((whole.dce > cfg.delta).sum()) < whole.dce.numel()
+        torch.testing.assert_close(parts[0].loss + parts[1].loss, whole.loss, rtol=1e-12, atol=0)
+        torch.testing.assert_close(
+            torch.cat([p.weights for p in parts]), whole.weights, rtol=1e-12, atol=0
+        )

@@ -68,7 +68,7 @@ class NextQuillTerms(NamedTuple):
     loss: torch.Tensor  # L_n + alpha L_p (scalar)
     l_n: torch.Tensor  # weighted CE of the full-prompt predictions (scalar)
     l_p: torch.Tensor  # CE of the logit difference Delta (scalar)
-    weights: torch.Tensor  # (N,) normalised w_t, detached, sum 1
+    weights: torch.Tensor  # (N,) normalised w_t, detached (sum 1 over the normalising batch)
     dce: torch.Tensor  # (N,) data-side effect p_D(y|h) - p_D(y|0), detached
     targets: torch.Tensor  # (N,) the response token ids y_t
 
@@ -96,11 +96,27 @@ def _upcast(t: torch.Tensor) -> torch.Tensor:
     return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
 
 
-def preference_weights(dce: torch.Tensor, delta: float, lam: float, eps: float) -> torch.Tensor:
-    """``w_t = lam if DCE_t > delta else eps``, normalised to sum 1 over the N tokens (detached)."""
+def raw_weights(dce: torch.Tensor, delta: float, lam: float, eps: float) -> torch.Tensor:
+    """``w_t = lam if DCE_t > delta else eps`` before normalisation, ``(N,)`` (detached)."""
     dce = dce.detach()
-    w = torch.full_like(dce, eps).masked_fill(dce > delta, lam)
-    return w / w.sum()
+    return torch.full_like(dce, eps).masked_fill(dce > delta, lam)
+
+
+def preference_weights(
+    dce: torch.Tensor,
+    delta: float,
+    lam: float,
+    eps: float,
+    total: torch.Tensor | float | None = None,
+) -> torch.Tensor:
+    """``w_t = lam if DCE_t > delta else eps`` divided by `total` (detached).
+
+    `total` is the sum of the unnormalised weights over the whole batch the loss averages over;
+    None takes these N tokens' own sum (the weights then sum to 1). A gradient-accumulated or
+    data-parallel batch passes its global sum, so its micro-batches' weights sum to 1 together.
+    """
+    w = raw_weights(dce, delta, lam, eps)
+    return w / (w.sum() if total is None else total)
 
 
 def nextquill_from_logits(
@@ -109,11 +125,16 @@ def nextquill_from_logits(
     targets: torch.Tensor,
     config: NextQuillConfig | None = None,
     dce: torch.Tensor | None = None,
+    weight_total: torch.Tensor | float | None = None,
+    token_total: torch.Tensor | float | None = None,
 ) -> NextQuillTerms:
     """The objective from the ``(N, V)`` logits of both passes at the N response tokens.
 
     `dce` is the data side's effect (from a reference model); None takes it from these
-    logits, detached (the code's choice).
+    logits, detached (the code's choice). `weight_total` and `token_total` are the sum of the
+    unnormalised weights and the number of response tokens of the batch the loss is an
+    average over (a gradient-accumulation window, all ranks); None: these N tokens. With
+    them, the losses of the micro-batches of a window add up to the loss of the whole window.
     """
     cfg = config or NextQuillConfig()
     for name, t in (("logits_with", logits_with), ("logits_without", logits_without)):
@@ -135,12 +156,15 @@ def nextquill_from_logits(
     elif dce.shape != targets.shape:
         raise ValueError(f"dce: expected shape {tuple(targets.shape)}, got {tuple(dce.shape)}")
     dce = dce.detach()
-    w = preference_weights(dce, cfg.delta, cfg.lam, cfg.eps)
+    w = preference_weights(dce, cfg.delta, cfg.lam, cfg.eps, weight_total)
     ce = F.cross_entropy(logits_with, targets, reduction="none")
     l_n = (w.to(ce.dtype) * ce).sum()
     # CE is shift-invariant per row, so any per-position constant in either pass cancels.
     ce_delta = F.cross_entropy(logits_with - logits_without, targets, reduction="none")
-    l_p = (w.to(ce.dtype) * ce_delta).sum() if cfg.lp_reduction == "weighted" else ce_delta.mean()
+    if cfg.lp_reduction == "weighted":
+        l_p = (w.to(ce.dtype) * ce_delta).sum()
+    else:
+        l_p = ce_delta.sum() / (targets.numel() if token_total is None else token_total)
     return NextQuillTerms(l_n + cfg.alpha * l_p, l_n, l_p, w, dce, targets)
 
 
@@ -186,11 +210,23 @@ def both_passes(
     return lw[:, :-1][m_with], l0[:, :-1][m_without], targets
 
 
+def batch_dce(model: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """``(N,)`` data-side effect ``p(y|x,h) - p(y|x,0)`` of `model` on a batch, without gradient."""
+    check_batch(batch)
+    with torch.no_grad():
+        lw, l0, targets = both_passes(model, batch)
+        return data_side_effect(lw, l0, targets)
+
+
 def nextquill_terms(
     model: Any,
     batch: Mapping[str, torch.Tensor],
     config: NextQuillConfig | None = None,
     reference_model: Any = None,
+    *,
+    dce: torch.Tensor | None = None,
+    weight_total: torch.Tensor | float | None = None,
+    token_total: torch.Tensor | float | None = None,
 ) -> NextQuillTerms:
     """All parts of the NextQuill objective of `model` on a batch of `nextquill.data.encode`.
 
@@ -200,15 +236,16 @@ def nextquill_terms(
         config: `NextQuillConfig` (paper defaults).
         reference_model: theta_D of the data-side effect (the paper; run without gradient);
             None uses `model`'s own two passes, detached (the public code).
+        dce: the ``(N,)`` data-side effect already computed (`batch_dce`); overrides
+            `reference_model`.
+        weight_total, token_total: the normalisers of a larger batch this one is part of
+            (see `nextquill_from_logits`); None: this batch.
     """
     check_batch(batch)
     lw, l0, targets = both_passes(model, batch)
-    dce = None
-    if reference_model is not None:
-        with torch.no_grad():
-            rw, r0, _ = both_passes(reference_model, batch)
-            dce = data_side_effect(rw, r0, targets)
-    return nextquill_from_logits(lw, l0, targets, config, dce)
+    if dce is None and reference_model is not None:
+        dce = batch_dce(reference_model, batch)
+    return nextquill_from_logits(lw, l0, targets, config, dce, weight_total, token_total)
 
 
 def nextquill_loss(

@@ -1,22 +1,20 @@
-"""Finding: on a task whose only personal signal is planted word choice, NextQuill's two causal
-effects learn the user's words faster than plain SFT with the history in the prompt.
+"""Finding: on a task whose only personal signal is planted word choice, which of NextQuill's
+two causal effects (data side L_n, model side L_p) learns the user's words faster than plain
+SFT with the history in the prompt, in the paper's form and in the public code's form.
 
 Every arm trains the same randomly initialised tiny Llama (`nextquill.model.tiny_llama`) on the
 same generated users (`nextquill.world`), with the same steps, batches and seeds, through
-`shared_core.train.fit`:
+`shared_core.train.fit`; the arms are `nextquill.experiments.arms.ARMS` (ContextSFT, then L_n
+only, L_p only and NextQuill in the paper's form and in the code's form).
 
-- ``sft``: ContextSFT, the token-mean cross-entropy of the response given x and the history;
-- ``ln``: L_n only (alpha = 0): preference-token weights from theta_D, no model-side term;
-- ``lp``: L_p only: the cross-entropy of the logit difference Delta (weighted as in the paper);
-- ``nextquill``: L_n + 0.1 L_p, the paper's form (weighted L_p, weights from theta_D);
-- ``nextquill_code``: the public code's form (mean L_p, weights from the model being trained).
-
-theta_D, the paper's reference model for the data-side effect, is the ``sft`` arm's model of
-the same seed (trained first, then frozen), so the arms that use it also had one SFT run of
-compute before theirs. Metrics on held-out users reviewing held-out plays: slot-token accuracy
-(teacher-forced argmax at the tokens the user's map decides), ROUGE-1 F of greedy reviews
-(rouge-score), and the data-side detector ``DCE > delta`` of each final model against the
-planted preference tokens (precision, recall).
+theta_D, the paper's reference model for the data-side effect ("trained on D"), is a ContextSFT
+model of the same seed trained for ``reference_steps`` (several times an arm's steps), frozen;
+its own metrics and the mean training loss of its last two tenths of steps are reported. Metrics on held-out users
+reviewing held-out plays: slot-token accuracy (teacher-forced argmax at the tokens the user's
+map decides), ROUGE-1 F of greedy reviews (rouge-score), and the data-side detector
+``DCE > delta`` of each final model against the planted preference tokens (precision, recall).
+Differences from ContextSFT (and NextQuill minus L_n only, the paper's ablation) are paired
+by seed, with a Student-t 95 % interval over seeds.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nextquill.experiments.arms import ARMS, LABELS, USES_REFERENCE, make_loss
 from nextquill.loss import NextQuillConfig
 from nextquill.model import TinyLlamaConfig
 from nextquill.world import WorldConfig
@@ -37,15 +36,12 @@ if TYPE_CHECKING:  # torch is imported inside the functions: `nextquill --help` 
 
     from nextquill.world import PlantedExample, World
 
-ARMS = ("sft", "ln", "lp", "nextquill", "nextquill_code")
-LABELS = {
-    "sft": "ContextSFT (history in prompt)",
-    "ln": "L_n only (α=0, θ_D weights)",
-    "lp": "L_p only",
-    "nextquill": "NextQuill (paper: weighted L_p, θ_D)",
-    "nextquill_code": "NextQuill (code: mean L_p, self weights)",
-}
-USES_REFERENCE = ("ln", "lp", "nextquill")
+PAIRS = (
+    *((a, "sft") for a in ARMS[1:]),
+    ("nextquill", "ln"),  # the paper's ablation: full objective vs data-side weighting alone
+    ("nextquill_code", "ln_code"),
+)
+"""(arm, baseline) differences reported paired by seed."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +53,7 @@ class Config:
     arms: tuple[str, ...] = ARMS
     seeds: int = 3
     steps: int = 250
+    reference_steps: int = 1000  # theta_D: ContextSFT on D for this many steps
     batch: int = 16
     lr: float = 6e-3
     loss: NextQuillConfig = field(default_factory=NextQuillConfig)
@@ -74,13 +71,15 @@ SCALES: dict[str, Config] = {
         arms=("sft", "nextquill"),
         seeds=1,
         steps=8,
+        reference_steps=8,
         batch=8,
         eval_examples=8,
     ),
-    "tiny": Config(arms=("sft", "ln", "lp", "nextquill")),
+    "tiny": Config(steps=150, reference_steps=600),
     "small": Config(
         world=WorldConfig(users=400, test_users=80),
         steps=600,
+        reference_steps=2400,
         batch=32,
         eval_examples=256,
         smollm2=True,
@@ -89,6 +88,7 @@ SCALES: dict[str, Config] = {
         world=WorldConfig(users=2000, test_users=200, reviews_per_user=9, max_history=8),
         model=TinyLlamaConfig(hidden=256, layers=4, heads=8, kv_heads=4, ff=1024),
         steps=5000,
+        reference_steps=20000,
         batch=64,
         lr=1e-3,
         eval_examples=1000,
@@ -98,31 +98,6 @@ SCALES: dict[str, Config] = {
         reviews=True,
     ),
 }
-
-
-def make_loss(arm: str, config: NextQuillConfig, reference: Any) -> Any:
-    """``loss_fn(model, batch) -> (loss, parts)`` of one arm for `shared_core.train.fit`."""
-    from nextquill.loss import forward_logits, nextquill_terms, target_logits
-
-    def loss_fn(model: Any, batch: dict[str, torch.Tensor]) -> Any:
-        import torch.nn.functional as F
-
-        if arm == "sft":
-            logits = forward_logits(model, batch["input_ids"], batch["attention_mask"])
-            flat, y = target_logits(logits, batch["labels"])
-            return F.cross_entropy(flat, y)
-        if arm == "nextquill_code":
-            t = nextquill_terms(model, batch, replace(config, lp_reduction="mean"))
-        elif arm == "ln":
-            t = nextquill_terms(model, batch, replace(config, alpha=0.0), reference)
-        else:
-            t = nextquill_terms(model, batch, config, reference)
-        parts = {"L_n": float(t.l_n.detach()), "L_p": float(t.l_p.detach())}
-        if arm == "lp":
-            return t.l_p, parts
-        return t.loss, parts
-
-    return loss_fn
 
 
 def evaluate(
@@ -176,6 +151,13 @@ def train_arm(
     arm: str, world: World, tokenizer: Any, seed: int, config: Config, device: str, reference: Any
 ) -> Any:
     """A fresh tiny Llama trained by one arm's loss; returns the model (eval mode)."""
+    return _train(arm, world, tokenizer, seed, config, device, reference)[0]
+
+
+def _train(
+    arm: str, world: World, tokenizer: Any, seed: int, config: Config, device: str, reference: Any
+) -> tuple[Any, list[float]]:
+    """`train_arm`'s model and its training losses, one per step."""
     import torch
 
     from nextquill.data import collate, encode_one, pad_id_of
@@ -191,7 +173,7 @@ def train_arm(
         return collate([enc[int(i)] for i in rows], pad)
 
     tc = TrainConfig(steps=config.steps, lr=config.lr, warmup=max(1, config.steps // 20))
-    fit(
+    result = fit(
         model,
         make_loss(arm, config.loss, reference),
         batch_fn,
@@ -200,7 +182,7 @@ def train_arm(
         device=device,
         show_progress=False,
     )
-    return model
+    return model, result.losses
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
@@ -218,18 +200,26 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
 
         path = reviews_path()  # fail before hours of training, not after
     results: dict[str, list[dict[str, float]]] = {a: [] for a in config.arms}
+    theta: list[dict[str, float]] = []
     with Run("nextquill", config, out=args.out) as run:
         for s in range(config.seeds):
             seed = args.seed + s
             world = make_world(config.world, seed=seed)
             tok = word_tokenizer(world.vocabulary)
             test = world.test[: config.eval_examples]
-            order = ["sft"] + [a for a in config.arms if a != "sft"]
-            need_ref = any(a in USES_REFERENCE for a in config.arms)
             reference = None
-            for arm in order:
-                if arm not in config.arms and not (arm == "sft" and need_ref):
-                    continue
+            if any(a in USES_REFERENCE for a in config.arms):
+                t0 = time.process_time()
+                ref_config = replace(config, steps=config.reference_steps)
+                reference, losses = _train("sft", world, tok, seed, ref_config, args.device, None)
+                reference.requires_grad_(False)
+                metrics = evaluate(reference, tok, test, config.loss)
+                tail = max(1, len(losses) // 10)
+                metrics["train_loss_last_tenth"] = float(np.mean(losses[-tail:]))
+                metrics["train_loss_previous_tenth"] = float(np.mean(losses[-2 * tail : -tail]))
+                metrics["cpu_s"] = time.process_time() - t0
+                theta.append(metrics)
+            for arm in config.arms:
                 t0 = time.process_time()
                 model = train_arm(
                     arm, world, tok, seed, config, args.device,
@@ -237,22 +227,30 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 )  # fmt: skip
                 metrics = evaluate(model, tok, test, config.loss)
                 metrics["cpu_s"] = time.process_time() - t0
-                if arm == "sft":
-                    reference = model
-                if arm in config.arms:
-                    results[arm].append(metrics)
-        for arm, rows in results.items():
-            row = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
-            sd = {k: float(np.std([r[k] for r in rows])) for k in rows[0]}
+                results[arm].append(metrics)
+        rows = {LABELS[a]: r for a, r in results.items()}
+        if theta:
+            rows[f"θ_D (ContextSFT, {config.reference_steps} steps)"] = theta
+        for label, per_seed in rows.items():
+            row = {k: float(np.mean([r[k] for r in per_seed])) for k in per_seed[0]}
+            sd = {k: float(np.std([r[k] for r in per_seed])) for k in per_seed[0]}
             run.add_row(
                 "planted",
-                arm=LABELS[arm],
+                arm=label,
                 slot_acc=f"{row['slot_acc']:.3f} ± {sd['slot_acc']:.3f}",
                 rouge1=f"{row['rouge1']:.3f} ± {sd['rouge1']:.3f}",
                 det_precision=round(row["det_precision"], 3),
                 det_recall=round(row["det_recall"], 3),
                 cpu_s_per_seed=round(row["cpu_s"], 1),
             )
+        paired = paired_differences(results)
+        for (arm, base), diff in paired.items():
+            run.add_row(
+                "paired",
+                difference=f"{arm} − {base}",
+                **{k: f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for k, (m, lo, hi) in diff.items()},
+            )
+        run.log(theta_d=theta, paired={f"{a} - {b}": d for (a, b), d in paired.items()})
         run.log(results=results)
         _plot(run, results, config)
         if config.smollm2:
@@ -268,9 +266,36 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             "NextQuill on planted preferences (held-out users and plays)",
             notes=f"{config.seeds} seed(s), mean ± sd over seeds; {config.steps} steps of "
             f"batch {config.batch} per arm; slot_acc and detector on "
-            f"{config.eval_examples} held-out examples; θ_D = the seed's ContextSFT model.",
+            f"{config.eval_examples} held-out examples; θ_D = ContextSFT of the same seed "
+            f"trained {config.reference_steps} steps; paired: mean difference over seeds "
+            "[Student-t 95 % interval].",
         )
     return results
+
+
+def paired_differences(
+    results: dict[str, list[dict[str, float]]], keys: tuple[str, ...] = ("slot_acc", "rouge1")
+) -> dict[tuple[str, str], dict[str, tuple[float, float, float]]]:
+    """``{(arm, base): {key: (mean, low, high)}}``: the per-seed difference arm − base of each
+    metric in `keys`, its mean and Student-t 95 % interval (for every pair of `PAIRS` whose
+    two arms ran; the interval is (mean, mean) with one seed)."""
+    from scipy import stats
+
+    out: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
+    for arm, base in PAIRS:
+        if arm not in results or base not in results:
+            continue
+        out[arm, base] = {}
+        for key in keys:
+            d = np.array(
+                [a[key] - b[key] for a, b in zip(results[arm], results[base], strict=True)]
+            )
+            mean = float(d.mean())
+            half = 0.0
+            if len(d) > 1:
+                half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+            out[arm, base][key] = (mean, mean - half, mean + half)
+    return out
 
 
 def _plot(run: Any, results: dict[str, list[dict[str, float]]], config: Config) -> None:

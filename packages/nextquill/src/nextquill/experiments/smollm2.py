@@ -93,7 +93,7 @@ def run_smollm2(
     from rouge_score import rouge_scorer
 
     from nextquill.data import collate, encode_one, pad_id_of
-    from nextquill.experiments.planted import make_loss
+    from nextquill.experiments.arms import make_loss
     from nextquill.loss import both_passes
     from nextquill.model import greedy_decode, smollm2_lora
     from shared_core.models import load_model
