@@ -144,5 +144,9 @@ def test_tie_kinds_default_arm_is_the_reproduce(tmp_path):
     assert changes.get("any", 1.0) == 1.0  # the targeted arm always re-draws decoration
     other = {**res, "standard": {**res["standard"], "seed": 2}}
     other["causal_iqn_generic"] = {**res["causal_iqn_generic"], "seed": 2}
-    text = format_kinds(summarize_kinds([res, other]))
+    summary = summarize_kinds([res, other])
+    diff = summary["paired"]["causal_iqn_generic - standard"]["cf_acc"]
+    assert diff[0] == pytest.approx(res["causal_iqn_generic"]["cf_acc"] - res["standard"]["cf_acc"])
+    text = format_kinds(summary)
+    assert "| causal_iqn_generic - standard |" in text
     assert "| causal_iqn_generic | yes |" in text and "causal_iqn_targeted" not in text

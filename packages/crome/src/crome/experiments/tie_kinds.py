@@ -181,9 +181,19 @@ def run_kinds(
     return results
 
 
+PAIRS = (
+    ("causal_iqn_generic", "standard"),
+    ("causal_iqn", "causal_only"),
+    ("causal_iqn_generic", "causal_iqn"),
+    ("causal_iqn_targeted", "causal_iqn_generic"),
+)
+"""The paired comparisons of `summarize_kinds` (first arm minus second, same seeds)."""
+
+
 def summarize_kinds(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per arm over the runs (one per seed): seeds, rows, and every metric of `METRICS` as
-    ``(mean, low, high)`` (`t_interval`, 95 %)."""
+    ``(mean, low, high)`` (`t_interval`, 95 %); under ``"paired"``, for each of `PAIRS` seen on
+    at least 2 common seeds, the same for the per-seed difference of every metric."""
     by_arm: dict[str, dict[int, dict[str, Any]]] = {}
     for run in runs:
         for arm, m in run.items():
@@ -196,6 +206,15 @@ def summarize_kinds(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str
             continue
         out[arm] = {"seeds": sorted(ms), "rows": [ms[s]["rows"] for s in sorted(ms)]}
         out[arm].update({k: t_interval([m[k] for m in ms.values()]) for k in METRICS})
+    paired: dict[str, Any] = {}
+    for a, b in PAIRS:
+        common = sorted(set(by_arm.get(a, {})) & set(by_arm.get(b, {})))
+        if len(common) >= 2:
+            paired[f"{a} - {b}"] = {
+                k: t_interval([by_arm[a][s][k] - by_arm[b][s][k] for s in common]) for k in METRICS
+            }
+    if paired:
+        out["paired"] = paired
     return out
 
 
@@ -210,12 +229,19 @@ def format_kinds(summary: dict[str, dict[str, Any]]) -> str:
         "| --- " * (4 + len(METRICS)) + "|",
     ]
     for arm, m in summary.items():
+        if arm == "paired":
+            continue
         ok = "yes" if arm in PREMISE else "no (knows the spurious features)"
         rows = "/".join(map(str, m["rows"]))
         seeds = ",".join(map(str, m["seeds"]))
         lines.append(
             f"| {arm} | {ok} | {rows} | {seeds} | " + " | ".join(cell(m[k]) for k in METRICS) + " |"
         )
+    if "paired" in summary:
+        lines += ["", "| paired difference (same seeds) | " + " | ".join(METRICS) + " |"]
+        lines.append("| --- " * (1 + len(METRICS)) + "|")
+        for name, d in summary["paired"].items():
+            lines.append(f"| {name} | " + " | ".join(cell(d[k]) for k in METRICS) + " |")
     return "\n".join(lines)
 
 
