@@ -95,3 +95,58 @@ def test_summarize_pools_seeds_and_pairs_the_4x_arms():
     assert "| crome_4x_steps | 144 | 0,1,2 |" in text and "bon_gold above standard" in text
     with pytest.raises(ValueError, match="runs: expected one seed per run"):
         summarize([{"a": m(0, 0.0), "b": m(1, 0.0)}])
+
+
+def test_tie_kinds_arms_select_by_provenance():
+    from crome.experiments.tie_kinds import ARMS, PREMISE, TARGETED, arm_rows
+
+    train = [PairRow("q", "a", "b")] * 2
+    kept = [
+        PairRow("q", "a", "c", provenance="causal-degrade"),
+        PairRow("q", "d", "b", provenance="causal-upgrade"),
+        PairRow("r", "a", "b", label="tie", provenance="neutral-iqn"),
+        PairRow("q", "a", "e", label="tie", provenance="neutral-causal-aligned"),
+        PairRow("q", "a", "f", label="tie", provenance=TARGETED),
+    ]
+    sizes = {a: len(arm_rows(a, train, kept)) for a in ARMS}
+    assert sizes == {
+        "standard": 2,
+        "causal_only": 4,
+        "causal_iqn": 5,
+        "causal_iqn_generic": 6,
+        "causal_iqn_targeted": 6,
+    }
+    assert arm_rows("causal_iqn_targeted", train, kept)[-1].provenance == TARGETED
+    assert "causal_iqn_targeted" not in PREMISE
+    with pytest.raises(ValueError, match="arms: unknown arm 'bogus'"):
+        arm_rows("bogus", train, kept)
+
+
+def test_tie_kinds_default_arm_is_the_reproduce(tmp_path):
+    """The ablation's standard and causal_iqn_generic arms ARE `crome reproduce`'s two RMs at
+    the same scale and seed (so the README's headline and ablation rows agree)."""
+    import json
+
+    from crome.cli import main
+    from crome.experiments.tie_kinds import format_kinds, run_kinds, summarize_kinds
+
+    res = run_kinds(["standard", "causal_iqn_generic"], SCALES["micro"], seed=1)
+    assert main(["reproduce", "--scale", "micro", "--seed", "1", "--out", str(tmp_path)]) == 0
+    (run_dir,) = (tmp_path / "crome").iterdir()
+    rep = json.loads((run_dir / "metrics.json").read_text())["metrics"]
+    for arm, name in (("standard", "standard RM"), ("causal_iqn_generic", "CROME RM")):
+        for k in ("iid_acc", "cf_acc", "causal_acc", "spurious_sens", "causal_sens", "bon_gold"):
+            assert res[arm][k] == pytest.approx(rep["results"][name][k], rel=1e-5, abs=1e-6), k
+    kept = res["augmentations"]["kept"]
+    assert {p: kept[p] for p in rep["kept_by_provenance"]} == rep["kept_by_provenance"]
+    assert res["causal_iqn_generic"]["rows"] == 32 + rep["kept_after_filter"]
+    changes = res["augmentations"]["decoration_changes"]["neutral-oracle-knows-spurious"]
+    assert changes.get("any", 1.0) == 1.0  # the targeted arm always re-draws decoration
+    other = {**res, "standard": {**res["standard"], "seed": 2}}
+    other["causal_iqn_generic"] = {**res["causal_iqn_generic"], "seed": 2}
+    summary = summarize_kinds([res, other])
+    diff = summary["paired"]["causal_iqn_generic - standard"]["cf_acc"]
+    assert diff[0] == pytest.approx(res["causal_iqn_generic"]["cf_acc"] - res["standard"]["cf_acc"])
+    text = format_kinds(summary)
+    assert "| causal_iqn_generic - standard |" in text
+    assert "| causal_iqn_generic | yes |" in text and "causal_iqn_targeted" not in text

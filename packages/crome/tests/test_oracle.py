@@ -48,7 +48,11 @@ def test_programmatic_rewrites_change_exactly_the_targeted_attribute():
         assert not W.is_correct(r.prompt, worse) and W.is_correct(r.prompt, better)
         assert W.parse_answer(worse).decoration == W.parse_answer(r.chosen).decoration
         assert W.parse_answer(better).decoration == W.parse_answer(r.rejected).decoration
-        neutral = oracle.neutral_rewrite(r.prompt, r.chosen, [rubric])
+        neutral = oracle.neutral_rewrite(r.prompt, r.chosen, [rubric])  # generic (issue 49)
+        assert W.parse_answer(neutral).value == W.parse_answer(r.chosen).value
+        assert neutral != r.chosen
+        targeted = ProgrammaticOracle(0, neutral="oracle-knows-spurious")
+        neutral = targeted.neutral_rewrite(r.prompt, r.chosen, [rubric])
         assert W.parse_answer(neutral).value == W.parse_answer(r.chosen).value
         assert W.parse_answer(neutral).decoration != W.parse_answer(r.chosen).decoration
     # deterministic: same inputs, same rewrite

@@ -82,23 +82,29 @@ def basic_verifier(kind: str, question: str, original: str, rewritten: str) -> b
 
 
 def world_verifier(kind: str, question: str, original: str, rewritten: str) -> bool:
-    """Exact check in the synthetic world: an upgrade is correct, a degrade is wrong, and
-    the spurious attributes are unchanged; a neutral rewrite keeps correctness and changes
-    the decoration."""
+    """Exact check of the CAUSAL content in the synthetic world, blind to decoration.
+
+    An upgrade must make the answer correct and a degrade make it wrong, with every character
+    other than the final value unchanged; a neutral rewrite must keep the final value (so its
+    correctness). Only `world.final_value` reads the text: the verifier knows nothing about
+    the spurious attributes (issue 49; the paper's augmentations are made "without any
+    knowledge of spurious factors").
+    """
     if not basic_verifier(kind, question, original, rewritten):
         return False
     try:
-        before = world.parse_answer(original)
-        after = world.parse_answer(rewritten)
+        v_before = world.final_value(original)
+        v_after = world.final_value(rewritten)
         ok_before = world.is_correct(question, original)
         ok_after = world.is_correct(question, rewritten)
     except ValueError:
         return False
+    same_rest = world.with_value(rewritten, v_before) == original
     if kind == "upgrade":
-        return ok_after and not ok_before and after.decoration == before.decoration
+        return ok_after and not ok_before and same_rest
     if kind == "degrade":
-        return ok_before and not ok_after and after.decoration == before.decoration
-    return ok_after == ok_before and after.decoration != before.decoration
+        return ok_before and not ok_after and same_rest
+    return v_after == v_before
 
 
 def _rewrite(
@@ -305,7 +311,7 @@ def world_irrelevant(prompt: str, row: PairRow) -> bool:
     """In the world, a prompt is irrelevant to a pair if neither answer's value is its sum."""
     a, b = world.parse_prompt(prompt)
     try:
-        values = {world.parse_answer(row.chosen).value, world.parse_answer(row.rejected).value}
+        values = {world.final_value(row.chosen), world.final_value(row.rejected)}
     except ValueError:
         return True
     return (a + b) not in values

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from crome import world
 from crome.cache import OracleCache
+from crome.rewrite import generic_rewrite
 
 DIRECTIONS = ("upgrade", "degrade")
 Message = dict[str, str]
@@ -241,19 +242,32 @@ class LLMOracle:
         return parse_rewrite(reply)
 
 
+NEUTRAL_MODES = ("generic", "oracle-knows-spurious")
+
+
 class ProgrammaticOracle:
     """The exact oracle of the synthetic world: one rubric, perfect single-attribute edits.
 
-    Rewrites are deterministic functions of (seed, question, answer): the degraded answer
-    gets a wrong value, the upgraded one the correct value, and every spurious attribute is
-    kept byte-identical; a neutral rewrite changes only the spurious attributes.
+    Rewrites are deterministic functions of (seed, question, answer). A causal rewrite
+    replaces the final value only (the correct one for an upgrade, a wrong one for a
+    degrade), every other character unchanged. The neutral rewrite depends on `neutral`:
+
+    - ``"generic"`` (default, the paper's premise): `crome.rewrite.generic_rewrite`, a
+      content-preserving restyle drawn from a family of surface edits that knows only which
+      sentence states the value (the causal rubric), never the world's spurious attributes;
+    - ``"oracle-knows-spurious"`` (ablation arm, issue 49): re-draws exactly the world's
+      planted spurious features (preamble, bullets, filler), which the paper's oracle cannot
+      know. Kept to measure how much of CROME's effect that knowledge carries.
     """
 
     name = "programmatic"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, neutral: str = "generic") -> None:
         _check_int("seed", seed, 0)
+        if neutral not in NEUTRAL_MODES:
+            raise ValueError(f"neutral: expected one of {NEUTRAL_MODES}, got {neutral!r}")
         self.seed = seed
+        self.neutral = neutral
         self.calls = 0
 
     def _rng(self, *parts: str) -> random.Random:
@@ -271,17 +285,20 @@ class ProgrammaticOracle:
             raise ValueError(f"rubric: the world has one rubric {world.RUBRIC!r}, got {rubric!r}")
         self.calls += 1
         a, b = world.parse_prompt(question)
-        attrs = world.parse_answer(answer)
+        world.final_value(answer)  # an answer without a value cannot be rewritten
         if direction == "upgrade":
             value = a + b
         else:
             value = world.wrong_value(a + b, self._rng(question, answer, direction))
-        return replace(attrs, value=value).render()
+        return world.with_value(answer, value)
 
     def neutral_rewrite(self, question: str, answer: str, rubrics: list[str]) -> str:
         self.calls += 1
-        attrs = world.parse_answer(answer)
+        world.final_value(answer)
         rng = self._rng(question, answer, "neutral")
+        if self.neutral == "generic":
+            return generic_rewrite(answer, rng, keep=world.states_value)
+        attrs = world.parse_answer(answer)
         while True:
             new = replace(
                 attrs,

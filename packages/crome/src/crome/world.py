@@ -76,13 +76,37 @@ def parse_prompt(prompt: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def parse_answer(text: str) -> Answer:
-    """Read an answer's attributes back from its text (exact inverse of `Answer.render`)."""
+def final_value(text: str) -> int:
+    """The causal content of an answer: its final value ('The answer is N.' or 'Answer: N.').
+
+    The only reader of answer text that augmentation (oracle, verifier, IQN veto) uses; the
+    spurious attributes are read by `parse_answer`, which only the evaluation calls.
+    """
     m = _VALUE_RE.search(text)
     if m is None:
         raise ValueError(f"text: no final value ('The answer is N.' or 'Answer: N.') in {text!r}")
+    return int(m.group(1))
+
+
+def with_value(text: str, value: int) -> str:
+    """`text` with its final value replaced by `value`, every other character unchanged."""
+    final_value(text)  # raises when there is no value to replace
+    return _VALUE_RE.sub(lambda m: m.group(0).replace(m.group(1), str(value)), text, count=1)
+
+
+def states_value(sentence: str) -> bool:
+    """Does `sentence` carry the causal content (a final-value statement)?"""
+    return _VALUE_RE.search(sentence) is not None
+
+
+def parse_answer(text: str) -> Answer:
+    """Read an answer's attributes back from its text (exact inverse of `Answer.render`).
+
+    Reads the spurious attributes: for the evaluation and the oracle-knows-spurious ablation
+    arm only (`crome.oracle.ProgrammaticOracle` with ``neutral="oracle-knows-spurious"``).
+    """
     return Answer(
-        value=int(m.group(1)),
+        value=final_value(text),
         preamble=PREAMBLE in text,
         bullets="- Answer:" in text,
         filler=sum(f in text for f in FILLERS),
@@ -92,7 +116,7 @@ def parse_answer(text: str) -> Answer:
 def is_correct(prompt: str, text: str) -> bool:
     """The causal attribute: does the answer's final value equal a + b?"""
     a, b = parse_prompt(prompt)
-    return parse_answer(text).value == a + b
+    return final_value(text) == a + b
 
 
 def gold_reward(prompt: str, text: str) -> float:

@@ -180,6 +180,8 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     bench = report.dir / "world_rewardbench.jsonl"
     write_pairs(bench, w.test_iid + w.test_cf)
 
+    base = new_reward_model(cfg)  # first: a missing extra stops the run before any work
+    init_state = copy.deepcopy(base.state_dict())
     oracle = ProgrammaticOracle(seed=args.seed)
     aug, stats = augment(
         w.train,
@@ -189,8 +191,6 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         irrelevant=world_irrelevant,
     )
     train_cfg = budget(cfg, len(w.train) + len(aug))
-    base = new_reward_model(cfg)
-    init_state = copy.deepcopy(base.state_dict())
     t0 = time.time()
     hist_std = train_reward_model(
         base, w.train, train_cfg, show_progress=is_main(), desc="standard RM train"
@@ -284,30 +284,34 @@ def _plots(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), dpi=120)
-    names = list(results)
-    x = np.arange(2)
-    for i, n in enumerate(names):
-        axes[0].bar(
-            x + 0.38 * i, [results[n]["iid_acc"], results[n]["cf_acc"]], width=0.38, label=n
-        )
-        axes[1].bar(
-            np.arange(2) + 0.38 * i,
-            [results[n]["spurious_sens"], results[n]["causal_sens"]],
-            width=0.38,
-            label=n,
-        )
-    axes[0].set_xticks(x + 0.19, ["i.i.d.", "counterfactual"])
-    axes[0].set_ylabel("pairwise accuracy")
-    axes[0].axhline(0.5, color="grey", lw=0.8, ls="--")
-    axes[0].set_ylim(0, 1)
-    axes[1].set_xticks(x + 0.19, ["spurious edit", "causal edit"])
-    axes[1].set_ylabel("mean |reward change|")
-    for ax in axes:
-        ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.0), dpi=120)
+    panels = (
+        (("iid_acc", "cf_acc"), ["i.i.d.", "counterfactual"], "pairwise accuracy"),
+        (
+            ("spurious_sens", "causal_sens"),
+            ["spurious edit", "causal edit"],
+            "mean |reward change|",
+        ),
+    )
+    width = 0.38
+    for ax, (keys, ticks, ylabel) in zip(axes, panels, strict=True):
+        top = max([results[n][k] for n in results for k in keys] + [1e-9])
+        for i, n in enumerate(results):
+            vals = [results[n][k] for k in keys]
+            bars = ax.bar(np.arange(2) + width * i, vals, width=width, label=n, color=f"C{i}")
+            # every bar carries its value, so a zero-height bar is still visible (issue 46)
+            ax.bar_label(bars, labels=[f"{v:.2f}" for v in vals], fontsize=8, padding=2)
+        ax.set_xticks(np.arange(2) + width / 2, ticks)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, 1.15 * top if keys[0] != "iid_acc" else 1.15)
         ax.grid(alpha=0.3, axis="y")
+    axes[0].axhline(0.5, color="grey", lw=0.8, ls="--")
+    handles, labels = axes[0].get_legend_handles_labels()
+    # one legend above the panels, clear of every bar (issue 46)
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.93))  # fmt: skip
     fig.suptitle("Standard RM vs CROME RM")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
     report.save_figure("accuracy_and_sensitivity", fig)
     report.plot(
         "training_loss",
