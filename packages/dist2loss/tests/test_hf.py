@@ -142,3 +142,51 @@ def test_gradient_accumulation_gives_the_same_loss_and_gradients(tmp_path, norma
         )
         for i, (e, g) in enumerate(zip(expected_grads, grab.grads, strict=True)):
             assert_close(f"grad {i}, k={k}", e, g, 1e-5)
+
+
+def _whole_batch_reference(kw):
+    vocab = 24
+    table = number_table({4 + i: float(i) for i in range(20)}, vocab)
+    rows = _ragged_rows(vocab)
+    model = _tiny_llama(vocab)
+    batch = {k: torch.stack([r[k] for r in rows]) for k in ("input_ids", "labels")}
+    loss = causal_dist2_loss(
+        model(input_ids=batch["input_ids"]).logits, batch["labels"], table, **kw
+    )
+    loss.backward()
+    return loss.detach(), [p.grad.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("normalise", ["tokens", "metric"])
+def test_ddp_two_processes_give_the_whole_batch_gradient(tmp_path, normalise):
+    """DDP (2 CPU processes, gloo) x 2 accumulation steps: the synchronised gradient is the
+    whole batch's (each process holds different sequences with different label counts)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = Path(__file__).parent
+    out = tmp_path / "rank0.pt"
+    procs = []
+    for rank in range(2):
+        env = os.environ | {
+            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]),
+        }  # fmt: skip
+        cmd = [sys.executable, str(here / "_ddp_worker.py"), str(out), normalise]
+        procs.append(subprocess.Popen(cmd, env=env))
+    assert all(p.wait(timeout=600) == 0 for p in procs)
+    got = torch.load(out)
+    assert got["world"] == 2
+    _, grads = _whole_batch_reference(
+        {"tau": 2.0, "alpha": 0.5, "negatives": 2, "normalise": normalise}
+    )
+    for i, (e, g) in enumerate(zip(grads, got["grads"], strict=True)):
+        assert_close(f"grad {i}", e, g, 1e-5)
