@@ -28,15 +28,20 @@ if TYPE_CHECKING:  # torch is imported inside the functions: `dist2loss --help` 
     import torch
 
 METHODS = ("ce", "dist2", "dist2_nn", "uniform_nn", "label_smoothing", "ntl")
-LABELS = {
+LABELS = {  # row names, formatted with the run's Config as `c` (`label`)
     "ce": "CE (SFT)",
-    "dist2": "CE + DIST2 (α=0.1, τ=1), no neighbor negatives",
-    "dist2_nn": "CE + DIST2 + neighbor negatives (k=2, β=0.1): full",
-    "uniform_nn": "CE + uniform smoothing + neighbor negatives",
+    "dist2": "CE + DIST2 (α={c.alpha:g}, τ={c.tau:g}), no neighbor negatives",
+    "dist2_nn": "CE + DIST2 + neighbor negatives (k={c.negatives}, β={c.beta:g}): full",
+    "uniform_nn": "CE + uniform smoothing + neighbor negatives (k={c.negatives}, β={c.beta:g})",
     "dist2_code": "CE + DIST2 (code: α=1, τ=4)",
-    "label_smoothing": "CE, label smoothing 0.1",
-    "ntl": "CE + 0.3 NTL-WAS (ntloss)",
+    "label_smoothing": "CE, label smoothing {c.smoothing:g}",
+    "ntl": "CE + {c.ntl_weight:g} NTL-WAS (ntloss)",
 }
+
+
+def label(method: str, config: Config) -> str:
+    """The table row name of `method` with `config`'s constants."""
+    return LABELS[method].format(c=config)
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,7 @@ def run_in(run: Any, config: Config, seed: int, device: str) -> dict[str, Any]:
             run.add_row(
                 "toy",
                 N=n,
-                method=LABELS[method],
+                method=label(method, config),
                 MAE=f"{mae:.3f} [{lo:.3f}, {hi:.3f}]",
                 RMSE=f"{rmse:.3f} [{rlo:.3f}, {rhi:.3f}]",
                 exact=round(exact, 3),
@@ -271,7 +276,7 @@ def _plot(run: Any, results: dict[str, dict[int, dict[str, float]]], config: Con
                 [rows[n][key] - rows[n][f"{key}_lo"] for n in ns],
                 [rows[n][f"{key}_hi"] - rows[n][key] for n in ns],
             ]
-            ax.errorbar(ns, y, yerr=err, marker="o", capsize=3, label=LABELS[method])
+            ax.errorbar(ns, y, yerr=err, marker="o", capsize=3, label=label(method, config))
         ax.set_xscale("log")
         ax.minorticks_off()
         ax.set_xticks(list(config.sizes), [str(n) for n in config.sizes])
