@@ -7,7 +7,8 @@ tokens as V_d for DIST2Loss and ntloss's ``digit_level=False`` number tokens (bo
 1k), logits (batch, length, 50257) with about half the labels number tokens. Each candidate
 computes its whole training loss and backpropagates into the logits:
 
-- ours: ``dist2_loss`` (CE + 0.1 KL over V_d, restricted);
+- ours: ``dist2_loss`` (CE + 0.1 KL over V_d, full-vocabulary form, the default since 0.2.0;
+  0.1.0 measured the restricted form);
 - ce: ``F.cross_entropy`` alone (what DIST2Loss adds to);
 - ntloss: ``F.cross_entropy + 0.3 * NTLoss`` (Wasserstein NTL, the closest peer).
 

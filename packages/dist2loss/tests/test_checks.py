@@ -33,6 +33,26 @@ def test_bad_alpha(case, alpha):
         dist2_loss(logits, labels, table, alpha=alpha)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"beta": -1.0}, "beta: expected >= 0"),
+        ({"beta": math.nan}, "beta: expected a finite"),
+        ({"negatives": -1}, "negatives: expected an int >= 0"),
+        ({"negatives": 1.5}, "negatives: expected an int >= 0"),
+        ({"negatives": 10}, "negatives: expected fewer than"),
+        ({"target": "gauss"}, "target: expected one of"),
+        ({"num_items_in_batch": 0}, "num_items_in_batch: expected a positive count"),
+        ({"num_items_in_batch": torch.ones(2)}, "num_items_in_batch: expected a scalar"),
+        ({"num_items_in_batch": 5, "normalise": "metric"}, "num_metric_in_batch: expected"),
+    ],
+)
+def test_bad_options(case, kwargs, match):
+    table, logits, labels = case
+    with pytest.raises(ValueError, match=match):
+        dist2_loss(logits, labels, table, **kwargs)
+
+
 @pytest.mark.parametrize("bad", [12, 50, -1, -7])
 def test_labels_outside_the_vocabulary(case, bad):
     table, logits, labels = case

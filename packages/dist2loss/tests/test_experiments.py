@@ -47,7 +47,7 @@ def test_reproduce_micro(tmp_path):
     runs = list((tmp_path / "dist2loss").iterdir())
     assert len(runs) == 1
     metrics = json.loads((runs[0] / "metrics.json").read_text())
-    assert set(metrics["metrics"]["results"]) == {"ce", "dist2"}
+    assert set(metrics["metrics"]["results"]) == {"ce", "dist2", "dist2_nn"}
     assert (runs[0] / "error_vs_n.png").exists()
     # the second finding, VQ digits, in the same run
     vq = metrics["metrics"]["vq"]

@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from dist2loss import dist2_kl, dist2_loss, dist2_targets, number_table, place_values
+from dist2loss import (
+    dist2_kl,
+    dist2_loss,
+    dist2_targets,
+    neighbor_negative_nll,
+    number_table,
+    place_values,
+)
 from dist2loss.reference import reference_dist2_loss
 
 from shared_core.testing import assert_close
@@ -78,13 +85,25 @@ def test_gradient_is_q_minus_target(device, table, dtype):
     """d KL_t / d logits = softmax over V_d minus p_d on V_d, and 0 elsewhere (restricted)."""
     logits, labels = _batch((4, 6))
     x = logits.to(device, dtype).requires_grad_(True)
-    dist2_kl(x, labels.to(device), table, 1.5).sum().backward()
+    dist2_kl(x, labels.to(device), table, 1.5, restrict=True).sum().backward()
     ids = table.token_ids
     metric = (labels[..., None] == ids).any(-1)
     p = dist2_targets(labels, table, 1.5).nan_to_num(0.0)
     q = torch.softmax(x.detach().double().cpu()[..., ids], -1) * metric[..., None]
     expected = torch.zeros_like(logits)
     expected[..., ids] = q - p
+    assert_close("grad", expected, x.grad, RATIOS[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_full_vocabulary_gradient_is_softmax_minus_target(device, table, dtype):
+    """The paper's form (default): d KL_t / d logits = softmax(logits) - p_d (p_d = 0 off V_d)."""
+    logits, labels = _batch((4, 6))
+    x = logits.to(device, dtype).requires_grad_(True)
+    dist2_kl(x, labels.to(device), table, 1.5).sum().backward()
+    metric = (labels[..., None] == table.token_ids).any(-1)
+    expected = torch.softmax(logits, -1) * metric[..., None]
+    expected[..., table.token_ids] -= dist2_targets(labels, table, 1.5).nan_to_num(0.0)
     assert_close("grad", expected, x.grad, RATIOS[dtype])
 
 
@@ -106,12 +125,18 @@ def test_autograd_gradient_of_full_loss_matches_reference_finite_difference(tabl
 
 def test_tau_to_zero_is_restricted_one_hot_cross_entropy(table):
     logits, labels = _batch((5, 7))
-    kl = dist2_kl(logits, labels, table, tau=1e-3)  # exp(-1/1e-3) underflows: p_d is one-hot
+    kl = dist2_kl(logits, labels, table, tau=1e-3, restrict=True)  # p_d underflows to one-hot
     ids = table.token_ids
     metric = (labels[..., None] == ids).any(-1)
     slot = (labels[..., None] == ids).long().argmax(-1)
     ce = -torch.log_softmax(logits[..., ids], -1).gather(-1, slot[..., None]).squeeze(-1)
     assert_close("kl vs restricted CE", ce * metric, kl, 1e-12)
+    # the full-vocabulary form (default) tends to plain CE at the metric positions
+    full = dist2_kl(logits, labels, table, tau=1e-3)
+    plain = F.cross_entropy(
+        logits.reshape(-1, V), labels.clamp(min=0).reshape(-1), reduction="none"
+    )
+    assert_close("kl vs CE", plain.reshape(labels.shape) * metric, full, 1e-12)
 
 
 def test_tau_to_infinity_is_uniform_over_metric_tokens(table):
@@ -127,7 +152,7 @@ def test_tau_to_infinity_is_uniform_over_metric_tokens(table):
 
 
 def dist2_loss_kl(logits, labels, table, tau):
-    return dist2_kl(logits, labels, table, tau)
+    return dist2_kl(logits, labels, table, tau, restrict=True)
 
 
 def test_alpha_zero_is_plain_cross_entropy_bit_for_bit(table):
@@ -171,12 +196,19 @@ def test_kl_is_non_negative_and_zero_exactly_at_the_target(table):
     p = dist2_targets(labels, table, 2.0)
     at_target = logits.clone()
     at_target[..., table.token_ids] = torch.where(metric[..., None], p.log() + 7.0, 0.0)
-    kl = dist2_kl(at_target, labels, table, 2.0)
+    kl = dist2_kl(at_target, labels, table, 2.0, restrict=True)
     assert kl.abs().max() < 1e-12
     nudged = at_target.clone()
     noise = 0.3 * torch.randn(6, 6, table.size, generator=torch.Generator().manual_seed(4))
     nudged[..., table.token_ids] += noise.double()
-    assert (dist2_kl(nudged, labels, table, 2.0)[metric] > 1e-6).all()
+    assert (dist2_kl(nudged, labels, table, 2.0, restrict=True)[metric] > 1e-6).all()
+    # full vocabulary: zero only once the model puts no mass outside V_d
+    assert (dist2_kl(at_target, labels, table, 2.0)[metric] > 1e-6).all()
+    sealed = at_target.clone()
+    outside = torch.ones(V, dtype=torch.bool)
+    outside[table.token_ids] = False
+    sealed[..., outside] = -1e4
+    assert dist2_kl(sealed, labels, table, 2.0).abs().max() < 1e-12
 
 
 def test_target_maximises_entropy_regularised_reward(table):
@@ -228,18 +260,123 @@ def test_parts_and_normalisation(table):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("normalise", ["tokens", "metric"])
-def test_fused_backward_matches_autograd_path(device, table, dtype, normalise):
+@pytest.mark.parametrize(("restrict", "target"), [(False, "distance"), (True, "uniform")])
+def test_fused_backward_matches_autograd_path(device, table, dtype, normalise, restrict, target):
     """With grad-requiring float logits the loss takes the fused CE+KL backward; unit weights
     force the plain autograd path: values and gradients must agree."""
     logits, labels = _batch((3, 7), seed=5)
     labels[1, :3] = -100
     fused = logits.to(device, dtype).clone().requires_grad_(True)
     plain = logits.to(device, dtype).clone().requires_grad_(True)
-    a = dist2_loss(fused, labels.to(device), table, 2.0, 0.5, normalise=normalise)
+    kw = {"normalise": normalise, "restrict": restrict, "target": target}
+    a = dist2_loss(fused, labels.to(device), table, 2.0, 0.5, **kw)
     ones = torch.ones(labels.shape, dtype=dtype, device=device)
-    b = dist2_loss(plain, labels.to(device), table, 2.0, 0.5, normalise=normalise, weights=ones)
+    b = dist2_loss(plain, labels.to(device), table, 2.0, 0.5, weights=ones, **kw)
     a.backward()
     b.backward()
     assert a.grad_fn is not None and "Fused" in type(a.grad_fn).__name__
     assert_close("loss", b.detach().reshape(1), a.detach().reshape(1), RATIOS[dtype])
     assert_close("grad", plain.grad, fused.grad, RATIOS[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    ("restrict", "target", "negatives", "normalise", "counts"),
+    [
+        (False, "distance", 2, "tokens", None),
+        (True, "uniform", 3, "metric", None),
+        (False, "uniform", 0, "tokens", (40, None)),
+        (False, "distance", 1, "metric", (40, 17)),
+    ],
+)
+def test_options_match_reference(
+    device, table, dtype, restrict, target, negatives, normalise, counts
+):
+    """Uniform smoothing, neighbor negatives and outside counts against the float64 loop."""
+    logits, labels = _batch((3, 5), seed=7)
+    weights = torch.rand((3, 5), generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    n_items, n_metric = counts or (None, None)
+    kw = {
+        "restrict": restrict,
+        "target": target,
+        "negatives": negatives,
+        "beta": 0.7,
+        "normalise": normalise,
+        "num_items_in_batch": n_items,
+        "num_metric_in_batch": n_metric,
+    }
+    ref = reference_dist2_loss(logits, labels, table, 1.5, 0.4, weights=weights, **kw)
+    x = logits.to(device, dtype).requires_grad_(True)
+    fast = dist2_loss(x, labels.to(device), table, 1.5, 0.4, weights=weights.to(device), **kw)
+    assert_close("loss", torch.tensor([ref], dtype=torch.float64), fast.reshape(1), RATIOS[dtype])
+
+
+def test_gradient_with_negatives_matches_reference_finite_difference(table):
+    logits, labels = _batch((2, 4), seed=9)
+    kw = {"target": "uniform", "negatives": 2, "beta": 0.5}
+    x = logits.clone().requires_grad_(True)
+    dist2_loss(x, labels, table, 2.0, 0.5, **kw).backward()
+    eps, fd = 1e-6, torch.zeros_like(logits)
+    for i in range(logits.numel()):
+        up, dn = logits.clone(), logits.clone()
+        up.view(-1)[i] += eps
+        dn.view(-1)[i] -= eps
+        fd.view(-1)[i] = (
+            reference_dist2_loss(up, labels, table, 2.0, 0.5, **kw)
+            - reference_dist2_loss(dn, labels, table, 2.0, 0.5, **kw)
+        ) / (2 * eps)
+    assert_close("grad", fd, x.grad, 1e-7)
+
+
+def test_uniform_target_keeps_the_gold_mass_and_flattens_the_rest(table):
+    labels = torch.tensor([5, 10, 16])
+    p = dist2_targets(labels, table, 2.0)
+    u = dist2_targets(labels, table, 2.0, target="uniform")
+    assert_close("sums", torch.ones(3, dtype=torch.float64), u.sum(-1), 1e-12)
+    for row, slot in enumerate((0, 5, 11)):
+        assert math.isclose(float(u[row, slot]), float(p[row, slot]), rel_tol=1e-12)
+        rest = torch.cat([u[row, :slot], u[row, slot + 1 :]])
+        assert torch.allclose(rest, torch.full_like(rest, (1 - float(p[row, slot])) / 11))
+
+
+def test_neighbor_negatives_are_the_nearest_members(table):
+    nb = table.neighbors(2, torch.device("cpu"))
+    assert nb.shape == (12, 3)
+    assert nb[5].tolist() == [5, 4, 6]  # value 5: itself, then 4 and 6 (tie in table order)
+    assert nb[0].tolist() == [0, 1, 2] and nb[11].tolist() == [11, 10, 9]
+    # k = K - 1: every other member is a negative, the term is CE restricted to V_d
+    logits, labels = _batch((4, 5), seed=11)
+    nn = neighbor_negative_nll(logits, labels, table, table.size - 1)
+    metric = (labels[..., None] == table.token_ids).any(-1)
+    slot = (labels[..., None] == table.token_ids).long().argmax(-1)
+    ce = -torch.log_softmax(logits[..., table.token_ids], -1).gather(-1, slot[..., None])
+    assert_close("nn vs restricted CE", ce.squeeze(-1) * metric, nn, 1e-12)
+    # a gold far above its neighbors has (almost) no neighbor-negative loss
+    far = logits.clone()
+    far.view(-1, V)[torch.arange(20), labels.view(-1).clamp(min=0)] = 100.0
+    assert neighbor_negative_nll(far, labels, table, 2)[metric].max() < 1e-30
+
+
+@pytest.mark.parametrize("normalise", ["tokens", "metric"])
+def test_split_batches_with_outside_counts_add_up_to_the_whole(table, normalise):
+    """Gradient accumulation at the function level: parts normalised by the whole batch's
+    counts sum to the whole batch's loss, and so do their gradients."""
+    logits, labels = _batch((6, 5), seed=13)
+    labels[4:, 2:] = -100
+    kw = {"negatives": 1, "normalise": normalise}
+    whole_x = logits.clone().requires_grad_(True)
+    whole = dist2_loss(whole_x, labels, table, 1.0, 0.3, **kw)
+    whole.backward()
+    n_items = int((labels != -100).sum())
+    n_metric = int(((labels[..., None] == table.token_ids).any(-1)).sum())
+    part_x = logits.clone().requires_grad_(True)
+    total = sum(
+        dist2_loss(
+            part_x[i : i + 2], labels[i : i + 2], table, 1.0, 0.3,
+            num_items_in_batch=torch.tensor(n_items), num_metric_in_batch=n_metric, **kw,
+        )
+        for i in (0, 2, 4)
+    )  # fmt: skip
+    total.backward()
+    assert_close("loss", whole.detach().reshape(1), total.detach().reshape(1), 1e-12)
+    assert_close("grad", whole_x.grad, part_x.grad, 1e-12)

@@ -28,12 +28,21 @@ def gpt2():
 
 
 def test_gpt2_number_tokens_are_exactly_the_pure_digit_tokens(gpt2):
-    table = number_table_from_tokenizer(gpt2)
+    table = number_table_from_tokenizer(gpt2, leading_zeros=True)  # version 0.1.0's table
     assert table.vocab_size == 50257
     # independent enumeration: decode every id and keep the all-digit strings
     expected = {i: int(s) for i in range(50257) if re.fullmatch(r"[0-9]+", s := gpt2.decode([i]))}
     assert (
         dict(zip(table.token_ids.tolist(), table.values.long().tolist(), strict=True)) == expected
+    )
+    assert table.size == 994
+    # the default drops the leading-zero tokens ("00", "007"): the remaining ones are canonical
+    default = number_table_from_tokenizer(gpt2)
+    canonical = {i: v for i, v in expected.items() if gpt2.decode([i]) == str(v)}
+    assert len(canonical) == 994 - 81
+    assert (
+        dict(zip(default.token_ids.tolist(), default.values.long().tolist(), strict=True))
+        == canonical
     )
     assert all(str(d) in {gpt2.decode([i]) for i in expected} for d in range(10))
     assert (
@@ -44,6 +53,23 @@ def test_gpt2_number_tokens_are_exactly_the_pure_digit_tokens(gpt2):
     spaced = number_table_from_tokenizer(gpt2, leading_space=True)
     assert spaced.size > table.size
     assert gpt2.convert_tokens_to_ids("Ġ42") in set(spaced.token_ids.tolist())
+
+
+def test_gpt2_target_for_gold_zero_puts_most_mass_on_zero(gpt2):
+    """Acceptance (issue 39): with the default table, p_d for gold "0" peaks on "0" itself."""
+    from dist2loss import dist2_targets
+
+    zero = gpt2.convert_tokens_to_ids("0")
+    for kw, most in (({}, True), ({"leading_zeros": True}, False)):
+        table = number_table_from_tokenizer(gpt2, **kw)
+        p = dist2_targets(torch.tensor([zero]), table, tau=1.0)[0]
+        on_zero = float(p[table.token_ids.tolist().index(zero)])
+        # tau = 1, squared distance: 1 / (1 + e^-1 + e^-4 + ...) = 0.7213 without duplicates
+        assert (on_zero > 0.5) is most
+        if most:
+            assert abs(on_zero - 1 / sum(math.exp(-(v**2)) for v in range(40))) < 1e-9
+        else:  # the old table: 0.095 on "0", the rest on "00", "000", ...
+            assert abs(on_zero - 0.095) < 0.001
 
 
 def test_number_distances_are_squared_differences():

@@ -1,7 +1,8 @@
 """DIST2Loss (Chung et al., ICLR 2026): distance-aware categorical targets for metric tokens.
 
 ``dist2_loss(logits, labels, metric, tau=1.0, alpha=0.1)`` adds to cross-entropy the KL from
-p_d(v) ∝ exp(-d(v, g)/tau) over the metric tokens V_d to the model restricted to V_d.
+p_d(v) ∝ exp(-d(v, g)/tau) over the metric tokens V_d to the model's full-vocabulary
+distribution read at V_d (``restrict=True``: renormalised over V_d).
 `Dist2Trainer` (``from dist2loss.hf import Dist2Trainer``, extra ``hf``) is the drop-in
 `transformers.Trainer`.
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         dist2_kl,
         dist2_loss,
         dist2_targets,
+        neighbor_negative_nll,
         place_values,
     )
     from dist2loss.metric import (
@@ -37,6 +39,7 @@ _HOME = {
     "dist2_kl": "loss",
     "dist2_loss": "loss",
     "dist2_targets": "loss",
+    "neighbor_negative_nll": "loss",
     "place_values": "loss",
     "MetricTable": "metric",
     "coordinate_table": "metric",
@@ -54,6 +57,7 @@ __all__ = [
     "dist2_loss",
     "dist2_targets",
     "entropy_matched_tau",
+    "neighbor_negative_nll",
     "number_table",
     "number_table_from_tokenizer",
     "place_values",

@@ -20,11 +20,12 @@ def check_tau(tau: Any) -> None:
         raise ValueError(f"tau: expected > 0 (the target's temperature), got {tau!r}")
 
 
-def check_alpha(alpha: Any) -> None:
+def check_alpha(alpha: Any, name: str = "alpha") -> None:
+    """A finite term weight >= 0 (`alpha`, the KL's; `beta`, the neighbor negatives')."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-        raise ValueError(f"alpha: expected a finite number >= 0, got {alpha!r}")
+        raise ValueError(f"{name}: expected a finite number >= 0, got {alpha!r}")
     if alpha < 0:
-        raise ValueError(f"alpha: expected >= 0 (the KL weight), got {alpha!r}")
+        raise ValueError(f"{name}: expected >= 0 (a loss-term weight), got {alpha!r}")
 
 
 def check_logits_labels(logits: Any, labels: Any, vocab_size: int, ignore_index: int) -> None:

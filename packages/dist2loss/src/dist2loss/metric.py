@@ -98,6 +98,18 @@ class MetricTable:
     def distance_on(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         return self._on("dist", self.distance, device, dtype)
 
+    def neighbors(self, k: int, device: torch.device) -> torch.Tensor:
+        """(K, k + 1) int64 slots: column 0 is the token itself, then its k nearest members of
+        V_d by distance (ties in table order): the neighbor negatives of `dist2_loss`."""
+        key = ("neighbors", k, str(device))
+        if key not in self._cache:
+            d = self.distance.clone()
+            d.fill_diagonal_(-1.0)  # the token itself first, even when another is at distance 0
+            order = torch.argsort(d, dim=-1, stable=True)[:, : k + 1]
+            self._cache[key] = order.to(device)
+        out: torch.Tensor = self._cache[key]
+        return out
+
     def _on(self, name: str, t: torch.Tensor, device: torch.device, dtype: torch.dtype) -> Any:
         key = (name, str(device), dtype)
         if key not in self._cache:
@@ -159,15 +171,23 @@ def number_table(
 
 
 def number_table_from_tokenizer(
-    tokenizer: Any, *, leading_space: bool = False, vocab_size: int | None = None
+    tokenizer: Any,
+    *,
+    leading_space: bool = False,
+    leading_zeros: bool = False,
+    vocab_size: int | None = None,
 ) -> MetricTable:
     """The pure-digit tokens of a Hugging Face tokenizer, valued as integers.
 
     A token belongs to V_d when its text (``tokenizer.convert_tokens_to_string``) is one or
     more ASCII digits; with ``leading_space=True`` a text of one space then digits (GPT-2's
-    ``Ġ42``) counts too. Tokens with leading zeros ("00", "007") keep their integer value,
-    so they sit at distance 0 from "0" and "7" and share their target mass: the circulating
-    reference code does the same.
+    ``Ġ42``) counts too.
+
+    Tokens with a leading zero ("00", "007": 81 of GPT-2's 994 pure-digit tokens) are left
+    out by default: valued by ``int()`` they would sit at distance 0 from "0" and "7" and
+    take their target mass (for gold "0", p_d would put 0.095 on "0" and 0.76 on the 16
+    tokens "00".."0000000000000000"). ``leading_zeros=True`` keeps them with their integer
+    value, the circulating reference code's behaviour (version 0.1.0's default).
     """
     if not hasattr(tokenizer, "get_vocab") or not hasattr(tokenizer, "convert_tokens_to_string"):
         raise TypeError(
@@ -182,7 +202,9 @@ def number_table_from_tokenizer(
         text = tokenizer.convert_tokens_to_string([token])
         if leading_space and text.startswith(" "):
             text = text[1:]
-        if _DIGITS.fullmatch(text) and idx < size:
+        if not _DIGITS.fullmatch(text) or idx >= size:
+            continue
+        if leading_zeros or len(text) == 1 or text[0] != "0":
             found[int(idx)] = float(int(text))
     if len(found) < 2:
         raise ValueError(f"tokenizer: found {len(found)} pure-digit tokens; need at least 2")

@@ -4,11 +4,13 @@ It follows the paper's definitions literally, with no gathering, masking or log-
 tricks beyond subtracting the row maximum:
 
     p_d(v | g) = exp(-d(v, g)/tau) / sum_{v' in V_d} exp(-d(v', g)/tau)
-    q(v)       = exp(z_v) / sum_{v' in V_d} exp(z_v')          (restricted)
-               = exp(z_v) / sum_{v' in V}   exp(z_v')          (not restricted)
-    KL_t       = sum_{v in V_d} p_d(v) log(p_d(v) / q(v))
+    p_u(v | g) = p_d(g | g) if v = g else (1 - p_d(g | g)) / (K - 1)   (target="uniform")
+    q(v)       = exp(z_v) / sum_{v' in V}   exp(z_v')          (full vocabulary, default)
+               = exp(z_v) / sum_{v' in V_d} exp(z_v')          (restricted)
+    KL_t       = sum_{v in V_d} p(v) log(p(v) / q(v))
+    NN_t       = -log exp(z_g) / sum_{v in {g} + N_k(g)} exp(z_v)   (k nearest by d, ties by order)
     CE_t       = -log softmax(z)_g
-    L          = (sum_t CE_t + alpha * sum_t w_t KL_t) / n   (n: non-ignored positions)
+    L          = sum_t CE_t / n + (alpha * sum_t w_t KL_t + beta * sum_t w_t NN_t) / n_kl
 
 The tests check `dist2loss.dist2_loss` against it, and it against closed forms (tau -> 0,
 tau -> inf, the gradient q - p_d).
@@ -28,22 +30,46 @@ def _log_sum_exp(xs: list[float]) -> float:
     return top + math.log(sum(math.exp(x - top) for x in xs))
 
 
-def position_kl(z: list[float], g: int, metric: MetricTable, tau: float, restrict: bool) -> float:
-    """KL(p_d || q) at one position with logits `z` (length V) and label id `g` in V_d."""
+def position_kl(
+    z: list[float],
+    g: int,
+    metric: MetricTable,
+    tau: float,
+    restrict: bool = False,
+    target: str = "distance",
+) -> float:
+    """KL(p || q) at one position with logits `z` (length V) and label id `g` in V_d."""
     ids = metric.token_ids.tolist()
     dist = metric.distance.tolist()
     j = ids.index(g)
     neg = [-dist[j][i] / tau for i in range(len(ids))]
     log_zp = _log_sum_exp(neg)
+    logps = [n - log_zp for n in neg]
+    if target == "uniform":
+        gold = math.exp(logps[j])
+        rest = (1.0 - gold) / (len(ids) - 1)
+        logps = [
+            logps[j] if i == j else (math.log(rest) if rest > 0 else -math.inf)
+            for i in range(len(ids))
+        ]
     zq = [z[v] for v in ids]
     log_zq = _log_sum_exp(zq if restrict else z)
     kl = 0.0
     for i in range(len(ids)):
-        logp = neg[i] - log_zp
-        p = math.exp(logp)
+        p = math.exp(logps[i])
         if p > 0:
-            kl += p * (logp - (zq[i] - log_zq))
+            kl += p * (logps[i] - (zq[i] - log_zq))
     return kl
+
+
+def position_neighbor_nll(z: list[float], g: int, metric: MetricTable, k: int) -> float:
+    """-log softmax over g and its k nearest members of V_d (ties by table order), at g."""
+    ids = metric.token_ids.tolist()
+    dist = metric.distance.tolist()
+    j = ids.index(g)
+    others = sorted((i for i in range(len(ids)) if i != j), key=lambda i: (dist[j][i], i))
+    chosen = [j, *others[:k]]
+    return _log_sum_exp([z[ids[i]] for i in chosen]) - z[g]
 
 
 def reference_dist2_loss(
@@ -53,9 +79,14 @@ def reference_dist2_loss(
     tau: float = 1.0,
     alpha: float = 0.1,
     *,
-    restrict: bool = True,
+    restrict: bool = False,
+    target: str = "distance",
+    negatives: int = 0,
+    beta: float = 0.1,
     weights: torch.Tensor | None = None,
     normalise: str = "tokens",
+    num_items_in_batch: float | None = None,
+    num_metric_in_batch: float | None = None,
     ignore_index: int = -100,
 ) -> float:
     """DIST2Loss of (..., V) `logits` and (...) `labels`, position by position (float64)."""
@@ -63,7 +94,7 @@ def reference_dist2_loss(
     y_all = labels.reshape(-1).tolist()
     w_all = weights.reshape(-1).tolist() if weights is not None else [1.0] * len(y_all)
     members = set(metric.token_ids.tolist())
-    ce_sum, kl_sum, n_tokens, n_metric = 0.0, 0.0, 0, 0
+    ce_sum, aux_sum, n_tokens, n_metric = 0.0, 0.0, 0, 0
     for z, y, w in zip(z_all, y_all, w_all, strict=True):
         if y == ignore_index:
             continue
@@ -71,6 +102,13 @@ def reference_dist2_loss(
         ce_sum += _log_sum_exp(z) - z[y]
         if y in members:
             n_metric += 1
-            kl_sum += w * position_kl(z, y, metric, tau, restrict)
-    n_kl = n_tokens if normalise == "tokens" else max(n_metric, 1)
-    return ce_sum / n_tokens + alpha * kl_sum / n_kl
+            aux = alpha * position_kl(z, y, metric, tau, restrict, target)
+            if negatives > 0:
+                aux += beta * position_neighbor_nll(z, y, metric, negatives)
+            aux_sum += w * aux
+    n_ce = float(num_items_in_batch) if num_items_in_batch is not None else n_tokens
+    if normalise == "tokens":
+        n_kl = n_ce if num_items_in_batch is not None else max(n_tokens, 1)
+    else:
+        n_kl = float(num_metric_in_batch) if num_metric_in_batch is not None else max(n_metric, 1)
+    return ce_sum / n_ce + aux_sum / n_kl
