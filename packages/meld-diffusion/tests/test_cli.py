@@ -35,5 +35,5 @@ def test_micro_reproduce_end_to_end(tmp_path):
     assert set(metrics) >= {"vanilla", "class", "meld", "clash_vanilla", "clash_meld"}
     assert set(metrics["phenylenediamine_pair"]) == {"vanilla", "hand", "class", "meld"}
     for arm in ("vanilla", "class", "meld"):
-        assert {"validity", "fcd", "nspdk", "scaffold"} <= set(metrics[arm])
+        assert {"validity", "uniqueness", "nspdk", "scaffold"} <= set(metrics[arm])
     assert (run / "state_clashing.png").is_file()

@@ -36,7 +36,9 @@ def test_unit_rates_and_silent_embeddings_give_vanilla_mdm(denoiser, qm9_rows):
     """f_phi = 0 (every w = 1), no permutation draw and zero embedding maps: MELD's loss is
     masked_diffusion's (same masks, logits and terms)."""
     x, n = _batch(qm9_rows)
-    net = GraphTransformer(GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=2, d_pos=3))
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=2, d_pos=3)
+    )
     net.load_state_dict(denoiser.state_dict(), strict=False)
     torch.nn.init.zeros_(net.pos_node.weight)
     torch.nn.init.zeros_(net.pos_edge.weight)
@@ -121,7 +123,9 @@ def test_random_columns_are_distinct_and_uniform():
 
 def test_gradients_reach_h_and_f_phi_through_the_masks(meld_model, qm9_rows):
     x, n = _batch(qm9_rows)
-    out = meld_loss(meld_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(0))
+    out = meld_loss(
+        meld_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(0)
+    )
     out.loss.backward()
     rates = meld_model.rates
     assert float(rates.H.grad.abs().sum()) > 0 and float(rates.f_phi.weight.grad.abs().sum()) > 0
@@ -158,7 +162,9 @@ def test_one_reverse_step_follows_the_enumerated_law(arm):
     matches the enumeration of sum_{g0} p_theta(g0 | g_t) q(g_s | g_t, g0) on a 2-atom graph."""
     torch.manual_seed(0)
     d_pos = 3 if arm == "meld" else 0
-    net = GraphTransformer(GraphTransformerConfig(max_atoms=2, d_node=8, d_edge=8, n_layers=1, n_heads=2, d_pos=d_pos))
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=2, d_node=8, d_edge=8, n_layers=1, n_heads=2, d_pos=d_pos)
+    )
     for p in net.parameters():
         torch.nn.init.normal_(p, std=0.5)
     rec = _Recorder(net)
@@ -170,7 +176,15 @@ def test_one_reverse_step_follows_the_enumerated_law(arm):
         torch.nn.init.normal_(rates.H, std=1.0)
         torch.nn.init.normal_(rates.f_phi.weight, std=1.5)
         cols = torch.tensor([[3, 1]]).expand(batch, -1)
-        meld_sample(GraphMDM(rec, rates), n, max_atoms=2, steps=2, schedule=SCHEDULE, generator=g, columns=cols)
+        meld_sample(
+            GraphMDM(rec, rates),
+            n,
+            max_atoms=2,
+            steps=2,
+            schedule=SCHEDULE,
+            generator=g,
+            columns=cols,
+        )
         w = rates(cols[:1]).detach().double()[0]  # (L,)
         table = w[:, None].expand(-1, 4)
     else:
@@ -192,12 +206,21 @@ def test_one_reverse_step_follows_the_enumerated_law(arm):
         assert abs(q - p) <= 5 * np.sqrt(p * (1 - p) / batch) + 2e-4, (z, q, p)
 
 
-def test_samples_are_complete_keep_padding_and_are_seeded(meld_model, class_model, denoiser, qm9_rows):
+def test_samples_are_complete_keep_padding_and_are_seeded(
+    meld_model, class_model, denoiser, qm9_rows
+):
     _, n = _batch(qm9_rows, 40)
     valid = valid_positions(n, N)
     for sampler, model in ((meld_sample, meld_model), (class_sample, class_model)):
         x, y = (
-            sampler(model, n, max_atoms=N, steps=7, schedule=SCHEDULE, generator=torch.Generator().manual_seed(1))
+            sampler(
+                model,
+                n,
+                max_atoms=N,
+                steps=7,
+                schedule=SCHEDULE,
+                generator=torch.Generator().manual_seed(1),
+            )
             for _ in range(2)
         )
         assert int(x.max()) < 4 and int(x.min()) >= 0
@@ -210,13 +233,17 @@ def test_samples_are_complete_keep_padding_and_are_seeded(meld_model, class_mode
 def test_class_level_loss(class_model, qm9_rows):
     """Equal class rates reduce GenMD4's NELBO to the element-wise one; its terms are >= 0."""
     x, n = _batch(qm9_rows)
-    out = class_loss(class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3))
+    out = class_loss(
+        class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3)
+    )
     assert bool((out.terms.detach() >= -1e-6).all()) and float(out.loss.detach()) > 0
     out.loss.backward()
     assert float(class_model.rates.a.grad.abs().sum()) > 0
     with torch.no_grad():
         class_model.rates.a.fill_(0.3)
-    out = class_loss(class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3))
+    out = class_loss(
+        class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3)
+    )
     nll = -torch.log_softmax(out.logits.detach().float(), -1).gather(-1, x[..., None]).squeeze(-1)
     expect = (out.x_t == MASK_ID) * SCHEDULE.weight(out.t, out.w.detach()) * nll
     assert_close("equal rates", expect, out.terms.detach(), 1e-5)
@@ -230,8 +257,12 @@ def test_training_through_fit_is_seeded(denoiser, qm9_rows, arm):
     for _ in range(2):
         torch.manual_seed(0)
         d_pos = 4 if arm == "meld" else 0
-        net = GraphTransformer(GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=1, d_pos=d_pos))
-        rates = {"vanilla": None, "meld": ElementRates(MELDConfig(dim=4)), "class": ClassRates()}[arm]
+        net = GraphTransformer(
+            GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=1, d_pos=d_pos)
+        )
+        rates = {"vanilla": None, "meld": ElementRates(MELDConfig(dim=4)), "class": ClassRates()}[
+            arm
+        ]
         res = fit(
             GraphMDM(net, rates), graph_loss_fn(SCHEDULE, N), row_batches(data, 8, 0),
             TrainConfig(steps=3, lr=1e-3), device="cpu", show_progress=False,
@@ -257,9 +288,18 @@ def test_argument_errors(meld_model, denoiser, qm9_rows):
     with pytest.raises(ValueError, match="steps"):
         meld_sample(meld_model, n, max_atoms=N, steps=0, schedule=SCHEDULE)
     with pytest.raises(ValueError, match="temperature"):
-        vanilla_sample(GraphMDM(denoiser), n, max_atoms=N, steps=2, schedule=LogLinearSchedule(), temperature=0.0)
+        vanilla_sample(
+            GraphMDM(denoiser),
+            n,
+            max_atoms=N,
+            steps=2,
+            schedule=LogLinearSchedule(),
+            temperature=0.0,
+        )
     with pytest.raises(ValueError, match="n_atoms: expected counts"):
-        vanilla_sample(GraphMDM(denoiser), n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule())
+        vanilla_sample(
+            GraphMDM(denoiser), n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule()
+        )
 
 
 def test_graph_larger_than_h_is_rejected(denoiser, qm9_rows):

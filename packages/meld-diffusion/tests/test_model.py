@@ -77,7 +77,9 @@ def test_embeddings_make_it_equivariant_jointly(qm9_rows):
     posp = torch.empty_like(pos)
     posp[:, torch.as_tensor(perm)] = pos
     out = net(x, n, t, pos).detach()
-    moved = torch.as_tensor(permute_rows(out.numpy().transpose(0, 2, 1).reshape(-1, out.shape[1]), perm, N))
+    moved = torch.as_tensor(
+        permute_rows(out.numpy().transpose(0, 2, 1).reshape(-1, out.shape[1]), perm, N)
+    )
     moved = moved.reshape(len(x), -1, out.shape[1]).permute(0, 2, 1)
     assert_close("joint permutation", moved, net(xp, n, t, posp).detach(), 1e-5)
     assert (moved - net(xp, n, t, pos).detach()).abs().max() > 1e-3

@@ -209,5 +209,7 @@ def pair_clash(a: np.ndarray, b: np.ndarray, p_a: np.ndarray) -> float:
     rows differ of a's mask probability there (all of them must be masked). a, b, p_a: (L,)."""
     a, b, p_a = (np.asarray(v) for v in (a, b, p_a))
     if not (a.shape == b.shape == p_a.shape) or a.ndim != 1:
-        raise ValueError(f"a, b, p_a: expected equal (L,) shapes, got {a.shape}, {b.shape}, {p_a.shape}")
+        raise ValueError(
+            f"a, b, p_a: expected equal (L,) shapes, got {a.shape}, {b.shape}, {p_a.shape}"
+        )
     return float(np.prod(p_a[a != b]))

@@ -102,7 +102,10 @@ def nspdk_features(smiles: str, intern: _Interner, r_max: int = 4, d_max: int = 
     labels, adj = _graph(smiles)
     n = len(labels)
     dists = [_distances(adj, u) for u in range(n)]
-    roots = [[_rooted_label(labels, adj, dists[u], r, intern) for r in range(r_max + 1)] for u in range(n)]
+    roots = [
+        [_rooted_label(labels, adj, dists[u], r, intern) for r in range(r_max + 1)]
+        for u in range(n)
+    ]
     out: Features = {}
     for u in range(n):
         for v, d in dists[u].items():

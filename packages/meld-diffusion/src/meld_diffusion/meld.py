@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -103,7 +104,10 @@ def _times(
     return sample_t(x0.shape[0], sampling_eps=sampling_eps, generator=generator, device=x0.device)
 
 
-def _rates_of(model: nn.Module, kind: type) -> nn.Module:
+R = TypeVar("R", ElementRates, ClassRates)
+
+
+def _rates_of(model: nn.Module, kind: type[R]) -> R:
     rates = getattr(getattr(model, "module", model), "rates", None)  # DDP keeps `.module`
     if not isinstance(rates, kind):
         raise TypeError(
@@ -209,7 +213,6 @@ def meld_loss(
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
     _check_tau(tau)
     rates = _rates_of(model, ElementRates)
-    assert isinstance(rates, ElementRates)
     check_columns(max_atoms, rates.cfg.n_columns)
     t = _times(x0, t, generator, sampling_eps)
     if columns is None:
@@ -360,7 +363,6 @@ def meld_sample(
     """
     _check_sampler(n_atoms, max_atoms, steps, temperature)
     rates = _rates_of(model, ElementRates)
-    assert isinstance(rates, ElementRates)
     check_columns(max_atoms, rates.cfg.n_columns)
     if columns is None:
         columns = rates.columns(n_atoms.shape[0], max_atoms, generator, n_atoms.device)

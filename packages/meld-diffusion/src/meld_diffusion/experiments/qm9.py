@@ -187,13 +187,15 @@ def generate(arm: str, model: Any, n_atoms: Any, config: Config, seed: int) -> n
     out = []
     for start in range(0, len(n_atoms), 250):
         n = n_atoms[start : start + 250].to(device)
-        kw = {"max_atoms": config.denoiser.max_atoms, "steps": config.sample_steps, "generator": g}
+        size, steps = config.denoiser.max_atoms, config.sample_steps
         if arm.startswith("meld"):
-            x = meld_sample(model, n, schedule=schedule, **kw)
+            x = meld_sample(model, n, max_atoms=size, steps=steps, schedule=schedule, generator=g)
         elif arm == "class":
-            x = class_sample(model, n, schedule=schedule, **kw)
+            x = class_sample(model, n, max_atoms=size, steps=steps, schedule=schedule, generator=g)
         else:
-            x = vanilla_sample(model, n, schedule=schedule.base, **kw)
+            x = vanilla_sample(
+                model, n, max_atoms=size, steps=steps, schedule=schedule.base, generator=g
+            )
         out.append(x.cpu().numpy())
     return np.concatenate(out)
 
