@@ -85,3 +85,13 @@ def test_errors_name_the_argument():
         s.mask_prob(0.5, torch.ones(3, 2))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="base: expected a masked_diffusion.Schedule"):
         ElementwiseSchedule("loglinear")  # type: ignore[arg-type]
+
+
+def test_weight_stays_finite_when_the_warped_time_underflows():
+    """Large rates at small t: t^w underflows in float32, the weight w / t must not be NaN."""
+    s = ElementwiseSchedule(LogLinearSchedule(eps=1e-4))
+    t = torch.tensor([1e-3, 0.5])
+    w = torch.tensor([[40.0, 1.0], [200.0, 3.0]])
+    got = s.weight(t, w)
+    assert torch.isfinite(got).all()
+    assert_close("w / t", (w / t[:, None]).double(), got.double(), 1e-6)

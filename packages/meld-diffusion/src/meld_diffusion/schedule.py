@@ -71,8 +71,15 @@ class ElementwiseSchedule:
         return self.base.mask_prob(self.warp(t, w))
 
     def weight(self, t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """NELBO weight ``-alpha_i'(t) / (1 - alpha_i(t)) = base.weight(u_i) w_i u_i / t``."""
+        """NELBO weight ``-alpha_i'(t) / (1 - alpha_i(t)) = base.weight(u_i) w_i u_i / t``.
+
+        ``u_i = t^{w_i}`` underflows to 0 for large rates at small t (float32: t = 1e-3,
+        w = 13), where ``base.weight(u) u`` has a finite limit (1 for the log-linear base) but
+        evaluates to ``inf * 0``; u is floored at the dtype's smallest normal number, which
+        leaves every representable u unchanged.
+        """
         u = self.warp(t, w)
+        u = u.clamp_min(torch.finfo(u.dtype).tiny)
         return self.base.weight(u) * (w * u / t[:, None])
 
     def unmask_prob(self, t: torch.Tensor, s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
