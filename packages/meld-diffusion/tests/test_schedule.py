@@ -92,6 +92,10 @@ def test_weight_stays_finite_when_the_warped_time_underflows():
     s = ElementwiseSchedule(LogLinearSchedule(eps=1e-4))
     t = torch.tensor([1e-3, 0.5])
     w = torch.tensor([[40.0, 1.0], [200.0, 3.0]])
+    w.requires_grad_(True)
     got = s.weight(t, w)
     assert torch.isfinite(got).all()
-    assert_close("w / t", (w / t[:, None]).double(), got.double(), 1e-6)
+    assert_close("w / t", (w / t[:, None]).double(), got.detach().double(), 1e-6)
+    got.sum().backward()
+    assert torch.isfinite(w.grad).all()
+

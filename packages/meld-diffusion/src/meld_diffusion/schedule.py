@@ -25,6 +25,9 @@ import torch
 from masked_diffusion import LogLinearSchedule, Schedule
 
 
+U_FLOOR = 1e-12  # floor of u_i = t^{w_i} in `ElementwiseSchedule.weight` (non-log-linear bases)
+
+
 def _check_w(w: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     if not isinstance(w, torch.Tensor) or not torch.is_floating_point(w):
         raise TypeError(f"w: expected a floating torch.Tensor of rates, got {type(w).__name__}")
@@ -74,12 +77,14 @@ class ElementwiseSchedule:
         """NELBO weight ``-alpha_i'(t) / (1 - alpha_i(t)) = base.weight(u_i) w_i u_i / t``.
 
         ``u_i = t^{w_i}`` underflows to 0 for large rates at small t (float32: t = 1e-3,
-        w = 13), where ``base.weight(u) u`` has a finite limit (1 for the log-linear base) but
-        evaluates to ``inf * 0``; u is floored at the dtype's smallest normal number, which
-        leaves every representable u unchanged.
+        w = 13), where ``base.weight(u) u`` has a finite limit but evaluates to ``inf * 0``
+        (and its gradient to ``inf``). For the log-linear base that factor is exactly 1, so the
+        weight is ``w_i / t``; for other bases u is floored at `U_FLOOR` inside the factor.
         """
         u = self.warp(t, w)
-        u = u.clamp_min(torch.finfo(u.dtype).tiny)
+        if isinstance(self.base, LogLinearSchedule):
+            return w / t[:, None]
+        u = u.clamp_min(U_FLOOR)
         return self.base.weight(u) * (w * u / t[:, None])
 
     def unmask_prob(self, t: torch.Tensor, s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
