@@ -88,6 +88,13 @@ class ElementwiseSchedule:
         return self.base.weight(u) * (w * u / t[:, None])
 
     def unmask_prob(self, t: torch.Tensor, s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t)): chance a masked element at t is clean at s < t."""
+        """(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t)): chance a masked element at t is clean at s < t.
+
+        For the log-linear base this is ``1 - (s / t)^{w_i}`` exactly ((1 - eps) cancels), which
+        stays in [0, 1] when ``t^{w_i}`` underflows (large rates); other bases use the ratio.
+        """
+        if isinstance(self.base, LogLinearSchedule):
+            _check_w(w, _check_t(t))
+            return 1.0 - torch.pow((s / t)[:, None], w)
         a_t, a_s = self.alpha(t, w), self.alpha(s, w)
         return (a_s - a_t) / (1.0 - a_t)
