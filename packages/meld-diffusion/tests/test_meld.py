@@ -312,3 +312,18 @@ def test_graph_larger_than_h_is_rejected(denoiser, qm9_rows):
         meld_sample(small, n, max_atoms=N, steps=2, schedule=SCHEDULE)
     with pytest.raises(ValueError, match=r"N = 5 atoms .*the maximum N is 4"):
         small.rates.columns(2, 5)
+
+
+def test_normalised_rates_remove_the_common_time_warp():
+    """Our option: normalised rates are the raw rates divided by one factor, and their geometric
+    mean over all columns and column pairs is 1."""
+    torch.manual_seed(0)
+    r = ElementRates(MELDConfig(n_columns=5, dim=3, normalise=True))
+    torch.nn.init.normal_(r.f_phi.weight, std=1.0)
+    cols = torch.arange(5)[None]
+    w = r(cols)
+    assert float(w.detach().std()) > 0.05
+    assert abs(float(torch.log(w).mean())) < 1e-5  # all columns = all elements here
+    raw = ElementRates(MELDConfig(n_columns=5, dim=3))
+    raw.load_state_dict(r.state_dict())
+    assert_close("proportional", raw(cols) / raw(cols)[:, :1], w / w[:, :1], 1e-6)

@@ -100,10 +100,12 @@ def test_weight_stays_finite_when_the_warped_time_underflows():
     assert torch.isfinite(w.grad).all()
 
 
-
 def test_unmask_prob_closed_form_matches_the_ratio_and_survives_large_rates():
     s = ElementwiseSchedule(LogLinearSchedule(eps=1e-4))
-    t, u = torch.tensor([0.9, 0.5], dtype=torch.float64), torch.tensor([0.6, 0.0], dtype=torch.float64)
+    t, u = (
+        torch.tensor([0.9, 0.5], dtype=torch.float64),
+        torch.tensor([0.6, 0.0], dtype=torch.float64),
+    )
     w = torch.tensor([[0.3, 1.0, 4.0], [2.0, 0.7, 9.0]], dtype=torch.float64)
     a_t, a_s = s.alpha(t, w), s.alpha(u, w)
     assert_close("unmask", (a_s - a_t) / (1 - a_t), s.unmask_prob(t, u, w), 1e-12)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 import torch
 from masked_diffusion import LogLinearSchedule, Schedule
 
-
 U_FLOOR = 1e-12  # floor of u_i = t^{w_i} in `ElementwiseSchedule.weight` (non-log-linear bases)
 
 

@@ -29,7 +29,7 @@ from meld_diffusion.model import GraphTransformerConfig
 from meld_diffusion.rates import MELDConfig
 from shared_core.cli import ReproduceArgs
 
-ARMS = ("vanilla", "class", "meld", "meld-nodes", "meld-edges", "meld-fixed")
+ARMS = ("vanilla", "class", "meld", "meld-nodes", "meld-edges", "meld-fixed", "meld-normalised")
 LABELS = {
     "vanilla": "MDM w/ power-law (vanilla, element-agnostic)",
     "class": "class-level learned (GenMD4-style)",
@@ -37,6 +37,7 @@ LABELS = {
     "meld-nodes": "MELD nodes only (ablation)",
     "meld-edges": "MELD edges only (ablation)",
     "meld-fixed": "MELD without column permutation (ablation)",
+    "meld-normalised": "MELD, rates normalised to geometric mean 1 (ours, ablation)",
 }
 HAND_RATES = (
     1.0,
@@ -121,6 +122,8 @@ def _meld_config(arm: str, config: Config) -> MELDConfig:
         return replace(config.meld, elements="edges")
     if arm == "meld-fixed":
         return replace(config.meld, permute=False)
+    if arm == "meld-normalised":
+        return replace(config.meld, normalise=True)
     return config.meld
 
 
