@@ -251,3 +251,30 @@ def test_nelbo_estimate_carries_a_standard_error_that_covers_the_truth():
     assert abs(float(est) - truth) < 4 * est.stderr
     again = nelbo(ExactDenoiser(p), x0[:8], LogLinearSchedule(), 3, n_samples=2, seed=1)
     assert again == nelbo(ExactDenoiser(p), x0[:8], LogLinearSchedule(), 3, n_samples=2, seed=1)
+
+
+def test_per_token_mask_prob_and_weight():
+    """Element-wise hooks: equal per-token values reproduce the shared schedule bit for bit;
+    per-token values give each column its own mask rate and weight; bad shapes are named."""
+    s = LogLinearSchedule()
+    x0 = torch.randint(0, 4, (3000, 6), generator=torch.Generator().manual_seed(1))
+    t = torch.full((3000,), 0.4)
+    shared = q_xt(x0, t, s, 4, generator=torch.Generator().manual_seed(2))
+    same = s.mask_prob(t)[:, None].expand(x0.shape).contiguous()
+    hooked = q_xt(x0, t, s, 4, generator=torch.Generator().manual_seed(2), mask_prob=same)
+    assert torch.equal(shared, hooked)
+    p = torch.tensor([0.0, 0.1, 0.3, 0.5, 0.9, 1.0]).expand(x0.shape)
+    x_t = q_xt(x0, t, s, 4, generator=torch.Generator().manual_seed(3), mask_prob=p)
+    assert torch.allclose((x_t == 4).double().mean(0), p[0].double(), atol=0.03)
+    logits = torch.randn(3000, 6, 4, generator=torch.Generator().manual_seed(4))
+    base = nelbo_terms(logits, x0, x_t, t, s)
+    w = torch.linspace(0.5, 3.0, 6).expand(x0.shape)
+    terms = nelbo_terms(logits, x0, x_t, t, s, weight=w)
+    nll = base / s.weight(t)[:, None]
+    assert_close("per-token weighted terms", nll * w, terms, 1e-6)
+    shared_w = s.weight(t)[:, None].expand(x0.shape)
+    assert torch.equal(nelbo_terms(logits, x0, x_t, t, s, weight=shared_w), base)
+    with pytest.raises(ValueError, match="mask_prob: expected shape"):
+        q_xt(x0, t, s, 4, mask_prob=torch.zeros(3000, 5))
+    with pytest.raises(ValueError, match="weight: expected shape"):
+        nelbo_terms(logits, x0, x_t, t, s, weight=torch.ones(3000))

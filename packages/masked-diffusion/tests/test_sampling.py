@@ -271,3 +271,67 @@ def test_bad_input():
         confidence_sample(_den, vocab_size=V, steps=2, seq_len=L, counts="square")
     with pytest.raises(TypeError, match="x_init"):
         ancestral_sample(_den, vocab_size=V, steps=2, x_init=torch.zeros(1, L))
+
+
+def test_unmask_hook_with_the_shared_rate_reproduces_the_sampler():
+    """A per-token hook that returns the schedule's own rate draws the same samples."""
+    sched = CosineSchedule()
+
+    def hook(x, t, s):
+        return sched.unmask_prob(t, s)[:, None].expand(x.shape).float()
+
+    a = ancestral_sample(
+        _den, vocab_size=V, steps=6, batch_size=4, seq_len=L, schedule=sched,
+        generator=torch.Generator().manual_seed(5),
+    )  # fmt: skip
+    b = ancestral_sample(
+        _den, vocab_size=V, steps=6, batch_size=4, seq_len=L, schedule=sched,
+        generator=torch.Generator().manual_seed(5), unmask_prob=hook,
+    )  # fmt: skip
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("per_value", [False, True])
+def test_unmask_hook_one_step_law_matches_enumeration(per_value):
+    """Two steps from all-mask: after step 1 each token is masked / value k with the exact law
+    (per-token rate r_l, or per-value rates r_lk with the factorised posterior)."""
+    n_tok, vocab = 2, 3
+    logits = torch.tensor([[[0.3, -0.5, 1.0], [1.2, 0.1, -0.4]]])
+    rates = torch.tensor([[[0.2, 0.7, 0.5], [0.9, 0.1, 0.4]]])
+    r = rates if per_value else rates[..., 0]
+
+    def hook(x, t, s):
+        return r.expand(x.shape[0], *r.shape[1:])
+
+    batch = 20000
+    gen = torch.Generator().manual_seed(0)
+    seen = []
+
+    def den(x, t):
+        seen.append(x.clone())
+        return logits.expand(x.shape[0], -1, -1)
+
+    ancestral_sample(
+        den, vocab_size=vocab, steps=2, batch_size=batch, seq_len=n_tok, generator=gen,
+        unmask_prob=hook,
+    )  # fmt: skip
+    after = seen[1]  # the state after the first step
+    mu = torch.softmax(logits[0], -1)
+    for l_ in range(n_tok):
+        rl = rates[0, l_] if per_value else rates[0, l_, 0].expand(vocab)
+        expect = torch.cat([mu[l_] * rl, (1 - (mu[l_] * rl).sum())[None]])
+        got = torch.bincount(after[:, l_], minlength=vocab + 1).double() / batch
+        assert torch.allclose(got, expect.double(), atol=0.015), (l_, got, expect)
+
+
+def test_unmask_hook_bad_output():
+    with pytest.raises(ValueError, match="unmask_prob: expected shape"):
+        ancestral_sample(
+            _den, vocab_size=V, steps=3, batch_size=2, seq_len=L,
+            unmask_prob=lambda x, t, s: torch.full((2, L + 1), 0.5),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="probabilities in"):
+        ancestral_sample(
+            _den, vocab_size=V, steps=3, batch_size=2, seq_len=L,
+            unmask_prob=lambda x, t, s: torch.full((2, L), 1.5),
+        )  # fmt: skip

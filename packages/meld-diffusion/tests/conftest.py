@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 from meld_diffusion.data import encode
-from meld_diffusion.model import GraphTransformer, GraphTransformerConfig, ScheduleNetwork
+from meld_diffusion.meld import GraphMDM
+from meld_diffusion.model import GraphTransformer, GraphTransformerConfig
+from meld_diffusion.rates import ClassRates, ElementRates, MELDConfig
 
 from shared_core.data import load, mol_graph
 
@@ -43,16 +45,23 @@ def denoiser() -> GraphTransformer:
 
 
 @pytest.fixture
-def rates() -> ScheduleNetwork:
-    """A small schedule network with random weights (rates far from 1)."""
-    net = ScheduleNetwork(
-        GraphTransformerConfig(
-            max_atoms=MAX_ATOMS, d_node=8, d_edge=8, n_layers=1, n_heads=2, out_dim=1,
-            time_conditioning=False,
-        )
-    )  # fmt: skip
-    _randomise(net, 1, std=0.5)
-    return net
+def meld_model() -> GraphMDM:
+    """A small MELD model (H with 8 columns, D = 5) with random weights everywhere."""
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=MAX_ATOMS, d_node=16, d_edge=8, n_layers=2, d_pos=5)
+    )
+    rates = ElementRates(MELDConfig(n_columns=8, dim=5))
+    _randomise(net, 0)
+    _randomise(rates, 1, std=0.8)
+    return GraphMDM(net, rates)
+
+
+@pytest.fixture
+def class_model(denoiser: GraphTransformer) -> GraphMDM:
+    """The class-level baseline with random rates."""
+    rates = ClassRates()
+    _randomise(rates, 2, std=0.8)
+    return GraphMDM(denoiser, rates)
 
 
 @pytest.fixture

@@ -6,7 +6,9 @@ from meld_diffusion.clashing import (
     clashing_curves,
     combine,
     constant_rates,
+    pair_clash,
     permutation_closure,
+    position_rates,
     uniform_rates,
 )
 from meld_diffusion.data import encode, small_qm9_graphs
@@ -99,3 +101,21 @@ def test_argument_errors(small):
         permutation_closure(np.zeros((1, 4), dtype=np.int64), 2)
     with pytest.raises(ValueError, match="same non-empty keys"):
         combine({}, {})
+
+
+def test_position_rates_and_pair_clash(small):
+    """A content-independent schedule keeps the posterior on each state uniform over the
+    compatible sources (like vanilla) and matches the loop; pair clash = product over the
+    differing elements."""
+    src = small[3]
+    L = src.shape[1]
+    w = np.linspace(0.4, 3.0, L)
+    fast = clashing_curves(src, position_rates(w), TS)
+    ref = clashing_curves_loop(src, position_rates(w), TS)
+    assert np.allclose(fast.entropy, ref.entropy, atol=1e-12)
+    a, b = np.array([0, 1, 2, 0]), np.array([0, 3, 2, 1])
+    p = np.array([0.1, 0.5, 0.2, 0.4])
+    assert pair_clash(a, b, p) == pytest.approx(0.5 * 0.4)
+    assert pair_clash(a, a, p) == 1.0
+    with pytest.raises(ValueError, match="w: expected"):
+        position_rates(np.array([1.0, -1.0]))

@@ -1,10 +1,12 @@
 import numpy as np
 import pytest
 import torch
-from masked_diffusion import LogLinearSchedule, row_batches
-from meld_diffusion.clashing import permute_rows
+from masked_diffusion import LogLinearSchedule, nelbo_terms, q_xt, row_batches, sample_t
+from meld_diffusion.data import MASK_ID, valid_positions
 from meld_diffusion.meld import (
     GraphMDM,
+    class_loss,
+    class_sample,
     graph_loss_fn,
     meld_loss,
     meld_sample,
@@ -12,15 +14,17 @@ from meld_diffusion.meld import (
     vanilla_sample,
     with_counts,
 )
-from meld_diffusion.model import UnitRates
-from meld_diffusion.reference import meld_terms_loop
+from meld_diffusion.model import GraphTransformer, GraphTransformerConfig
+from meld_diffusion.rates import ClassRates, ElementRates, MELDConfig
+from meld_diffusion.reference import meld_terms_loop, reverse_step_law
 from meld_diffusion.schedule import ElementwiseSchedule
 
 from shared_core.testing import assert_close
 from shared_core.train import TrainConfig, fit
 
 N = 6
-SCHEDULE = ElementwiseSchedule(LogLinearSchedule())
+EPS = 1e-4
+SCHEDULE = ElementwiseSchedule(LogLinearSchedule(eps=EPS))
 
 
 def _batch(qm9_rows, k: int = 24):
@@ -28,28 +32,52 @@ def _batch(qm9_rows, k: int = 24):
     return rows[-k:], counts[-k:]
 
 
-def test_unit_rates_give_vanilla_masked_diffusion_bit_for_bit(denoiser, qm9_rows):
+def test_unit_rates_and_silent_embeddings_give_vanilla_mdm(denoiser, qm9_rows):
+    """f_phi = 0 (every w = 1), no permutation draw and zero embedding maps: MELD's loss is
+    masked_diffusion's (same masks, logits and terms)."""
     x, n = _batch(qm9_rows)
-    model = GraphMDM(denoiser)
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=2, d_pos=3)
+    )
+    net.load_state_dict(denoiser.state_dict(), strict=False)
+    torch.nn.init.zeros_(net.pos_node.weight)
+    torch.nn.init.zeros_(net.pos_edge.weight)
+    rates = ElementRates(MELDConfig(n_columns=N, dim=3, permute=False))
+    t = sample_t(len(x), generator=torch.Generator().manual_seed(4))
     a = vanilla_loss(
-        model, x, n, LogLinearSchedule(), max_atoms=N, generator=torch.Generator().manual_seed(5)
-    )
+        GraphMDM(denoiser), x, n, SCHEDULE.base, max_atoms=N, t=t,
+        generator=torch.Generator().manual_seed(5),
+    )  # fmt: skip
     b = meld_loss(
-        model, UnitRates(), x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(5)
-    )
+        GraphMDM(net, rates), x, n, SCHEDULE, max_atoms=N, t=t,
+        generator=torch.Generator().manual_seed(5),
+    )  # fmt: skip
+    assert torch.equal(b.w, torch.ones_like(b.w))
     assert torch.equal(a.x_t, b.x_t)
-    assert torch.equal(a.logits, b.logits)
-    assert torch.equal(a.terms, b.terms)
-    assert torch.equal(a.loss, b.loss)
+    assert torch.equal(a.logits, b.logits.detach())
+    assert_close("terms", a.terms, b.terms.detach(), 1e-12)
 
 
-def test_terms_match_the_loop_reference(denoiser, rates, qm9_rows):
+def test_masks_and_terms_are_masked_diffusions_per_element_ones(meld_model, qm9_rows):
+    """The hard mask is q_xt(mask_prob=...)'s draw and the terms nelbo_terms(weight=...)."""
+    x, n = _batch(qm9_rows)
+    g = torch.Generator().manual_seed(7)
+    out = meld_loss(meld_model, x, n, SCHEDULE, max_atoms=N, generator=g)
+    g2 = torch.Generator().manual_seed(7)
+    sample_t(len(x), generator=g2)
+    meld_model.rates.columns(len(x), N, g2)
+    valid = valid_positions(n, N)
+    p = SCHEDULE.mask_prob(out.t, out.w.detach()) * valid
+    assert torch.equal(out.x_t, q_xt(x, out.t, SCHEDULE.base, MASK_ID, g2, mask_prob=p))
+    weight = SCHEDULE.weight(out.t, out.w.detach())
+    ref = nelbo_terms(out.logits.detach(), x, out.x_t, out.t, SCHEDULE.base, weight=weight)
+    assert_close("terms", ref * valid, out.terms.detach(), 1e-6)
+
+
+def test_terms_match_the_loop_reference(meld_model, qm9_rows):
     x, n = _batch(qm9_rows, 6)
-    model = GraphMDM(denoiser.double())
-    rates = rates.double()
-    out = meld_loss(
-        model, rates, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(2)
-    )
+    model = meld_model.double()
+    out = meld_loss(model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(2))
     assert bool((out.x_t == 4).any()) and bool((out.w - 1).abs().max() > 0.1)
     ref = meld_terms_loop(
         out.logits.detach(), x, out.x_t, out.t, out.w.detach(), n, N, SCHEDULE.base
@@ -57,185 +85,245 @@ def test_terms_match_the_loop_reference(denoiser, rates, qm9_rows):
     assert_close("terms", ref, out.terms.detach(), 1e-10)
 
 
-def test_loss_is_invariant_to_atom_order(denoiser, rates, qm9_rows):
+def test_rates_ignore_the_graph_and_follow_the_columns(meld_model, qm9_rows):
+    """Acceptance: two different graphs with the same atom count and the same pi get the same
+    per-position rates; permuting H's columns permutes them."""
     rows, counts, _ = qm9_rows
-    x, n = rows[counts == N][:8], counts[counts == N][:8]
-    model, rates = GraphMDM(denoiser.double()), rates.double()
-    t = torch.linspace(0.05, 0.95, len(x), dtype=torch.float64)
-    u = torch.rand(x.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    perm = np.random.default_rng(1).permutation(N)
-    xp = torch.as_tensor(permute_rows(x.numpy(), perm, N))
-    up = torch.as_tensor(permute_rows(u.numpy(), perm, N))
-    a = meld_loss(model, rates, x, n, SCHEDULE, max_atoms=N, t=t, u=u)
-    b = meld_loss(model, rates, xp, n, SCHEDULE, max_atoms=N, t=t, u=up)
-    assert_close("loss", a.loss, b.loss, 1e-10)
-    assert_close("w", torch.as_tensor(permute_rows(a.w.detach().numpy(), perm, N)), b.w, 1e-10)
+    x = rows[counts == N][:2]
+    assert not torch.equal(x[0], x[1])
+    n = torch.full((2,), N)
+    cols = torch.tensor([[5, 0, 7, 2, 1, 3]]).expand(2, -1)
+    t = torch.full((2,), 0.5)
+    out = meld_loss(meld_model, x, n, SCHEDULE, max_atoms=N, t=t, columns=cols)
+    assert torch.equal(out.w[0], out.w[1])
+    assert float(out.w.detach().std()) > 0.05  # the rates do differ between positions
+    rates = meld_model.rates
+    sigma = torch.randperm(8, generator=torch.Generator().manual_seed(0))
+    moved = ElementRates(rates.cfg)
+    moved.load_state_dict(rates.state_dict())
+    with torch.no_grad():
+        moved.H.copy_(rates.H[:, sigma])  # column c of the new H is column sigma[c] of the old
+    assert_close("node rates", rates(sigma[cols])[:, :N], moved(cols)[:, :N], 1e-6)
+    assert_close("all rates", rates(sigma[cols]), moved(cols), 1e-6)
+    atom_perm = torch.tensor([2, 0, 1, 5, 3, 4])
+    w_perm = rates(cols[:, atom_perm])
+    assert_close("relabelled atoms", rates(cols)[:, :N][:, atom_perm], w_perm[:, :N], 1e-6)
 
 
-def test_gradients_reach_the_schedule_network(denoiser, rates, qm9_rows):
+def test_random_columns_are_distinct_and_uniform():
+    rates = ElementRates(MELDConfig(n_columns=4, dim=2))
+    cols = rates.columns(20000, 3, torch.Generator().manual_seed(0))
+    assert cols.shape == (20000, 3)
+    assert all(len(set(r)) == 3 for r in cols[:200].tolist())
+    freq = torch.bincount(cols[:, 0], minlength=4).double() / 20000
+    assert torch.allclose(freq, torch.full((4,), 0.25, dtype=torch.float64), atol=0.02)
+    fixed = ElementRates(MELDConfig(n_columns=4, dim=2, permute=False)).columns(2, 3)
+    assert fixed.tolist() == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_gradients_reach_h_and_f_phi_through_the_masks(meld_model, qm9_rows):
     x, n = _batch(qm9_rows)
     out = meld_loss(
-        GraphMDM(denoiser),
-        rates,
-        x,
-        n,
-        SCHEDULE,
-        max_atoms=N,
-        generator=torch.Generator().manual_seed(0),
+        meld_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(0)
     )
     out.loss.backward()
-    head = rates.net.atom_head[1].weight.grad
-    assert head is not None and float(head.abs().sum()) > 0
-    assert all(p.grad is not None for p in rates.parameters())
-    # through the masks too (straight-through), not only through the weights: tau scales the
-    # mask path alone, so a near-flat relaxation changes the gradient but never the loss
+    rates = meld_model.rates
+    assert float(rates.H.grad.abs().sum()) > 0 and float(rates.f_phi.weight.grad.abs().sum()) > 0
+    # tau scales the straight-through (mask) path alone: the loss is unchanged, the gradient not
     grads, losses = [], []
     for tau in (1.0, 1e6):
-        rates.zero_grad()
+        meld_model.zero_grad()
         out = meld_loss(
-            GraphMDM(denoiser),
-            rates,
-            x,
-            n,
-            SCHEDULE,
-            max_atoms=N,
-            tau=tau,
+            meld_model, x, n, SCHEDULE, max_atoms=N, tau=tau,
             generator=torch.Generator().manual_seed(0),
-        )
+        )  # fmt: skip
         out.loss.backward()
         losses.append(out.loss.detach())
-        grads.append(rates.net.bond_head[1].weight.grad.clone())
+        grads.append(rates.f_phi.weight.grad.clone())
     assert torch.equal(losses[0], losses[1])
     assert float((grads[0] - grads[1]).abs().max()) > 1e-6 * float(grads[0].abs().max())
 
 
-def test_unit_rate_sampler_is_masked_diffusions_ancestral_sampler(denoiser, qm9_rows):
+class _Recorder(torch.nn.Module):
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net, self.inputs, self.logits = net, [], []
+
+    def forward(self, x, n_atoms, t, pos=None):
+        out = self.net(x, n_atoms, t, pos)
+        self.inputs.append(x.clone())
+        self.logits.append(out.detach().double())
+        return out
+
+
+@pytest.mark.parametrize("arm", ["meld", "class"])
+def test_one_reverse_step_follows_the_enumerated_law(arm):
+    """Acceptance: for a fixed H (and fixed pi) the law of one reverse step of the sampler
+    matches the enumeration of sum_{g0} p_theta(g0 | g_t) q(g_s | g_t, g0) on a 2-atom graph."""
+    torch.manual_seed(0)
+    d_pos = 3 if arm == "meld" else 0
+    net = GraphTransformer(
+        GraphTransformerConfig(max_atoms=2, d_node=8, d_edge=8, n_layers=1, n_heads=2, d_pos=d_pos)
+    )
+    for p in net.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    rec = _Recorder(net)
+    batch = 30000
+    n = torch.full((batch,), 2)
+    g = torch.Generator().manual_seed(1)
+    if arm == "meld":
+        rates = ElementRates(MELDConfig(n_columns=4, dim=3, eps=EPS))
+        torch.nn.init.normal_(rates.H, std=1.0)
+        torch.nn.init.normal_(rates.f_phi.weight, std=1.5)
+        cols = torch.tensor([[3, 1]]).expand(batch, -1)
+        meld_sample(
+            GraphMDM(rec, rates),
+            n,
+            max_atoms=2,
+            steps=2,
+            schedule=SCHEDULE,
+            generator=g,
+            columns=cols,
+        )
+        w = rates(cols[:1]).detach().double()[0]  # (L,)
+        table = w[:, None].expand(-1, 4)
+    else:
+        rates = ClassRates()
+        torch.nn.init.normal_(rates.a, std=1.0)
+        class_sample(GraphMDM(rec, rates), n, max_atoms=2, steps=2, schedule=SCHEDULE, generator=g)
+        table = rates(2).detach().double()  # (L, 4)
+    assert float(table.std()) > 0.1
+    keep = lambda t: 1.0 - (1.0 - EPS) * t**table  # noqa: E731
+    probs = torch.softmax(rec.logits[0][0], -1).numpy()
+    law = reverse_step_law(probs, rec.inputs[0][0].numpy(), keep(1.0).numpy(), keep(0.5).numpy())
+    assert abs(sum(law.values()) - 1.0) < 1e-12
+    after = rec.inputs[1]
+    states, counts = torch.unique(after, dim=0, return_counts=True)
+    seen = {tuple(s.tolist()): int(c) / batch for s, c in zip(states, counts, strict=True)}
+    assert set(seen) <= set(law)
+    for z, p in law.items():
+        q = seen.get(z, 0.0)
+        assert abs(q - p) <= 5 * np.sqrt(p * (1 - p) / batch) + 2e-4, (z, q, p)
+
+
+def test_samples_are_complete_keep_padding_and_are_seeded(
+    meld_model, class_model, denoiser, qm9_rows
+):
     _, n = _batch(qm9_rows, 40)
-    model = GraphMDM(denoiser)
-    a = vanilla_sample(
-        model,
-        n,
-        max_atoms=N,
-        steps=12,
-        schedule=LogLinearSchedule(),
-        generator=torch.Generator().manual_seed(9),
-    )
-    b = meld_sample(
-        model,
-        UnitRates(),
-        n,
-        max_atoms=N,
-        steps=12,
-        schedule=SCHEDULE,
-        generator=torch.Generator().manual_seed(9),
-    )
-    assert torch.equal(a, b)
-
-
-def test_meld_samples_are_complete_and_keep_padding(denoiser, rates, qm9_rows):
-    _, n = _batch(qm9_rows, 40)
-    x = meld_sample(
-        GraphMDM(denoiser),
-        rates,
-        n,
-        max_atoms=N,
-        steps=7,
-        schedule=SCHEDULE,
-        generator=torch.Generator().manual_seed(1),
-    )
-    from meld_diffusion.data import valid_positions
-
     valid = valid_positions(n, N)
-    assert int(x.max()) < 4 and int(x.min()) >= 0
-    assert torch.all(x[~valid] == 0)
-    y = meld_sample(
-        GraphMDM(denoiser),
-        rates,
-        n,
-        max_atoms=N,
-        steps=7,
-        schedule=SCHEDULE,
-        generator=torch.Generator().manual_seed(1),
+    for sampler, model in ((meld_sample, meld_model), (class_sample, class_model)):
+        x, y = (
+            sampler(
+                model,
+                n,
+                max_atoms=N,
+                steps=7,
+                schedule=SCHEDULE,
+                generator=torch.Generator().manual_seed(1),
+            )
+            for _ in range(2)
+        )
+        assert int(x.max()) < 4 and int(x.min()) >= 0
+        assert torch.all(x[~valid] == 0)
+        assert torch.equal(x, y)
+    v = vanilla_sample(GraphMDM(denoiser), n, max_atoms=N, steps=5, schedule=SCHEDULE.base)
+    assert torch.all(v[~valid] == 0) and int(v.max()) < 4
+
+
+def test_class_level_loss(class_model, qm9_rows):
+    """Equal class rates reduce GenMD4's NELBO to the element-wise one; its terms are >= 0."""
+    x, n = _batch(qm9_rows)
+    out = class_loss(
+        class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3)
     )
-    assert torch.equal(x, y)
+    assert bool((out.terms.detach() >= -1e-6).all()) and float(out.loss.detach()) > 0
+    out.loss.backward()
+    assert float(class_model.rates.a.grad.abs().sum()) > 0
+    with torch.no_grad():
+        class_model.rates.a.fill_(0.3)
+    out = class_loss(
+        class_model, x, n, SCHEDULE, max_atoms=N, generator=torch.Generator().manual_seed(3)
+    )
+    nll = -torch.log_softmax(out.logits.detach().float(), -1).gather(-1, x[..., None]).squeeze(-1)
+    expect = (out.x_t == MASK_ID) * SCHEDULE.weight(out.t, out.w.detach()) * nll
+    assert_close("equal rates", expect, out.terms.detach(), 1e-5)
 
 
-@pytest.mark.parametrize("with_rates", [False, True])
-def test_training_through_fit_is_seeded(denoiser, rates, qm9_rows, with_rates):
+@pytest.mark.parametrize("arm", ["vanilla", "meld", "class"])
+def test_training_through_fit_is_seeded(denoiser, qm9_rows, arm):
     rows, counts, _ = qm9_rows
     data = with_counts(rows, counts)
     histories = []
     for _ in range(2):
-        model = GraphMDM(
-            type(denoiser)(denoiser.cfg), type(rates)(rates.net.cfg) if with_rates else None
-        )
         torch.manual_seed(0)
-        model.load_state_dict({k: torch.randn_like(v) * 0.1 for k, v in model.state_dict().items()})
-        res = fit(
-            model,
-            graph_loss_fn(SCHEDULE, N),
-            row_batches(data, 8, 0),
-            TrainConfig(steps=3, lr=1e-3),
-            device="cpu",
-            show_progress=False,
+        d_pos = 4 if arm == "meld" else 0
+        net = GraphTransformer(
+            GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, n_layers=1, d_pos=d_pos)
         )
+        rates = {"vanilla": None, "meld": ElementRates(MELDConfig(dim=4)), "class": ClassRates()}[
+            arm
+        ]
+        res = fit(
+            GraphMDM(net, rates), graph_loss_fn(SCHEDULE, N), row_batches(data, 8, 0),
+            TrainConfig(steps=3, lr=1e-3), device="cpu", show_progress=False,
+        )  # fmt: skip
         histories.append(res.losses)
     assert histories[0] == histories[1] and all(np.isfinite(histories[0]))
 
 
-def test_argument_errors(denoiser, rates, qm9_rows):
+def test_argument_errors(meld_model, denoiser, qm9_rows):
     x, n = _batch(qm9_rows, 4)
-    model = GraphMDM(denoiser)
     with pytest.raises(ValueError, match="tau"):
-        meld_loss(model, rates, x, n, SCHEDULE, max_atoms=N, tau=0.0)
+        meld_loss(meld_model, x, n, SCHEDULE, max_atoms=N, tau=0.0)
     with pytest.raises(TypeError, match="schedule: expected an ElementwiseSchedule"):
-        meld_loss(model, rates, x, n, LogLinearSchedule(), max_atoms=N)  # type: ignore[arg-type]
+        meld_loss(meld_model, x, n, LogLinearSchedule(), max_atoms=N)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="model: expected a GraphMDM with ElementRates"):
+        meld_loss(GraphMDM(denoiser), x, n, SCHEDULE, max_atoms=N)
     with pytest.raises(ValueError, match="u: expected shape"):
-        meld_loss(model, rates, x, n, SCHEDULE, max_atoms=N, u=torch.rand(2, 2))
+        meld_loss(meld_model, x, n, SCHEDULE, max_atoms=N, u=torch.rand(2, 2))
     with pytest.raises(ValueError, match=r"n_atoms: expected integers in \[1, 6\]"):
-        vanilla_loss(model, x, n * 0, LogLinearSchedule(), max_atoms=N)
+        vanilla_loss(GraphMDM(denoiser), x, n * 0, LogLinearSchedule(), max_atoms=N)
     with pytest.raises(ValueError, match=r"x0: expected a \(batch, 21\)"):
-        vanilla_loss(model, x[:, :5], n, LogLinearSchedule(), max_atoms=N)
+        vanilla_loss(GraphMDM(denoiser), x[:, :5], n, LogLinearSchedule(), max_atoms=N)
     with pytest.raises(ValueError, match="steps"):
-        meld_sample(model, rates, n, max_atoms=N, steps=0, schedule=SCHEDULE)
+        meld_sample(meld_model, n, max_atoms=N, steps=0, schedule=SCHEDULE)
     with pytest.raises(ValueError, match="temperature"):
         vanilla_sample(
-            model, n, max_atoms=N, steps=2, schedule=LogLinearSchedule(), temperature=0.0
+            GraphMDM(denoiser),
+            n,
+            max_atoms=N,
+            steps=2,
+            schedule=LogLinearSchedule(),
+            temperature=0.0,
         )
     with pytest.raises(ValueError, match="n_atoms: expected counts"):
-        vanilla_sample(model, n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule())
-
-
-def test_calibrated_split_keeps_the_loss_and_gives_the_denoiser_base_weights(
-    denoiser, rates, qm9_rows
-):
-    x, n = _batch(qm9_rows, 8)
-    model, rates = GraphMDM(denoiser.double()), rates.double()
-    outs = [
-        meld_loss(
-            model,
-            rates,
-            x,
-            n,
-            SCHEDULE,
-            calibrated=c,
-            generator=torch.Generator().manual_seed(4),
-            max_atoms=N,
+        vanilla_sample(
+            GraphMDM(denoiser), n + 10, max_atoms=N, steps=2, schedule=LogLinearSchedule()
         )
-        for c in (True, False)
-    ]
-    assert_close("loss", outs[1].loss, outs[0].loss, 1e-12)
-    assert torch.equal(outs[0].x_t, outs[1].x_t)
-    params = list(model.parameters())
-    g_split = torch.autograd.grad(outs[0].loss, params, retain_graph=True)
-    out = outs[0]
-    nll = -torch.log_softmax(out.logits, -1).gather(-1, x.unsqueeze(-1)).squeeze(-1)
-    base_w = SCHEDULE.base.weight(out.t.double())[:, None]
-    from meld_diffusion.data import valid_positions
 
-    manual = ((out.x_t == 4) * base_w * nll).sum() / valid_positions(n, N).sum()
-    g_manual = torch.autograd.grad(manual, params)
-    flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])  # noqa: E731
-    assert_close("denoiser grad", flat(g_manual), flat(g_split), 1e-10)
-    g_full = torch.autograd.grad(outs[1].loss, params)  # element-wise weights: a different fit
-    assert float((flat(g_full) - flat(g_manual)).norm()) > 0.1 * float(flat(g_manual).norm())
+
+def test_graph_larger_than_h_is_rejected(denoiser, qm9_rows):
+    """Acceptance: a graph with more atoms than H has columns names N and the maximum."""
+    x, n = _batch(qm9_rows, 4)
+    small = GraphMDM(denoiser, ElementRates(MELDConfig(n_columns=4, dim=3)))
+    with pytest.raises(ValueError, match=r"N = 6 atoms .* H has 4 \(the maximum N is 4\)"):
+        meld_loss(small, x, n, SCHEDULE, max_atoms=N)
+    with pytest.raises(ValueError, match=r"N = 6 atoms .*the maximum N is 4"):
+        meld_sample(small, n, max_atoms=N, steps=2, schedule=SCHEDULE)
+    with pytest.raises(ValueError, match=r"N = 5 atoms .*the maximum N is 4"):
+        small.rates.columns(2, 5)
+
+
+def test_normalised_rates_remove_the_common_time_warp():
+    """Our option: normalised rates are the raw rates divided by one factor, and their geometric
+    mean over all columns and column pairs is 1."""
+    torch.manual_seed(0)
+    r = ElementRates(MELDConfig(n_columns=5, dim=3, normalise=True))
+    torch.nn.init.normal_(r.f_phi.weight, std=1.0)
+    cols = torch.arange(5)[None]
+    w = r(cols)
+    assert float(w.detach().std()) > 0.05
+    assert abs(float(torch.log(w).mean())) < 1e-5  # all columns = all elements here
+    raw = ElementRates(MELDConfig(n_columns=5, dim=3))
+    raw.load_state_dict(r.state_dict())
+    assert_close("proportional", raw(cols) / raw(cols)[:, :1], w / w[:, :1], 1e-6)

@@ -3,11 +3,7 @@ import pytest
 import torch
 from meld_diffusion.clashing import permute_rows
 from meld_diffusion.data import pair_index, seq_len
-from meld_diffusion.model import (
-    GraphTransformerConfig,
-    ScheduleNetwork,
-    UnitRates,
-)
+from meld_diffusion.model import GraphTransformer, GraphTransformerConfig
 
 from shared_core.testing import assert_close
 
@@ -66,25 +62,27 @@ def test_float32_matches_float64_reference(denoiser, qm9_rows, device):
     assert_close("logits", ref, fast, 1e-5)
 
 
-def test_schedule_network_rates_bounded_and_start_at_one(rates, qm9_rows):
+def test_embeddings_make_it_equivariant_jointly(qm9_rows):
+    """With element embeddings, permuting atoms AND their embeddings permutes the outputs;
+    permuting atoms alone does not (the denoiser models p(g | pi))."""
+    torch.manual_seed(0)
+    net = GraphTransformer(GraphTransformerConfig(max_atoms=N, d_node=16, d_edge=8, d_pos=5))
+    for p in net.parameters():
+        torch.nn.init.normal_(p, std=0.3)
     x, n = _batch(qm9_rows)
-    w = rates(x, n)
-    assert w.shape == x.shape and torch.all(w > 1 / 5) and torch.all(w < 5)
-    assert w.std() > 0.05  # random weights: rates differ between elements
-    fresh = ScheduleNetwork(GraphTransformerConfig(max_atoms=N, out_dim=1, time_conditioning=False))
-    assert torch.equal(fresh(x, n), torch.ones(x.shape))
-    assert torch.equal(UnitRates()(x, n), torch.ones(x.shape))
-
-
-def test_bond_rate_is_symmetric_in_its_atoms(rates, qm9_rows):
-    x, n = _batch(qm9_rows)
-    for a, b in [(0, 1), (2, 5)]:
-        perm = np.arange(N)
-        perm[[a, b]] = perm[[b, a]]
-        xp = torch.as_tensor(permute_rows(x.numpy(), perm, N))
-        pairs = list(zip(*pair_index(N), strict=True))
-        k = N + pairs.index((a, b))
-        assert_close("w_ab", rates(x, n)[:, k], rates(xp, n)[:, k], 1e-6)
+    t = torch.linspace(0.1, 0.9, len(x))
+    pos = torch.randn(len(x), N, 5)
+    perm = np.random.default_rng(2).permutation(N)
+    xp = torch.as_tensor(permute_rows(x.numpy(), perm, N))
+    posp = torch.empty_like(pos)
+    posp[:, torch.as_tensor(perm)] = pos
+    out = net(x, n, t, pos).detach()
+    moved = torch.as_tensor(
+        permute_rows(out.numpy().transpose(0, 2, 1).reshape(-1, out.shape[1]), perm, N)
+    )
+    moved = moved.reshape(len(x), -1, out.shape[1]).permute(0, 2, 1)
+    assert_close("joint permutation", moved, net(xp, n, t, posp).detach(), 1e-5)
+    assert (moved - net(xp, n, t, pos).detach()).abs().max() > 1e-3
 
 
 def test_input_checks(denoiser):
@@ -101,7 +99,7 @@ def test_input_checks(denoiser):
         GraphTransformerConfig(d_node=10, n_heads=4)
     with pytest.raises(ValueError, match="d_edge"):
         GraphTransformerConfig(d_edge=0)
-    with pytest.raises(ValueError, match="w_max"):
-        ScheduleNetwork(GraphTransformerConfig(out_dim=1, time_conditioning=False), w_max=1.0)
-    with pytest.raises(ValueError, match="out_dim=1 and time_conditioning=False"):
-        ScheduleNetwork(GraphTransformerConfig())
+    with pytest.raises(ValueError, match="d_pos: expected"):
+        GraphTransformerConfig(d_pos=-1)
+    with pytest.raises(ValueError, match="pos: expected None"):
+        denoiser(torch.zeros(1, 21, dtype=torch.long), n, torch.ones(1), torch.zeros(1, 6, 4))

@@ -85,3 +85,29 @@ def test_errors_name_the_argument():
         s.mask_prob(0.5, torch.ones(3, 2))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="base: expected a masked_diffusion.Schedule"):
         ElementwiseSchedule("loglinear")  # type: ignore[arg-type]
+
+
+def test_weight_stays_finite_when_the_warped_time_underflows():
+    """Large rates at small t: t^w underflows in float32, the weight w / t must not be NaN."""
+    s = ElementwiseSchedule(LogLinearSchedule(eps=1e-4))
+    t = torch.tensor([1e-3, 0.5])
+    w = torch.tensor([[40.0, 1.0], [200.0, 3.0]])
+    w.requires_grad_(True)
+    got = s.weight(t, w)
+    assert torch.isfinite(got).all()
+    assert_close("w / t", (w / t[:, None]).double(), got.detach().double(), 1e-6)
+    got.sum().backward()
+    assert torch.isfinite(w.grad).all()
+
+
+def test_unmask_prob_closed_form_matches_the_ratio_and_survives_large_rates():
+    s = ElementwiseSchedule(LogLinearSchedule(eps=1e-4))
+    t, u = (
+        torch.tensor([0.9, 0.5], dtype=torch.float64),
+        torch.tensor([0.6, 0.0], dtype=torch.float64),
+    )
+    w = torch.tensor([[0.3, 1.0, 4.0], [2.0, 0.7, 9.0]], dtype=torch.float64)
+    a_t, a_s = s.alpha(t, w), s.alpha(u, w)
+    assert_close("unmask", (a_s - a_t) / (1 - a_t), s.unmask_prob(t, u, w), 1e-12)
+    big = s.unmask_prob(torch.tensor([0.02]), torch.tensor([0.01]), torch.tensor([[300.0]]))
+    assert torch.isfinite(big).all() and 0.0 <= float(big) <= 1.0

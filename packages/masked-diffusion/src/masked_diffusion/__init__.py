@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "random_order": "sampling",
     "reveal_counts": "sampling",
     "time_grid": "sampling",
+    "UnmaskProb": "sampling",
     "CosineSchedule": "schedule",
     "LogLinearSchedule": "schedule",
     "Schedule": "schedule",
@@ -67,6 +68,7 @@ __all__ = [
     "NELBOEstimate",
     "Schedule",
     "TokenData",
+    "UnmaskProb",
     "ancestral_sample",
     "apply_rotary",
     "check_logits",
@@ -137,6 +139,7 @@ if TYPE_CHECKING:
         subs_log_probs,
     )
     from masked_diffusion.sampling import (
+        UnmaskProb,
         ancestral_sample,
         confidence_sample,
         gumbel_argmax,

@@ -50,6 +50,17 @@ def check_times(t: object, batch_size: int) -> None:
         )
 
 
+def check_per_token(name: str, v: object, shape: torch.Size) -> torch.Tensor:
+    """Raise unless `v` is a floating tensor of `shape` (batch, length) with entries in [0, inf)."""
+    if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v):
+        raise TypeError(f"{name}: expected a floating torch.Tensor, got {type(v).__name__}")
+    if v.shape != shape:
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(v.shape)}")
+    if bool(torch.isnan(v).any()) or bool((v < 0).any()):
+        raise ValueError(f"{name}: expected non-negative values without NaN")
+    return v
+
+
 def sample_t(
     batch_size: int,
     *,
@@ -79,6 +90,8 @@ def q_xt(
     schedule: Schedule,
     mask_id: int,
     generator: torch.Generator | None = None,
+    *,
+    mask_prob: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Draw ``x_t ~ q(x_t | x_0)``: each token becomes `mask_id` with probability ``1 - alpha_t``.
 
@@ -88,12 +101,18 @@ def q_xt(
         schedule: the alpha_t schedule.
         mask_id: the absorbing token (``vocab_size``).
         generator: torch generator for reproducible masks.
+        mask_prob: per-token mask probabilities ``1 - alpha_t^l`` (batch, length) in [0, 1] of
+            an element-wise schedule (MELD, GenMD4); replaces ``schedule.mask_prob(t)``. The
+            uniforms are the same draws, so equal probabilities give the same `x_t`.
 
     Returns:
         x_t, (batch, length), same dtype as `x0`.
     """
     check_tokens(x0, mask_id, "x0")
     check_times(t, x0.shape[0])
-    p_mask = schedule.mask_prob(t)[:, None]
+    if mask_prob is None:
+        p_mask = schedule.mask_prob(t)[:, None]
+    else:
+        p_mask = check_per_token("mask_prob", mask_prob, x0.shape)
     u = torch.rand(x0.shape, generator=generator, device=x0.device)
     return torch.where(u < p_mask, torch.full_like(x0, mask_id), x0)

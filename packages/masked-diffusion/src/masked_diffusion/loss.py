@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from masked_diffusion.data import RowBatch, noise_generator
-from masked_diffusion.forward import check_times, check_tokens, q_xt, sample_t
+from masked_diffusion.forward import check_per_token, check_times, check_tokens, q_xt, sample_t
 from masked_diffusion.schedule import Schedule
 from shared_core.train import TrainConfig
 
@@ -70,12 +70,22 @@ def subs_log_probs(logits: torch.Tensor, x_t: torch.Tensor, mask_id: int) -> tor
 
 
 def nelbo_terms(
-    logits: torch.Tensor, x0: torch.Tensor, x_t: torch.Tensor, t: torch.Tensor, schedule: Schedule
+    logits: torch.Tensor,
+    x0: torch.Tensor,
+    x_t: torch.Tensor,
+    t: torch.Tensor,
+    schedule: Schedule,
+    *,
+    weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Per-token NELBO integrand ``w(t) 1[x_t^l = m] (-log x_theta^l[x0^l])``, shape (batch, length).
 
     The mask id is ``logits.shape[-1]`` (= vocab_size). Carry-over makes unmasked terms exactly zero; summing over l and averaging over t gives an
     unbiased estimate of the sequence NELBO (MDLM Eq. 11).
+
+    `weight` (batch, length) replaces ``w(t)`` by per-token weights ``-alpha_t^l' / (1 -
+    alpha_t^l)`` of an element-wise schedule whose rates do not depend on the token's value
+    (MELD); it may carry gradients (a learned schedule).
     """
     vocab_size = logits.shape[-1]
     check_logits(logits, x_t, vocab_size)
@@ -83,7 +93,10 @@ def nelbo_terms(
     masked = x_t == vocab_size
     logits = _compute(logits)
     nll = -F.log_softmax(logits, dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
-    w = schedule.weight(t.to(logits.dtype))[:, None]
+    if weight is None:
+        w = schedule.weight(t.to(logits.dtype))[:, None]
+    else:
+        w = check_per_token("weight", weight, x0.shape).to(logits.dtype)
     return torch.where(masked, w * nll, torch.zeros_like(nll))
 
 

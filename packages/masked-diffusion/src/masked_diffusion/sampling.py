@@ -10,6 +10,7 @@ and unmask every position by the last step. Randomness comes only from the given
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +50,11 @@ def _check_counts(counts: object) -> None:
         raise ValueError(f"counts: expected one of {COUNTS}, got {counts!r}")
 
 
+UnmaskProb = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``r(x_t (batch, length), t (batch,), s (batch,)) -> (batch, length) or (batch, length, vocab)``:
+the chance that a masked token at t is clean at s < t, per token or per token and clean value."""
+
+
 def gumbel_argmax(logp: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Sample from Cat(softmax(logp)) by Gumbel-max with uniforms `u` of the same shape."""
     g = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))
@@ -79,6 +85,7 @@ def ancestral_sample(
     x_init: torch.Tensor | None = None,
     device: torch.device | str = "cpu",
     cache: bool = False,
+    unmask_prob: UnmaskProb | None = None,
 ) -> torch.Tensor:
     """MDLM ancestral sampling (``_ddpm_caching_update``), `steps` steps from t = 1 to t = 0.
 
@@ -98,6 +105,15 @@ def ancestral_sample(
         x_init: (batch, length) partially masked start (in-filling).
         cache: reuse the last logits when no token changed (valid for denoisers that ignore t,
             MDLM's caching; saves calls without changing the samples).
+        unmask_prob: element-wise schedules' hook ``r(x, t, s)`` (`UnmaskProb`). A
+            (batch, length) answer ``r_l = (alpha_s^l - alpha_t^l) / (1 - alpha_t^l)`` replaces
+            the shared unmask probability (rates that do not depend on the clean value: MELD);
+            with ``r = (alpha_s - alpha_t) / (1 - alpha_t)`` everywhere it draws the same samples
+            as without the hook. A (batch, length, vocab) answer ``r_lk`` (rates per clean value,
+            GenMD4) gives the exact reverse step of the factorised posterior: the token is
+            revealed with probability ``sum_k x_theta[k] r_lk`` as value ``k`` drawn with
+            probability proportional to ``x_theta[k] r_lk``. Not called at the last step (every
+            token is revealed at t = 0).
 
     Returns:
         (batch, length) long tensor of tokens in ``[0, vocab_size)``.
@@ -117,14 +133,36 @@ def ancestral_sample(
         if logits is None or changed or not cache:
             logits = denoiser(x, t.expand(b))
             check_logits(logits, x, vocab_size)
-        p_unmask = float(schedule.unmask_prob(t, s)) if i < steps - 1 else 1.0
         u = torch.rand((b, n), generator=generator, device=x.device)
         g = torch.rand((b, n, vocab_size), generator=generator, device=x.device)
-        draw = gumbel_argmax(F.log_softmax(logits.float() / temperature, dim=-1), g)
+        logp = F.log_softmax(logits.float() / temperature, dim=-1)
+        p_unmask: float | torch.Tensor = 1.0
+        if i < steps - 1 and unmask_prob is None:
+            p_unmask = float(schedule.unmask_prob(t, s))
+        elif i < steps - 1 and unmask_prob is not None:
+            r = _check_unmask(unmask_prob(x, t.expand(b), s.expand(b)), (b, n, vocab_size))
+            if r.ndim == 3:
+                logp = logp + torch.log(r.float())
+                p_unmask = torch.logsumexp(logp, dim=-1).exp()
+            else:
+                p_unmask = r
+        draw = gumbel_argmax(logp, g)
         reveal = (x == vocab_size) & (u < p_unmask)
         changed = bool(reveal.any())
         x = torch.where(reveal, draw, x)
     return x
+
+
+def _check_unmask(r: object, shape: tuple[int, int, int]) -> torch.Tensor:
+    if not isinstance(r, torch.Tensor) or not torch.is_floating_point(r):
+        raise TypeError(f"unmask_prob: expected a floating tensor, got {type(r).__name__}")
+    if tuple(r.shape) not in (shape[:2], shape):
+        raise ValueError(
+            f"unmask_prob: expected shape {shape[:2]} or {shape}, got {tuple(r.shape)}"
+        )
+    if bool(torch.isnan(r).any()) or bool((r < 0).any()) or bool((r > 1).any()):
+        raise ValueError("unmask_prob: expected probabilities in [0, 1]")
+    return r
 
 
 def reveal_counts(n: int, steps: int, kind: str = "cosine") -> list[int]:

@@ -25,10 +25,13 @@ _EXPORTS: dict[str, str] = {
     "ElementwiseSchedule": "schedule",
     "GraphTransformer": "model",
     "GraphTransformerConfig": "model",
-    "ScheduleNetwork": "model",
-    "UnitRates": "model",
+    "ClassRates": "rates",
+    "ElementRates": "rates",
+    "MELDConfig": "rates",
     "GraphLossOutput": "meld",
     "GraphMDM": "meld",
+    "class_loss": "meld",
+    "class_sample": "meld",
     "meld_loss": "meld",
     "meld_sample": "meld",
     "vanilla_loss": "meld",
@@ -44,15 +47,18 @@ __all__ = [
     "MASK_ID",
     "VOCAB_SIZE",
     "ClashCurves",
+    "ClassRates",
+    "ElementRates",
     "ElementwiseSchedule",
     "GraphData",
     "GraphLossOutput",
     "GraphMDM",
     "GraphTransformer",
     "GraphTransformerConfig",
-    "ScheduleNetwork",
-    "UnitRates",
+    "MELDConfig",
     "clashing_curves",
+    "class_loss",
+    "class_sample",
     "decode",
     "encode",
     "meld_loss",
@@ -84,17 +90,15 @@ if TYPE_CHECKING:
     from meld_diffusion.meld import (
         GraphLossOutput,
         GraphMDM,
+        class_loss,
+        class_sample,
         meld_loss,
         meld_sample,
         vanilla_loss,
         vanilla_sample,
     )
-    from meld_diffusion.model import (
-        GraphTransformer,
-        GraphTransformerConfig,
-        ScheduleNetwork,
-        UnitRates,
-    )
+    from meld_diffusion.model import GraphTransformer, GraphTransformerConfig
+    from meld_diffusion.rates import ClassRates, ElementRates, MELDConfig
     from meld_diffusion.schedule import ElementwiseSchedule
 
 

@@ -187,3 +187,29 @@ def uniform_rates(base_eps: float = 0.0) -> MaskProbs:
         return np.full(sources.shape, (1.0 - base_eps) * t)
 
     return mask_probs
+
+
+def position_rates(w: np.ndarray, base_eps: float = 0.0) -> MaskProbs:
+    """Mask probabilities of a content-independent element-wise schedule (MELD for one pi):
+    ``P_ki = (1 - eps) t^{w_i}`` for every source k, ``w`` (L,) the positions' rates."""
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim != 1 or not np.all(w > 0):
+        raise ValueError(f"w: expected (L,) positive rates, got shape {w.shape}")
+
+    def mask_probs(t: float, sources: np.ndarray) -> np.ndarray:
+        if sources.shape[1] != w.shape[0]:
+            raise ValueError(f"sources: expected {w.shape[0]} elements, got {sources.shape[1]}")
+        return np.broadcast_to((1.0 - base_eps) * t**w, sources.shape).copy()
+
+    return mask_probs
+
+
+def pair_clash(a: np.ndarray, b: np.ndarray, p_a: np.ndarray) -> float:
+    """P(a state drawn from q(. | a) is also reachable from b) = prod over the elements where the
+    rows differ of a's mask probability there (all of them must be masked). a, b, p_a: (L,)."""
+    a, b, p_a = (np.asarray(v) for v in (a, b, p_a))
+    if not (a.shape == b.shape == p_a.shape) or a.ndim != 1:
+        raise ValueError(
+            f"a, b, p_a: expected equal (L,) shapes, got {a.shape}, {b.shape}, {p_a.shape}"
+        )
+    return float(np.prod(p_a[a != b]))

@@ -1,15 +1,23 @@
-"""Sample quality of generated molecular graphs: validity with no correction and distribution gaps.
+"""Sample quality of generated molecular graphs: the paper's metrics and a few diagnostics.
+
+The paper's (its tables: validity, FCD, NSPDK, scaffold similarity; uniqueness, novelty):
 
 - validity: RDKit ``SanitizeMol`` on the raw decoded graph (`shared_core.mol_metrics`), no
   valence fix, no largest-fragment pick; ``connected`` additionally needs one fragment;
 - uniqueness and novelty (MOSES definitions, `shared_core.mol_metrics`);
+- ``fcd``: the ChemNet Fréchet distance (``fcd_torch``, extra ``fcd``) of the valid samples'
+  canonical SMILES to the reference (held-out) molecules;
+- ``nspdk``: NSPDK MMD to the reference molecules, ``scaffold``: MOSES scaffold similarity
+  (`meld_diffusion.graph_metrics`).
+
+Diagnostics of ours:
+
 - atom-type and bond-type histogram distances (total variation, 0..1) to the training graphs;
   the bond histogram is over atom pairs of existing atoms, "no bond" included;
 - a descriptor Fréchet distance: the Fréchet distance between Gaussians fitted to 10 RDKit
   descriptors (`DESCRIPTORS`) of valid samples and of reference molecules, each descriptor
   standardised by the reference set's mean and standard deviation (so BertzCT's scale does not
-  swamp the rest). It is NOT the FCD (no ChemNet); `fcd` is added when ``fcd_torch`` is
-  installed (extra ``fcd``).
+  swamp the rest). It is NOT the FCD (no ChemNet).
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ def sample_metrics(
     reference_smiles: Sequence[str],
 ) -> dict[str, Any]:
     """All sample metrics of generated rows (see the module docstring)."""
+    from meld_diffusion.graph_metrics import nspdk_mmd, scaffold_similarity
     from shared_core import mol_metrics as mm
     from shared_core.metrics import frechet_distance
 
@@ -103,6 +112,8 @@ def sample_metrics(
         if len(valid) >= 2
         else float("nan")
     )
+    out["nspdk"] = nspdk_mmd(valid, list(reference_smiles))
+    out["scaffold"] = scaffold_similarity(valid, list(reference_smiles))
     if fcd_available() and len(valid) >= 2:
         from fcd_torch import FCD
 

@@ -1,37 +1,42 @@
-"""MELD's training loss and sampler, and the vanilla masked-diffusion baseline on graphs.
+"""MELD's training loss and exact sampler, and the two baselines of the paper, on graph rows.
 
-Both arms see a molecule as a flat row of atom and bond tokens (`meld_diffusion.data`).
+All arms see a molecule as a flat row of atom and bond tokens (`meld_diffusion.data`), train
+the same denoiser (`GraphTransformer`) and differ in the forward process only:
 
-Vanilla MDM (`vanilla_loss`, `vanilla_sample`) is `masked_diffusion` unchanged: ``q_xt`` masks
-every element with the same probability ``1 - alpha_t``, ``nelbo_terms`` scores masked
-elements with ``w(t) = -alpha'_t / (1 - alpha_t)``, ``ancestral_sample`` unmasks. Only the
-padding positions of small molecules are held fixed.
+- vanilla MDM with the power-law schedule (`vanilla_loss`, `vanilla_sample`):
+  `masked_diffusion` unchanged, every element kept with ``gamma(t) = 1 - (1 - eps) t``;
+- MELD (`meld_loss`, `meld_sample`; paper note, Method): element i kept with
+  ``gamma_i(t) = 1 - (1 - eps) t^{w_i}``, rates ``w = phi(pi)`` read from H's columns
+  (`meld_diffusion.rates.ElementRates`), pi a random column assignment per graph; the
+  denoiser is given the same embeddings, so it models ``p(g | pi)``;
+- class-level (GenMD4; the paper's ablation): ``w_i = softplus(a_{type(x_0^i)})``
+  (`class_loss`, `class_sample`).
 
-MELD (`meld_loss`, `meld_sample`) gives element i its own schedule ``alpha_i(t) =
-alpha(t^{w_i})`` (`ElementwiseSchedule`) with rates ``w = phi(G_0)`` from a schedule network
-on the clean graph, and minimises
+The loss is the MDM NELBO with per-element weights (paper: "the weighted cross-entropy
+integral from MDM, but gamma and its derivative now depend on phi"):
 
-    L = E_t E_{G_t ~ q_phi(. | G_0)} sum_i 1[G_t^i = mask] w_i(t) (-log p_theta(G_0^i | G_t, t)),
+    L = E_t E_{g_t ~ q_phi(. | g_0)} sum_i 1[g_t^i = mask] w_i(t) (-log p_theta(g_0^i | g_t, t)),
+    w_i(t) = -gamma_i'(t) / (1 - gamma_i(t))  (= w_i / t for the power law).
 
-``w_i(t) = -alpha_i'(t) / (1 - alpha_i(t))``: the MDLM/MD4 NELBO with per-element weights. The
-masks are Bernoulli draws, so phi gets gradients through a straight-through relaxation: the
-forward pass uses the hard mask ``m = 1[u < p_i]`` (bit-identical to ``q_xt``'s), the backward
-pass the gradient of ``sigmoid((logit p_i - logit u) / tau)``; ``m`` multiplies the terms
-and mixes the denoiser's one-hot input ``(1 - m) onehot(G_0) + m onehot(mask)``.
+The masks are Bernoulli draws, so phi gets gradients through a straight-through Gumbel-softmax
+(paper, Key design 3) over the two states {clean, mask}: the forward pass uses the hard mask
+``m = 1[u < p_i]`` (the draw of ``masked_diffusion.q_xt``), the backward pass the gradient of
+``sigmoid((logit p_i - logit u) / tau)`` (``-logit u`` is the difference of two Gumbels). ``m``
+multiplies the terms and mixes the denoiser's one-hot input ``(1 - m) onehot(g_0) + m
+onehot(mask)``.
 
-Sampling. phi needs the clean graph, which does not exist during generation. `meld_sample`
-runs MDLM's ancestral sampler with per-element unmasking probabilities
-``(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t))`` whose rates come from phi applied to the
-denoiser's current sample of the clean graph (unmasked elements kept, masked ones drawn from
-``p_theta``): the plug-in estimate of the reverse process's element-wise rates, as MD4's
-state-dependent sampler does with the predicted clean token. With ``w = 1`` it is MDLM's sampler
-and reproduces `masked_diffusion.ancestral_sample` draw for draw.
+Sampling is exact: the rates are known before generation (they depend on pi only), so each
+step of ``masked_diffusion.ancestral_sample`` reveals element i with probability
+``(gamma_i(s) - gamma_i(t)) / (1 - gamma_i(t))`` (its ``unmask_prob`` hook). For the
+class-level schedule the rates depend on the unknown clean value, and the hook gives the
+reverse step of the factorised posterior per value (GenMD4's sampler).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -39,28 +44,45 @@ from masked_diffusion import (
     Schedule,
     ancestral_sample,
     check_logits,
-    gumbel_argmax,
     nelbo_terms,
     q_xt,
     sample_t,
-    time_grid,
 )
 from torch import nn
 
-from meld_diffusion.data import MASK_ID, VOCAB_SIZE, check_graph_batch, seq_len, valid_positions
+from meld_diffusion.data import MASK_ID, VOCAB_SIZE, check_graph_batch, valid_positions
+from meld_diffusion.rates import ClassRates, ElementRates, check_columns
 from meld_diffusion.schedule import ElementwiseSchedule
 
-GraphDenoiser = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""``f(x_t (batch, L) tokens or (batch, L, 5) one-hot, t (batch,), n_atoms (batch,)) -> (batch, L, 4)``."""
 
-RateNetwork = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""``phi(x0 (batch, L) tokens, n_atoms (batch,)) -> w (batch, L) > 0``."""
+class GraphMDM(nn.Module):
+    """A denoiser and its schedule network: `ElementRates` (MELD), `ClassRates` or None (vanilla).
+
+    ``model(x_t, t, n_atoms, pos=None)`` calls the denoiser ``denoiser(x_t, n_atoms, t, pos)``
+    (x_t (batch, L) tokens or (batch, L, 5) one-hot, t (batch,), n_atoms (batch,),
+    pos (batch, N, D) element embeddings) and returns logits (batch, L, 4).
+    """
+
+    def __init__(self, denoiser: nn.Module, rates: ElementRates | ClassRates | None = None) -> None:
+        super().__init__()
+        self.denoiser = denoiser
+        self.rates = rates
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        t: torch.Tensor,
+        n_atoms: torch.Tensor,
+        pos: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        return self.denoiser(x, n_atoms, t, pos)
 
 
 @dataclass
 class GraphLossOutput:
     """A loss evaluation: `loss` (mean NELBO per existing element, nats), `terms` (batch, L),
-    times `t`, noisy rows `x_t`, denoiser `logits` and rates `w` (ones for vanilla)."""
+    times `t`, noisy rows `x_t`, denoiser `logits`, realised rates `w` (batch, L) (ones for
+    vanilla) and MELD's column assignment `columns` (batch, N) (None otherwise)."""
 
     loss: torch.Tensor
     terms: torch.Tensor
@@ -68,6 +90,7 @@ class GraphLossOutput:
     x_t: torch.Tensor
     logits: torch.Tensor
     w: torch.Tensor
+    columns: torch.Tensor | None = None
 
 
 def _times(
@@ -81,8 +104,20 @@ def _times(
     return sample_t(x0.shape[0], sampling_eps=sampling_eps, generator=generator, device=x0.device)
 
 
+R = TypeVar("R", ElementRates, ClassRates)
+
+
+def _rates_of(model: nn.Module, kind: type[R]) -> R:
+    rates = getattr(getattr(model, "module", model), "rates", None)  # DDP keeps `.module`
+    if not isinstance(rates, kind):
+        raise TypeError(
+            f"model: expected a GraphMDM with {kind.__name__} rates, got {type(rates).__name__}"
+        )
+    return rates
+
+
 def vanilla_loss(
-    denoiser: GraphDenoiser,
+    model: nn.Module,
     x0: torch.Tensor,
     n_atoms: torch.Tensor,
     schedule: Schedule,
@@ -100,15 +135,105 @@ def vanilla_loss(
     t = _times(x0, t, generator, sampling_eps)
     valid = valid_positions(n_atoms, max_atoms)
     x_t = torch.where(valid, q_xt(x0, t, schedule, MASK_ID, generator=generator), x0)
-    logits = denoiser(x_t, t, n_atoms)
+    logits = model(x_t, t, n_atoms)
     terms = nelbo_terms(logits, x0, x_t, t, schedule) * valid
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, torch.ones_like(terms))
 
 
+def _check_tau(tau: object) -> None:
+    if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and tau > 0):
+        raise ValueError(f"tau: expected a number > 0, got {tau!r}")
+
+
+def _uniforms(
+    x0: torch.Tensor, u: torch.Tensor | None, generator: torch.Generator | None
+) -> torch.Tensor:
+    if u is None:
+        return torch.rand(x0.shape, generator=generator, device=x0.device)
+    if u.shape != x0.shape:
+        raise ValueError(f"u: expected shape {tuple(x0.shape)}, got {tuple(u.shape)}")
+    return u
+
+
+def straight_through_mask(
+    p: torch.Tensor, u: torch.Tensor, valid: torch.Tensor, tau: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hard masks ``1[u < p]`` (batch, L) bool and their straight-through relaxation ``m``.
+
+    ``m`` equals the hard mask in value; its gradient is that of the binary Gumbel-softmax
+    ``sigmoid((logit p - logit u) / tau)``. Padding (``~valid``) is never masked.
+    """
+    hard = (u < p) & valid
+    eps = 1e-6
+    logit_p = torch.logit(p.clamp(eps, 1 - eps))
+    soft = torch.sigmoid((logit_p - torch.logit(u.to(p.dtype).clamp(eps, 1 - eps))) / tau)
+    m = (hard.to(p.dtype) + (soft - soft.detach())) * valid
+    return hard, m
+
+
+def _relaxed_input(x0: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """``(1 - m) onehot(x0) + m onehot(mask)``: (batch, L, 5)."""
+    onehot = F.one_hot(x0.long(), VOCAB_SIZE + 1).to(m.dtype)
+    mask_hot = F.one_hot(torch.full_like(x0, MASK_ID).long(), VOCAB_SIZE + 1).to(m.dtype)
+    return (1.0 - m)[..., None] * onehot + m[..., None] * mask_hot
+
+
+def _nll(logits: torch.Tensor, x0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    lp = logits if logits.dtype == torch.float64 else logits.float()
+    logp = F.log_softmax(lp, dim=-1)
+    return -logp.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1), logp
+
+
 def meld_loss(
-    denoiser: GraphDenoiser,
-    rates: RateNetwork,
+    model: nn.Module,
+    x0: torch.Tensor,
+    n_atoms: torch.Tensor,
+    schedule: ElementwiseSchedule,
+    *,
+    max_atoms: int,
+    t: torch.Tensor | None = None,
+    columns: torch.Tensor | None = None,
+    u: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    sampling_eps: float = 1e-3,
+    tau: float = 1.0,
+) -> GraphLossOutput:
+    """MELD's NELBO (module docstring) for a `GraphMDM` with `ElementRates`.
+
+    Draws, from `generator`: t (antithetic), the column assignment pi (``rand(batch, N_H)``,
+    `ElementRates.columns`), then the mask uniforms ``u = rand(x0.shape)``, the draw
+    ``masked_diffusion.q_xt`` makes. Pass `t`, `columns` (batch, max_atoms) or `u` to fix them.
+    `tau` changes gradients only, never the loss value.
+
+    Raises ValueError when max_atoms exceeds H's column count (naming N and the maximum).
+    """
+    check_graph_batch(x0, n_atoms, max_atoms)
+    if not isinstance(schedule, ElementwiseSchedule):
+        raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
+    _check_tau(tau)
+    rates = _rates_of(model, ElementRates)
+    check_columns(max_atoms, rates.cfg.n_columns)
+    t = _times(x0, t, generator, sampling_eps)
+    if columns is None:
+        columns = rates.columns(x0.shape[0], max_atoms, generator, x0.device)
+    u = _uniforms(x0, u, generator)
+    valid = valid_positions(n_atoms, max_atoms)
+    w = rates(columns)
+    p = schedule.mask_prob(t, w)
+    hard, m = straight_through_mask(p, u, valid, tau)
+    x_t = torch.where(hard, torch.full_like(x0, MASK_ID), x0)
+    logits = model(_relaxed_input(x0, m), t, n_atoms, rates.embeddings(columns))
+    check_logits(logits, x_t, VOCAB_SIZE)
+    nll, _ = _nll(logits, x0)
+    weight = schedule.weight(t.to(nll.dtype), w.to(nll.dtype))
+    terms = m.to(nll.dtype) * weight * nll
+    loss = terms.sum() / valid.sum()
+    return GraphLossOutput(loss, terms, t, x_t, logits, w, columns)
+
+
+def class_loss(
+    model: nn.Module,
     x0: torch.Tensor,
     n_atoms: torch.Tensor,
     schedule: ElementwiseSchedule,
@@ -119,57 +244,38 @@ def meld_loss(
     generator: torch.Generator | None = None,
     sampling_eps: float = 1e-3,
     tau: float = 1.0,
-    calibrated: bool = True,
 ) -> GraphLossOutput:
-    """MELD's NELBO with element-wise rates ``w = rates(x0, n_atoms)`` (see the module docstring).
+    """The class-level (GenMD4) NELBO for a `GraphMDM` with `ClassRates`.
 
-    Draws t (antithetic) then the mask uniforms ``u = rand(x0.shape)`` from `generator` (the
-    same draws as `vanilla_loss`); pass `t` and/or `u` to fix them. `tau` is the temperature of
-    the straight-through relaxation (it changes gradients only, never the loss value).
+    With value-dependent rates the reverse step is the factorised posterior's mixture, and the
+    continuous-time NELBO of a masked element whose clean value is j is (the path-KL of the
+    reverse jump rates ``omega_k mu_k`` against ``omega_j 1[k = j]``)
 
-    `calibrated` (default) splits the gradient without changing the loss value: the denoiser is
-    trained with the base schedule's weight ``w(t)`` on every masked element, phi with the full
-    element-wise weights. With the element-wise weights in the denoiser's gradient too
-    (``calibrated=False``), elements the denoiser cannot tell apart but whose rates differ
-    (a masked pair that is "none" with w = 5 or "double" with w = 1/5) are fitted with a
-    25:1 weighting, so its predictions are pulled towards high-rate values and the sampler,
-    which needs the posterior, under-generates low-rate ones (measured: double bonds at
-    t = 0.5 predicted 4 % vs 45 % true).
+        omega_j (-log mu_j) + sum_k omega_k mu_k - omega_j,   omega_k = -gamma_k'(t)/(1-gamma_k(t)),
+
+    with ``mu = softmax(logits)``; it is MELD's term when every ``omega_k`` is equal. Draws t then
+    ``u = rand(x0.shape)`` from `generator`.
     """
     check_graph_batch(x0, n_atoms, max_atoms)
     if not isinstance(schedule, ElementwiseSchedule):
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
-    if not (isinstance(tau, (int, float)) and tau > 0):
-        raise ValueError(f"tau: expected a number > 0, got {tau!r}")
+    _check_tau(tau)
+    rates = _rates_of(model, ClassRates)
     t = _times(x0, t, generator, sampling_eps)
-    if u is None:
-        u = torch.rand(x0.shape, generator=generator, device=x0.device)
-    elif u.shape != x0.shape:
-        raise ValueError(f"u: expected shape {tuple(x0.shape)}, got {tuple(u.shape)}")
+    u = _uniforms(x0, u, generator)
     valid = valid_positions(n_atoms, max_atoms)
-    w = rates(x0, n_atoms)
-    p = schedule.mask_prob(t, w)
-    hard = (u < p) & valid
-    eps = 1e-6
-    logit_p = torch.logit(p.clamp(eps, 1 - eps))
-    soft = torch.sigmoid((logit_p - torch.logit(u.to(p.dtype).clamp(eps, 1 - eps))) / tau)
-    m = (hard.to(p.dtype) + (soft - soft.detach())) * valid
-    onehot = F.one_hot(x0.long(), VOCAB_SIZE + 1).to(p.dtype)
-    mask_hot = F.one_hot(torch.full_like(x0, MASK_ID).long(), VOCAB_SIZE + 1).to(p.dtype)
-    x_in = (1.0 - m)[..., None] * onehot + m[..., None] * mask_hot
+    b, L = x0.shape
+    table = rates(max_atoms).expand(b, L, VOCAB_SIZE)  # rates by position and clean value
+    w = table.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
+    hard, m = straight_through_mask(schedule.mask_prob(t, w), u, valid, tau)
     x_t = torch.where(hard, torch.full_like(x0, MASK_ID), x0)
-    logits = denoiser(x_in, t, n_atoms)
+    logits = model(_relaxed_input(x0, m), t, n_atoms)
     check_logits(logits, x_t, VOCAB_SIZE)
-    lp = logits if logits.dtype == torch.float64 else logits.float()
-    nll = -F.log_softmax(lp, dim=-1).gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
-    weight = schedule.weight(t.to(lp.dtype), w.to(lp.dtype))
-    if calibrated:
-        # same value; the denoiser's gradient sees MDLM's 1/t-type weight w(t) of the base
-        # schedule for every element, so its optimum is the calibrated posterior
-        base_w = schedule.base.weight(t.to(lp.dtype))[:, None]
-        terms = m.to(lp.dtype) * (base_w * nll + (weight - base_w) * nll.detach())
-    else:
-        terms = m.to(lp.dtype) * (weight * nll)
+    nll, logp = _nll(logits, x0)
+    tt = t.to(nll.dtype)
+    omega = schedule.weight(tt, table.reshape(b, -1).to(nll.dtype)).view(b, L, VOCAB_SIZE)
+    omega_j = omega.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
+    terms = m.to(nll.dtype) * (omega_j * nll + (omega * logp.exp()).sum(-1) - omega_j)
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, w)
 
@@ -194,9 +300,32 @@ def _check_sampler(n_atoms: object, max_atoms: int, steps: object, temperature: 
         raise ValueError(f"temperature: expected > 0, got {temperature!r}")
 
 
+def _sample(
+    denoiser: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    n_atoms: torch.Tensor,
+    max_atoms: int,
+    steps: int,
+    schedule: Schedule,
+    generator: torch.Generator | None,
+    temperature: float,
+    unmask_prob: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None,
+) -> torch.Tensor:
+    return ancestral_sample(
+        denoiser,
+        vocab_size=VOCAB_SIZE,
+        steps=steps,
+        schedule=schedule,
+        temperature=temperature,
+        generator=generator,
+        x_init=_start(n_atoms, max_atoms),
+        device=n_atoms.device,
+        unmask_prob=unmask_prob,
+    )
+
+
 @torch.no_grad()
 def vanilla_sample(
-    denoiser: GraphDenoiser,
+    model: nn.Module,
     n_atoms: torch.Tensor,
     *,
     max_atoms: int,
@@ -207,22 +336,46 @@ def vanilla_sample(
 ) -> torch.Tensor:
     """Graph rows (batch, L) from `masked_diffusion.ancestral_sample` (padding held fixed)."""
     _check_sampler(n_atoms, max_atoms, steps, temperature)
-    return ancestral_sample(
-        lambda x, t: denoiser(x, t, n_atoms),
-        vocab_size=VOCAB_SIZE,
-        steps=steps,
-        schedule=schedule,
-        temperature=temperature,
-        generator=generator,
-        x_init=_start(n_atoms, max_atoms),
-        device=n_atoms.device,
-    )
+    return _sample(
+        lambda x, t: model(x, t, n_atoms), n_atoms, max_atoms, steps, schedule, generator,
+        temperature, None,
+    )  # fmt: skip
 
 
 @torch.no_grad()
 def meld_sample(
-    denoiser: GraphDenoiser,
-    rates: RateNetwork,
+    model: nn.Module,
+    n_atoms: torch.Tensor,
+    *,
+    max_atoms: int,
+    steps: int,
+    schedule: ElementwiseSchedule,
+    generator: torch.Generator | None = None,
+    temperature: float = 1.0,
+    columns: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """MELD's exact ancestral sampler: rows (batch, L).
+
+    Draws pi (`ElementRates.columns`, from `generator`) unless `columns` is given, reads every
+    element's rate from H, and runs ``masked_diffusion.ancestral_sample`` with the per-element
+    unmasking probability ``(gamma_i(s) - gamma_i(t)) / (1 - gamma_i(t))``; the denoiser sees
+    the same embeddings as in training.
+    """
+    _check_sampler(n_atoms, max_atoms, steps, temperature)
+    rates = _rates_of(model, ElementRates)
+    check_columns(max_atoms, rates.cfg.n_columns)
+    if columns is None:
+        columns = rates.columns(n_atoms.shape[0], max_atoms, generator, n_atoms.device)
+    w, pos = rates(columns), rates.embeddings(columns)
+    return _sample(
+        lambda x, t: model(x, t, n_atoms, pos), n_atoms, max_atoms, steps, schedule.base,
+        generator, temperature, lambda x, t, s: schedule.unmask_prob(t, s, w).float(),
+    )  # fmt: skip
+
+
+@torch.no_grad()
+def class_sample(
+    model: nn.Module,
     n_atoms: torch.Tensor,
     *,
     max_atoms: int,
@@ -231,55 +384,19 @@ def meld_sample(
     generator: torch.Generator | None = None,
     temperature: float = 1.0,
 ) -> torch.Tensor:
-    """MELD ancestral sampling with plug-in rates ``w = phi(current sample of G_0)``.
-
-    At each step t -> s every masked element draws a value from ``softmax(logits / T)`` (the
-    same uniforms, in the same order, as `masked_diffusion.ancestral_sample`: ``rand(b, L)``
-    then ``rand(b, L, 4)``); phi rates the graph made of the unmasked elements and these draws,
-    and element i is revealed with probability ``(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t))``
-    (1 at the last step).
-    """
+    """The class-level schedule's exact ancestral sampler (per-value unmask probabilities)."""
     _check_sampler(n_atoms, max_atoms, steps, temperature)
-    x = _start(n_atoms, max_atoms)
-    b, L = x.shape
-    if seq_len(max_atoms) != L:
-        raise ValueError(f"max_atoms: inconsistent with rows of length {L}")
-    ts = time_grid(steps).to(x.device)
-    for i in range(steps):
-        t, s = ts[i].expand(b), ts[i + 1].expand(b)
-        logits = denoiser(x, t, n_atoms)
-        check_logits(logits, x, VOCAB_SIZE)
-        u = torch.rand((b, L), generator=generator, device=x.device)
-        g = torch.rand((b, L, VOCAB_SIZE), generator=generator, device=x.device)
-        draw = gumbel_argmax(F.log_softmax(logits.float() / temperature, dim=-1), g)
-        masked = x == MASK_ID
-        if i < steps - 1:
-            w = rates(torch.where(masked, draw, x), n_atoms)
-            p = schedule.unmask_prob(t, s, w.to(t.dtype))
-            reveal = masked & (u < p)
-        else:
-            reveal = masked
-        x = torch.where(reveal, draw, x)
-    return x
+    rates = _rates_of(model, ClassRates)
+    b = n_atoms.shape[0]
+    table = rates(max_atoms).reshape(1, -1).expand(b, -1)  # (b, L * V)
 
+    def unmask(x: torch.Tensor, t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return schedule.unmask_prob(t, s, table).view(b, -1, VOCAB_SIZE).float()
 
-class GraphMDM(nn.Module):
-    """A denoiser with an optional schedule network: ``rates=None`` is vanilla masked diffusion.
-
-    ``model(x_t, t, n_atoms)`` is the denoiser (so the module is a `GraphDenoiser`).
-    """
-
-    def __init__(self, denoiser: nn.Module, rates: nn.Module | None = None) -> None:
-        super().__init__()
-        self.denoiser = denoiser
-        self.rates = rates
-
-    def forward(self, x: torch.Tensor, t: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
-        return self.denoiser(x, n_atoms, t)
-
-
-def _unwrap(model: nn.Module) -> nn.Module:
-    return getattr(model, "module", model)  # DDP keeps the module in `.module`
+    return _sample(
+        lambda x, t: model(x, t, n_atoms), n_atoms, max_atoms, steps, schedule.base, generator,
+        temperature, unmask,
+    )  # fmt: skip
 
 
 def graph_loss_fn(
@@ -288,13 +405,13 @@ def graph_loss_fn(
     *,
     tau: float = 1.0,
     sampling_eps: float = 1e-3,
-    calibrated: bool = True,
 ) -> Callable[[nn.Module, dict[str, object]], tuple[torch.Tensor, dict[str, float]]]:
     """``loss_fn(model, batch)`` for `shared_core.train.fit` and `masked_diffusion.row_batches`.
 
     `model` is a `GraphMDM`; the batch's ``x0`` holds graph rows with the atom count appended as
-    a last column (`with_counts`). A model without rates trains vanilla MDM on
-    ``schedule.base``; with rates, MELD. Noise comes from ``masked_diffusion.noise_generator``.
+    a last column (`with_counts`). Rates None trains vanilla MDM on ``schedule.base``;
+    `ElementRates` MELD; `ClassRates` the class-level schedule. Noise comes from
+    ``masked_diffusion.noise_generator``.
     """
     from masked_diffusion import noise_generator
 
@@ -305,19 +422,13 @@ def graph_loss_fn(
         assert isinstance(data, torch.Tensor)
         x0, n_atoms = data[:, :-1], data[:, -1]
         g = noise_generator(batch, data.device)
-        rates = _unwrap(model).rates
-        if not isinstance(rates, nn.Module):
-            out = vanilla_loss(
-                model, x0, n_atoms, schedule.base, max_atoms=max_atoms, generator=g,
-                sampling_eps=sampling_eps,
-            )  # fmt: skip
-            return out.loss, {}
-        out = meld_loss(
-            model, rates, x0, n_atoms, schedule, max_atoms=max_atoms, generator=g,
-            sampling_eps=sampling_eps, tau=tau, calibrated=calibrated,
-        )  # fmt: skip
-        valid = valid_positions(n_atoms, max_atoms)
-        log_w = out.w.detach().log()[valid]
+        rates = getattr(getattr(model, "module", model), "rates", None)
+        kw = {"max_atoms": max_atoms, "generator": g, "sampling_eps": sampling_eps}
+        if rates is None:
+            return vanilla_loss(model, x0, n_atoms, schedule.base, **kw).loss, {}  # type: ignore[arg-type]
+        loss = meld_loss if isinstance(rates, ElementRates) else class_loss
+        out = loss(model, x0, n_atoms, schedule, tau=tau, **kw)  # type: ignore[arg-type]
+        log_w = out.w.detach().log()[valid_positions(n_atoms, max_atoms)]
         return out.loss, {"log_w_mean": float(log_w.mean()), "log_w_std": float(log_w.std())}
 
     return loss_fn

@@ -1,8 +1,11 @@
-"""The graph transformer (DiGress-style edge features) used as denoiser and as schedule network.
+"""The graph transformer (DiGress-style edge features): the denoiser p_theta of every arm.
 
 Input: flat graph rows (`meld_diffusion.data`) as tokens ``(batch, L)`` (ids ``0..4``, 4 = mask)
 or as a soft one-hot ``(batch, L, 5)`` (how MELD passes straight-through masks so the
-schedule network gets gradients), atom counts ``(batch,)`` and optionally times ``(batch,)``.
+schedule network gets gradients), atom counts ``(batch,)``, times ``(batch,)`` and, for MELD,
+the element embeddings ``pos (batch, N, D)`` (H's columns of the atoms): they are added to the
+atom features through a linear map, and ``h_i + h_j`` to the bond features through another, so
+the denoiser models ``p(g | pi)`` and knows every element's schedule.
 Inside, nodes ``h (batch, N, d_node)`` and symmetric edges ``e (batch, N, N, d_edge)``; a
 layer (Vignac et al. 2023, DiGress, Sec. 4 / App. B.1, simplified):
 
@@ -10,10 +13,11 @@ layer (Vignac et al. 2023, DiGress, Sec. 4 / App. B.1, simplified):
     e_ij <- e_ij + MLP(Y_ij)                                              (edge update)
     h_i  <- h_i + O(sum_j softmax_j(sum_head Y_ij) V_j) + MLP(h_i)        (node update)
 
-No positional encoding, so the network is permutation-equivariant: permuting the atoms
-permutes its atom and bond outputs. Padding atoms are masked out of the attention. The output
-heads are zero-initialised: an untrained denoiser predicts uniform distributions and an
-untrained schedule network gives ``w = 1`` everywhere (vanilla masked diffusion).
+Without `pos` the network is permutation-equivariant: permuting the atoms permutes its atom and
+bond outputs (with `pos`, permuting atoms and embeddings together does). Padding atoms are
+masked out of the attention. The output heads are zero-initialised: an untrained denoiser
+predicts uniform distributions. The paper's denoiser is a DiT-style graph transformer; this
+one conditions on t additively (no adaLN), see the README's differences.
 """
 
 from __future__ import annotations
@@ -31,25 +35,28 @@ from meld_diffusion.data import (
     check_max_atoms,
     pair_index,
     seq_len,
-    valid_positions,
 )
 
 
 @dataclass(frozen=True)
 class GraphTransformerConfig:
-    """Sizes of `GraphTransformer`; the defaults are the tiny-scale denoiser."""
+    """Sizes of `GraphTransformer`; the defaults are the tiny-scale denoiser.
+
+    d_pos: width D of the element embeddings it is given (`pos`); 0 takes none.
+    """
 
     max_atoms: int = 9  # N: QM9 has at most 9 heavy atoms
     d_node: int = 64
     d_edge: int = 32
     n_layers: int = 3
     n_heads: int = 4
-    out_dim: int = VOCAB_SIZE  # logits per element; 1 for the schedule network
-    time_conditioning: bool = True  # the schedule network sees the clean graph, no time
+    d_pos: int = 0
 
     def __post_init__(self) -> None:
         check_max_atoms(self.max_atoms)
-        for name in ("d_node", "d_edge", "n_layers", "n_heads", "out_dim"):
+        if isinstance(self.d_pos, bool) or not isinstance(self.d_pos, int) or self.d_pos < 0:
+            raise ValueError(f"d_pos: expected an int >= 0, got {self.d_pos!r}")
+        for name in ("d_node", "d_edge", "n_layers", "n_heads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
@@ -94,7 +101,7 @@ class GraphLayer(nn.Module):
 
 
 class GraphTransformer(nn.Module):
-    """``f(x, n_atoms, t=None) -> (batch, L, out_dim)``: one output per atom and per bond."""
+    """``f(x, n_atoms, t, pos=None) -> (batch, L, 4)``: logits per atom and per bond."""
 
     def __init__(self, cfg: GraphTransformerConfig) -> None:
         super().__init__()
@@ -103,17 +110,18 @@ class GraphTransformer(nn.Module):
         self.atom_embed = nn.Linear(VOCAB_SIZE + 1, dn, bias=False)
         self.bond_embed = nn.Linear(VOCAB_SIZE + 1, de, bias=False)
         self.self_edge = nn.Parameter(torch.zeros(de))
-        self.time_mlp = None
-        if cfg.time_conditioning:
-            self.time_mlp = nn.Sequential(nn.Linear(dn, dn), nn.SiLU(), nn.Linear(dn, dn + de))
+        self.time_mlp = nn.Sequential(nn.Linear(dn, dn), nn.SiLU(), nn.Linear(dn, dn + de))
         self.layers = nn.ModuleList(GraphLayer(cfg) for _ in range(cfg.n_layers))
-        self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, cfg.out_dim))
-        self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, cfg.out_dim))
+        self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, VOCAB_SIZE))
+        self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, VOCAB_SIZE))
         for head in (self.atom_head, self.bond_head):
             last = head[1]
             assert isinstance(last, nn.Linear)
             nn.init.zeros_(last.weight)
             nn.init.zeros_(last.bias)
+        # created last, so the other weights are the same draws with and without embeddings
+        self.pos_node = nn.Linear(cfg.d_pos, dn, bias=False) if cfg.d_pos else None
+        self.pos_edge = nn.Linear(cfg.d_pos, de, bias=False) if cfg.d_pos else None
         i, j = (torch.as_tensor(a) for a in pair_index(n))
         self.pair_i: torch.Tensor
         self.pair_j: torch.Tensor
@@ -121,7 +129,11 @@ class GraphTransformer(nn.Module):
         self.register_buffer("pair_j", j, persistent=False)
 
     def forward(
-        self, x: torch.Tensor, n_atoms: torch.Tensor, t: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        n_atoms: torch.Tensor,
+        t: torch.Tensor,
+        pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
         cfg = self.cfg
         n, L = cfg.max_atoms, seq_len(cfg.max_atoms)
@@ -137,17 +149,27 @@ class GraphTransformer(nn.Module):
         b = x.shape[0]
         if n_atoms.shape != (b,):
             raise ValueError(f"n_atoms: expected shape ({b},), got {tuple(n_atoms.shape)}")
-        if cfg.time_conditioning and (t is None or t.shape != (b,)):
+        if not isinstance(t, torch.Tensor) or t.shape != (b,):
             raise ValueError(f"t: expected a ({b},) tensor of times, got {t!r:.60}")
+        if (pos is None) != (self.pos_node is None) or (
+            pos is not None and pos.shape != (b, n, cfg.d_pos)
+        ):
+            raise ValueError(
+                f"pos: expected {'None' if self.pos_node is None else (b, n, cfg.d_pos)} "
+                f"(d_pos={cfg.d_pos}), got {None if pos is None else tuple(pos.shape)}"
+            )
         h = self.atom_embed(x[:, :n])  # (b, n, dn)
         pair = self.bond_embed(x[:, n:])  # (b, P, de)
         e = self.self_edge.expand(b, n, n, -1).clone()
         e[:, self.pair_i, self.pair_j] = pair
         e[:, self.pair_j, self.pair_i] = pair
-        if self.time_mlp is not None and t is not None:
-            c = self.time_mlp(timestep_embedding(t, cfg.d_node).to(h.dtype))
-            h = h + c[:, None, : cfg.d_node]
-            e = e + c[:, None, None, cfg.d_node :]
+        c = self.time_mlp(timestep_embedding(t, cfg.d_node).to(h.dtype))
+        h = h + c[:, None, : cfg.d_node]
+        e = e + c[:, None, None, cfg.d_node :]
+        if pos is not None and self.pos_node is not None and self.pos_edge is not None:
+            pos = pos.to(h.dtype)
+            h = h + self.pos_node(pos)
+            e = e + self.pos_edge(pos[:, :, None] + pos[:, None, :])
         node_mask = torch.arange(n, device=x.device)[None] < n_atoms[:, None]
         for layer in self.layers:
             h, e = layer(h, e, node_mask)
@@ -155,42 +177,3 @@ class GraphTransformer(nn.Module):
         atoms = self.atom_head(h)
         bonds = self.bond_head(e[:, self.pair_i, self.pair_j])
         return torch.cat([atoms, bonds], dim=1)
-
-
-class ScheduleNetwork(nn.Module):
-    """MELD's phi: per-element rates ``w (batch, L) > 0`` from the CLEAN graph.
-
-    ``w_i = exp(log_w_max * tanh(g_i - mean_j g_j))`` with `g` a time-free `GraphTransformer`
-    (one output per atom and bond; a bond's output is symmetric in its atoms) and the mean over
-    the graph's existing elements. So ``w`` lies in ``(1 / w_max, w_max)`` and starts at 1
-    (zero-initialised head). Centring removes the one direction phi could move in without
-    changing the continuous-time NELBO: warping every element's clock by the same power is a
-    reparameterisation of time, and a biased gradient estimator drifts along it (without the
-    centring, the straight-through gradient pushed every rate to ``w_max`` in our runs).
-    """
-
-    def __init__(self, cfg: GraphTransformerConfig, w_max: float = 5.0) -> None:
-        super().__init__()
-        if not (isinstance(w_max, (int, float)) and w_max > 1.0):
-            raise ValueError(f"w_max: expected a number > 1, got {w_max!r}")
-        if cfg.out_dim != 1 or cfg.time_conditioning:
-            raise ValueError(
-                f"cfg: the schedule network needs out_dim=1 and time_conditioning=False, got "
-                f"out_dim={cfg.out_dim}, time_conditioning={cfg.time_conditioning}"
-            )
-        self.net = GraphTransformer(cfg)
-        self.log_w_max = math.log(w_max)
-
-    def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
-        raw = self.net(x0, n_atoms).squeeze(-1)
-        valid = valid_positions(n_atoms, self.net.cfg.max_atoms).to(raw.dtype)
-        centre = (raw * valid).sum(1, keepdim=True) / valid.sum(1, keepdim=True)
-        return torch.exp(self.log_w_max * torch.tanh(raw - centre))
-
-
-class UnitRates(nn.Module):
-    """The element-agnostic schedule as a schedule network: ``w = 1`` everywhere (vanilla MDM)."""
-
-    def forward(self, x0: torch.Tensor, n_atoms: torch.Tensor) -> torch.Tensor:
-        dtype = x0.dtype if torch.is_floating_point(x0) else torch.float32
-        return torch.ones(x0.shape[:2], dtype=dtype, device=x0.device)

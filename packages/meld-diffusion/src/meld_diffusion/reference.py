@@ -96,3 +96,55 @@ def clashing_curves_loop(sources: np.ndarray, mask_probs: MaskProbs, ts: np.ndar
     rows = [clashing_loop(sources, mask_probs, float(t)) for t in ts]
     c, h, m = (np.array(col) for col in zip(*rows, strict=True))
     return ClashCurves(np.asarray(ts, dtype=np.float64), c, h, m)
+
+
+def reverse_step_law(
+    probs: np.ndarray, x_t: np.ndarray, keep_t: np.ndarray, keep_s: np.ndarray
+) -> dict[tuple[int, ...], float]:
+    """The law of one reverse step ``p(g_s | g_t) = sum_{g_0} p_theta(g_0 | g_t) q(g_s | g_t, g_0)``
+    of ONE graph row, by enumerating every clean completion ``g_0`` and every reveal pattern.
+
+    Args:
+        probs: (L, V) the denoiser's factorised ``p_theta(g_0^i = k | g_t)``.
+        x_t: (L,) tokens, ``MASK_ID`` where masked.
+        keep_t, keep_s: (L, V) ``gamma_i(t)`` and ``gamma_i(s)`` of element i if its clean value
+            were k (equal columns for value-independent schedules), s < t.
+
+    Returns:
+        ``{g_s as a tuple: probability}`` (the probabilities sum to 1).
+    """
+    L, V = probs.shape
+    masked = [i for i in range(L) if int(x_t[i]) == MASK_ID]
+    law: dict[tuple[int, ...], float] = {}
+    for values in itertools.product(range(V), repeat=len(masked)):
+        p0 = math.prod(float(probs[i, k]) for i, k in zip(masked, values, strict=True))
+        for reveal in itertools.product((False, True), repeat=len(masked)):
+            q, z = 1.0, [int(v) for v in x_t]
+            for i, k, r in zip(masked, values, reveal, strict=True):
+                up = (keep_s[i, k] - keep_t[i, k]) / (1.0 - keep_t[i, k])
+                q *= up if r else 1.0 - up
+                if r:
+                    z[i] = k
+            law[tuple(z)] = law.get(tuple(z), 0.0) + p0 * q
+    return law
+
+
+def nspdk_mmd_pairwise(generated: list[str], reference: list[str]) -> float:
+    """NSPDK MMD^2 from its definition: the three averages of the pairwise kernel matrices."""
+    from meld_diffusion.graph_metrics import _Interner, nspdk_features
+
+    intern = _Interner()
+    fx = [nspdk_features(s, intern) for s in generated]
+    fy = [nspdk_features(s, intern) for s in reference]
+
+    def k(a: dict, b: dict) -> float:
+        total = 0.0
+        for block in a.keys() & b.keys():
+            for key in a[block].keys() & b[block].keys():
+                total += float(a[block][key]) * float(b[block][key])
+        return total
+
+    def mean(xs: list, ys: list) -> float:
+        return sum(k(x, y) for x in xs for y in ys) / (len(xs) * len(ys))
+
+    return mean(fx, fx) + mean(fy, fy) - 2.0 * mean(fx, fy)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import torch
 from masked_diffusion import LogLinearSchedule, Schedule
 
+U_FLOOR = 1e-12  # floor of u_i = t^{w_i} in `ElementwiseSchedule.weight` (non-log-linear bases)
+
 
 def _check_w(w: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     if not isinstance(w, torch.Tensor) or not torch.is_floating_point(w):
@@ -71,11 +73,27 @@ class ElementwiseSchedule:
         return self.base.mask_prob(self.warp(t, w))
 
     def weight(self, t: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """NELBO weight ``-alpha_i'(t) / (1 - alpha_i(t)) = base.weight(u_i) w_i u_i / t``."""
+        """NELBO weight ``-alpha_i'(t) / (1 - alpha_i(t)) = base.weight(u_i) w_i u_i / t``.
+
+        ``u_i = t^{w_i}`` underflows to 0 for large rates at small t (float32: t = 1e-3,
+        w = 13), where ``base.weight(u) u`` has a finite limit but evaluates to ``inf * 0``
+        (and its gradient to ``inf``). For the log-linear base that factor is exactly 1, so the
+        weight is ``w_i / t``; for other bases u is floored at `U_FLOOR` inside the factor.
+        """
         u = self.warp(t, w)
+        if isinstance(self.base, LogLinearSchedule):
+            return w / t[:, None]
+        u = u.clamp_min(U_FLOOR)
         return self.base.weight(u) * (w * u / t[:, None])
 
     def unmask_prob(self, t: torch.Tensor, s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t)): chance a masked element at t is clean at s < t."""
+        """(alpha_i(s) - alpha_i(t)) / (1 - alpha_i(t)): chance a masked element at t is clean at s < t.
+
+        For the log-linear base this is ``1 - (s / t)^{w_i}`` exactly ((1 - eps) cancels), which
+        stays in [0, 1] when ``t^{w_i}`` underflows (large rates); other bases use the ratio.
+        """
+        if isinstance(self.base, LogLinearSchedule):
+            _check_w(w, _check_t(t))
+            return 1.0 - torch.pow((s / t)[:, None], w)
         a_t, a_s = self.alpha(t, w), self.alpha(s, w)
         return (a_s - a_t) / (1.0 - a_t)
