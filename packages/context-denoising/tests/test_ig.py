@@ -134,6 +134,10 @@ def test_manual_denoising_moves_only_tokens_outside_the_kept_spans():
     base, after = attention_ig(model, b), attention_ig(model, b, delta=delta)
     assert not torch.allclose(base.attention, after.attention)
     assert torch.equal(attention_ig(model, b, delta=0 * delta).ig, base.ig)
+    bad = delta.clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="delta: expected finite values"):
+        attention_ig(model, b, delta=bad)
 
 
 def test_rank_correlation_matches_numpy():

@@ -112,6 +112,8 @@ def attention_ig(
             raise ValueError(
                 f"delta: expected a tensor of shape {tuple(e.shape)}, got {getattr(delta, 'shape', delta)!r}"
             )
+        if not bool(torch.isfinite(delta).all()):
+            raise ValueError("delta: expected finite values, got NaN or inf")
         e = e + delta.to(e.dtype)
     with eager_attention(base), scoring_context(base, ids.device), torch.enable_grad():
         out = forward(base, checked, inputs_embeds=e, output_attentions=True)

@@ -28,6 +28,7 @@ from msgen.epsnet import EpsNetConfig
 from msgen.evaluation import evaluate, random_conformers
 from msgen.experiments.conformers import train_config
 from msgen.multiscale import hierarchy, upsample_guide
+from shared_core.cli import nonneg_int, positive_int
 
 
 @dataclass(frozen=True)
@@ -97,17 +98,18 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
             m = evaluate(test, samples)
             m["molecules_nonfinite"] = len(bad)
             result["metrics"][f"{name} [{sampler}]"] = {k: v for k, v in m.items() if k != "rmsd"}
-        print(json.dumps(result), flush=True)
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--steps", type=int, default=OracleConfig.steps)
-    p.add_argument("--n-train", type=int, default=OracleConfig.n_train)
-    p.add_argument("--n-test", type=int, default=OracleConfig.n_test)
-    p.add_argument("--samplers", nargs="+", default=list(OracleConfig.samplers))
+    p.add_argument("--seeds", type=nonneg_int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=positive_int, default=OracleConfig.steps)
+    p.add_argument("--n-train", type=positive_int, default=OracleConfig.n_train)
+    p.add_argument("--n-test", type=positive_int, default=OracleConfig.n_test)
+    p.add_argument(
+        "--samplers", nargs="+", choices=("ld", "ddpm"), default=list(OracleConfig.samplers)
+    )
     p.add_argument("--no-augmentation", action="store_true", help="clean guides in training")
     p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
     p.add_argument("--out", default="")
@@ -121,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         guide_augmentation=not a.no_augmentation,
         single_scale=not a.oracle_only,
     )
-    results = [run(cfg, s) for s in a.seeds]
+    results = []
+    for s in a.seeds:
+        results.append(run(cfg, s))
+        print(json.dumps(results[-1]), flush=True)
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"config": dataclasses.asdict(cfg), "runs": results}, f, indent=1)

@@ -62,7 +62,7 @@ def fit_and_score(
     return fit, holdout_error(fit, data.subset(test))
 
 
-def equivalent_data(clean: FitResult, N: np.ndarray, D: np.ndarray, L: np.ndarray) -> np.ndarray:
+def equivalent_data(clean: FitResult, N: np.ndarray, L: np.ndarray) -> np.ndarray:
     """Clean tokens D_eq with L_clean(N, D_eq) = L: the empirical D_eff of a noisy run (NaN
     where the clean law never reaches L)."""
     p = clean.params
@@ -181,7 +181,7 @@ def headline_fits(arm: Arm, rows: list[Row], scale: Scale, seed: int) -> Headlin
         CHINCHILLA,
         grid=start_grid(scale.secondary_grid, CHINCHILLA),
     )
-    d_eq = equivalent_data(clean_fit, data.N, data.D, data.loss) / data.D
+    d_eq = equivalent_data(clean_fit, data.N, data.loss) / data.D
     g_over_b = full.derived()["gamma_over_beta"]
     deff_curve = []
     deff_rows = []
