@@ -46,7 +46,7 @@ def fit_flax(
         raise TypeError(f"config: expected a shared_core.train.TrainConfig, got {config!r}")
     if config.amp_dtype is not None:
         raise ValueError(f"config.amp_dtype: expected None for fit_flax, got {config.amp_dtype!r}")
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]
     tx = optax.inject_hyperparams(optax.adamw)(
         learning_rate=config.lr, b1=config.betas[0], b2=config.betas[1], eps=1e-8,
         weight_decay=config.weight_decay,
