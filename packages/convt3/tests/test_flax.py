@@ -103,7 +103,8 @@ def test_associative_scan_equals_lax_scan():
         np.testing.assert_allclose(both[0], both[1], atol=1e-12)
 
 
-def test_jax_equals_torch_on_shared_parameters(model="convt3"):
+@pytest.mark.parametrize("kernel_bc", [3, 1])
+def test_jax_equals_torch_on_shared_parameters(kernel_bc, model="convt3"):
     """The whole predictor (encoder, block, decoder) in outputs and gradients; ConvS5 mode is the
     same code path with the spatial spectrum off (tested against its reference above)."""
     torch = pytest.importorskip("torch")
@@ -112,7 +113,15 @@ def test_jax_equals_torch_on_shared_parameters(model="convt3"):
 
     torch.manual_seed(0)
     tp = TorchPredictor(
-        PredictorConfig(model=model, in_channels=2, d_model=4, state_size=8, n_layers=1, groups=2)
+        PredictorConfig(
+            model=model,
+            in_channels=2,
+            d_model=4,
+            state_size=8,
+            n_layers=1,
+            groups=2,
+            kernel_bc=kernel_bc,
+        )
     ).double()
     with torch.no_grad():
         for name, p in tp.named_parameters():
@@ -125,7 +134,16 @@ def test_jax_equals_torch_on_shared_parameters(model="convt3"):
     (out_t * torch.tensor(weight)).sum().backward()
     with jax.enable_x64(True):
         jp = FramePredictor(
-            model, 2, 1, 4, 8, 1, groups=2, param_dtype=jnp.float64, rngs=nnx.Rngs(1)
+            model,
+            2,
+            1,
+            4,
+            8,
+            1,
+            groups=2,
+            param_dtype=jnp.float64,
+            kernel_bc=kernel_bc,
+            rngs=nnx.Rngs(1),
         )
         load_torch_state_dict(jp, tp.state_dict())
 

@@ -14,10 +14,10 @@ main = make_main(
         lazy_reproduce_command(
             "convt3.experiments.reproduce",
             help=(
-                "Train ConvT3, ConvS5 and ConvLSTM (equal parameters) on forced heat, "
-                "advection-diffusion and pointwise dynamics on 16x16 grids (open-loop error up "
-                "to 200 steps) and on moving digits (closed loop); micro: seconds, tiny: about "
-                "5 minutes on 2 CPU cores with one thread, small: about an hour, paper: GPU-sized."
+                "Train ConvT3 and ConvS5 with 1x1 and 3x3 input/output (B/C) kernels and a "
+                "ConvLSTM (equal parameters) on forced PDEs on 16x16 grids, open loop beyond the "
+                "training length, over seeds; small and paper add moving digits. micro: seconds, "
+                "tiny: about 2 CPU-minutes (heat, two seeds), small: about an hour, paper: GPU-sized."
             ),
         )
     ],

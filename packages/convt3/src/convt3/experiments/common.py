@@ -15,27 +15,31 @@ LABELS = {
     "convt3": "ConvT3 (3x3, ZOH)",
     "convt3_direct": "ConvT3 (3x3, direct)",
     "convs5": "ConvS5 (1x1 state)",
+    "convt3_bc1": "ConvT3, 1x1 B/C",
+    "convs5_bc1": "ConvS5, 1x1 B/C",
     "convlstm": "ConvLSTM",
 }
-ARMS = {  # arm -> (FramePredictor model, discretization)
-    "convt3": ("convt3", "zoh"),
-    "convt3_direct": ("convt3", "direct"),
-    "convs5": ("convs5", "zoh"),
-    "convlstm": ("convlstm", "zoh"),
+ARMS = {  # arm -> (FramePredictor model, discretization, size of the B and C kernels)
+    "convt3": ("convt3", "zoh", 3),
+    "convt3_direct": ("convt3", "direct", 3),
+    "convs5": ("convs5", "zoh", 3),
+    "convt3_bc1": ("convt3", "zoh", 1),
+    "convs5_bc1": ("convs5", "zoh", 1),
+    "convlstm": ("convlstm", "zoh", 3),
 }
 
 
 def build_models(
     base: PredictorConfig, arms: tuple[str, ...], seed: int
 ) -> dict[str, FramePredictor]:
-    """One `FramePredictor` per arm; the ConvLSTM's hidden size matches ConvT3's parameter count."""
+    """One `FramePredictor` per arm; the ConvLSTM's hidden size matches ConvT3's (3x3 B/C) count."""
     target = count_parameters(FramePredictor(replace(base, model="convt3")))
     out = {}
     for arm in arms:
         if arm not in ARMS:
             raise ValueError(f"models: expected arms among {tuple(ARMS)}, got {arm!r}")
-        m, disc = ARMS[arm]
-        cfg = replace(base, model=m, discretization=disc)
+        m, disc, k_bc = ARMS[arm]
+        cfg = replace(base, model=m, discretization=disc, kernel_bc=k_bc)
         if m == "convlstm":
             cfg = replace(cfg, state_size=convlstm_hidden_for(target, base))
         torch.manual_seed(seed)
@@ -71,6 +75,12 @@ def train_next_frame(
     )  # ConvS5's Moving-MNIST weight decay; beta2 0.99 for short runs
     result = fit(model, loss_fn, batch_fn, config, desc=desc, show_progress=False, device="cpu")
     return result.losses
+
+
+def valid_horizon(errors: np.ndarray, threshold: float) -> int:
+    """Steps predicted before the error ``errors`` ``(time,)`` first exceeds `threshold` (all: length)."""
+    above = np.flatnonzero(np.asarray(errors) > threshold)
+    return int(above[0]) if above.size else int(np.asarray(errors).shape[0])
 
 
 def per_horizon(errors: np.ndarray, horizons: tuple[int, ...]) -> dict[int, float]:

@@ -18,6 +18,8 @@ class Config:
     n_test: int = 16  # test trajectories
     train_len: int = 32  # training sequence length (steps)
     horizons: tuple[int, ...] = (1, 10, 50, 200)  # evaluated beyond train_len
+    seeds: tuple[int, ...] = (0,)  # offsets added to --seed (data and initialisation)
+    valid_threshold: float = 0.25  # extrapolation horizon: steps before MSE / variance exceeds it
     # finding 2: moving digits, closed-loop frame prediction
     digits: bool = True
     canvas: int = 32
@@ -45,6 +47,7 @@ class Config:
 SCALES: dict[str, Config] = {
     "micro": Config(
         tasks=("heat",),
+        models=("convt3_bc1", "convt3", "convt3_direct", "convs5", "convlstm"),
         n_train=8,
         n_test=4,
         train_len=8,
@@ -59,8 +62,17 @@ SCALES: dict[str, Config] = {
         context=4,
         canvas=16,
     ),
-    "tiny": Config(),
+    # tiny: the paper's favourable regime (B and C 1x1) against 3x3 B/C on heat, two seeds
+    "tiny": Config(
+        tasks=("heat",),
+        horizons=(1, 10, 32, 50, 100),
+        seeds=(0, 1),
+        models=("convt3_bc1", "convs5_bc1", "convt3", "convs5", "convlstm"),
+        digits=False,
+    ),
     "small": Config(
+        models=("convt3_bc1", "convs5_bc1", "convt3", "convt3_direct", "convs5", "convlstm"),
+        seeds=(0, 1, 2),
         n_train=256,
         n_test=64,
         horizons=(1, 10, 50, 200, 400),

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from convt3.data import pde_trajectories
-from convt3.experiments.common import build_models, per_horizon, train_next_frame
+from convt3.experiments.common import build_models, per_horizon, train_next_frame, valid_horizon
 from convt3.experiments.config import Config
 from convt3.torch import PredictorConfig, count_parameters
 
@@ -63,6 +63,7 @@ def run_task(
             "final_loss": float(np.mean(losses[-10:])),
             "errors": err,
             "horizon": per_horizon(err, horizons),
+            "valid_horizon": valid_horizon(err, c.valid_threshold),
             "train_len": c.train_len,
             "example": (y_test[0, :, 0].numpy(), pred[0, :, 0].numpy()),
         }

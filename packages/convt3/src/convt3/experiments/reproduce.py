@@ -64,18 +64,25 @@ def reproduce(args: ReproduceArgs) -> int:
     run = Run("convt3", c, out=args.out)
     summary: dict[str, Any] = {}
     for kind in c.tasks:
-        res = run_task(kind, c, c.models, args.seed)
+        per_seed = [run_task(kind, c, c.models, args.seed + s) for s in c.seeds]
+        res = per_seed[0]
         series = {}
         for name, r in res.items():
+            runs = [ps[name] for ps in per_seed]
             row: dict[str, Any] = {"task": kind, "model": LABELS[name], "params": r["params"]}
-            for h, v in r["horizon"].items():  # type: ignore[attr-defined]
-                row[f"relMSE@{h}"] = v
-            row["train loss"] = r["final_loss"]
-            run.add_row("forced PDEs: open-loop relative MSE per horizon (train length "
-                        f"{c.train_len})", **row)  # fmt: skip
-            errs = np.asarray(r["errors"])
+            for h in r["horizon"]:  # type: ignore[attr-defined]
+                row[f"relMSE@{h}"] = float(np.mean([x["horizon"][h] for x in runs]))  # type: ignore[index]
+            valid = [int(x["valid_horizon"]) for x in runs]  # type: ignore[call-overload]
+            row[f"steps below {c.valid_threshold:g}"] = "/".join(map(str, valid))
+            row["train loss"] = float(np.mean([x["final_loss"] for x in runs]))  # type: ignore[misc]
+            run.add_row(f"forced PDEs: open-loop relative MSE per horizon, mean of {len(c.seeds)} "
+                        f"seed(s) (train length {c.train_len})", **row)  # fmt: skip
+            errs = np.mean([np.asarray(x["errors"]) for x in runs], 0)
             series[LABELS[name]] = (list(range(1, len(errs) + 1)), errs.tolist())
-            summary[f"{kind}/{name}"] = r["horizon"]
+            summary[f"{kind}/{name}"] = {
+                "horizon": [x["horizon"] for x in runs], "valid_horizon": valid,
+                "final_loss": [x["final_loss"] for x in runs],
+            }  # fmt: skip
         run.plot(
             f"error_vs_horizon_{kind}", series, xlabel="horizon (steps after the initial field)",
             ylabel="MSE / field variance", logy=True,

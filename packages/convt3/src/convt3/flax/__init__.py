@@ -1,4 +1,7 @@
-"""ConvT3 in JAX/Flax (nnx): the primary API (`ConvT3SSM`, `ConvSSMBlock`, `FramePredictor`)."""
+"""ConvT3 in JAX/Flax (nnx): the primary API (`ConvT3SSM`, `ConvSSMBlock`, `FramePredictor`).
+
+Training: `convt3.flax.train.fit_flax` (optax; imported on demand).
+"""
 
 from convt3.flax.layer import (
     ConvSSMBlock,

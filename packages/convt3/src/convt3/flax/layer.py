@@ -292,6 +292,7 @@ class FramePredictor(nnx.Module):
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
         param_dtype: Any = jnp.float32,
+        kernel_bc: int = 3,
         *,
         rngs: nnx.Rngs,
     ) -> None:
@@ -314,6 +315,8 @@ class FramePredictor(nnx.Module):
                     groups=groups,
                     param_dtype=param_dtype,
                     rngs=rngs,
+                    kernel_b=kernel_bc,
+                    kernel_c=kernel_bc,
                     state_kernel=kernel,
                     discretization=discretization,
                     lambda_param=lam,

@@ -75,6 +75,8 @@ class PredictorConfig:
     n_layers: int = 2
     discretization: str = "zoh"
     groups: int = 1
+    kernel_bc: int = 3  # size of the SSM's input (B) and output (C) kernels; 1 = the paper's
+    # regime of largest ConvT3 gain (Hong et al. 2026, ablation: "B or C restricted to 1x1")
     dt_min: float = (
         1e-3  # initial SSM step range (ConvS5's default); ~1/sequence length is sensible
     )
@@ -112,6 +114,8 @@ class FramePredictor(nn.Module):
                     d,
                     config.state_size,
                     groups=config.groups,
+                    kernel_b=config.kernel_bc,
+                    kernel_c=config.kernel_bc,
                     state_kernel=kernel,
                     discretization=config.discretization,
                     lambda_param=lam,
