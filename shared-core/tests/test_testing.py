@@ -78,3 +78,11 @@ def test_assert_bad_input_passes_only_for_the_promised_error():
         assert_bad_input(lambda: _check(float("nan")), ValueError, "x_max")
     with pytest.raises(AssertionError, match="value '7'"):
         assert_bad_input(lambda: _check(float("nan")), ValueError, "x", "7")
+
+
+def test_assert_fresh_import_is_callable():
+    from shared_core.testing import assert_fresh_import_is_callable
+
+    assert_fresh_import_is_callable("shared_core.lazy", ["lazy_exports"])
+    with pytest.raises(AssertionError, match="not callables"):
+        assert_fresh_import_is_callable("os", ["path"])  # a module

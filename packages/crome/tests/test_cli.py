@@ -88,13 +88,7 @@ def test_experiment_evaluation_on_a_tiny_model(tiny_rm, tmp_path):
 
 def test_augment_is_the_function_whatever_is_imported_first() -> None:
     """`from crome import AugmentConfig, augment` once gave the submodule crome/augment.py (fixed in
-    shared-core's lazy_exports); a fresh interpreter, since the package may be loaded here."""
-    import subprocess
-    import sys
+    shared-core's lazy_exports)."""
+    from shared_core.testing import assert_fresh_import_is_callable
 
-    code = (
-        "import types; from crome import AugmentConfig, augment; "
-        "assert callable(augment) and not isinstance(augment, types.ModuleType), augment"
-    )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    assert_fresh_import_is_callable("crome", ["AugmentConfig", "augment"])

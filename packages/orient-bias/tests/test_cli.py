@@ -80,13 +80,7 @@ def test_reproduce_micro_end_to_end(tmp_path, capsys):
 
 def test_train_is_the_function_whatever_is_imported_first() -> None:
     """`from orient_bias import TrainConfig, train` once gave the submodule orient_bias/train.py (fixed in
-    shared-core's lazy_exports); a fresh interpreter, since the package may be loaded here."""
-    import subprocess
-    import sys
+    shared-core's lazy_exports)."""
+    from shared_core.testing import assert_fresh_import_is_callable
 
-    code = (
-        "import types; from orient_bias import TrainConfig, train; "
-        "assert callable(train) and not isinstance(train, types.ModuleType), train"
-    )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    assert_fresh_import_is_callable("orient_bias", ["TrainConfig", "train"])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,3 +129,23 @@ def assert_bad_input(
     if value is not None and value not in message:
         raise AssertionError(f"{error.__name__} does not show the value {value!r}: {message}")
     return message
+
+
+def assert_fresh_import_is_callable(package: str, names: Sequence[str]) -> None:
+    """Assert ``from <package> import <names>`` in a fresh interpreter gives callables, never a
+    module: the check that an export named like its submodule is not shadowed by it
+    (`shared_core.lazy.lazy_exports`), in the order `names` gives. A fresh interpreter, since
+    the test process may have loaded the package already.
+    """
+    import subprocess
+    import sys
+
+    code = (
+        f"import types; from {package} import {', '.join(names)}; "
+        f"bad = [n for n, v in zip({list(names)!r}, [{', '.join(names)}]) "
+        "if isinstance(v, types.ModuleType) or not callable(v)]; "
+        "assert not bad, f'not callables: {bad}'"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise AssertionError(f"from {package} import {', '.join(names)}: {res.stderr[-2000:]}")
