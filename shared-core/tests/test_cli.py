@@ -230,3 +230,19 @@ def test_heartbeat_thread_prints_during_a_long_run(capsys):
         time.sleep(0.5)
     err = capsys.readouterr().err
     assert err.count("[demo]") >= 2
+
+
+def test_package_options_reach_the_run_as_extra():
+    seen = []
+
+    def options(p):
+        p.add_argument("--llm-oracle", action="store_true")
+        p.add_argument("--rounds", type=int, default=3)
+
+    main = make_main("demo", [reproduce_command(seen.append, SCALES, "demo", options=options)])
+    assert main(["reproduce", "--llm-oracle", "--rounds", "5", "--scale", "micro"]) == 0
+    assert seen[-1].extra == {"llm_oracle": True, "rounds": 5}
+    assert seen[-1].scale == "micro"
+    assert main(["reproduce"]) == 0 and seen[-1].extra == {"llm_oracle": False, "rounds": 3}
+    plain = make_main("demo", [reproduce_command(seen.append, SCALES, "demo")])
+    assert plain(["reproduce"]) == 0 and seen[-1].extra == {}

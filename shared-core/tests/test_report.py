@@ -96,3 +96,33 @@ def test_outputs_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_run_records_child_process_cpu(tmp_path):
+    import subprocess
+    import sys
+
+    run = Run("demo", {}, out=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass",
+        ],
+        check=True,
+    )
+    out = run.finish(print_tables=False)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["cpu_children_s"] >= 0.25
+    assert "in child processes" in (out / "report.md").read_text()
+
+
+def test_plot_integer_ticks_and_styles(tmp_path):
+    run = Run("demo", {}, out=tmp_path)
+    series = {"ours": ([1, 2, 3], [1.0, 2.0, 1.5]), "base": ([1, 2, 3], [2.0, 2.0, 2.0])}
+    png = run.plot(
+        "s", series, xlabel="seed", ylabel="v", integer_x=True, styles={"base": {"linestyle": "--"}}
+    )
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="styles"):
+        run.plot("t", series, xlabel="x", ylabel="y", styles={"nope": {}})

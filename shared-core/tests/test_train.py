@@ -210,3 +210,32 @@ def test_two_processes_take_the_single_process_steps(tmp_path):
     torch.testing.assert_close(
         torch.tensor(r0["losses"]), torch.tensor(res.losses), rtol=1e-5, atol=1e-6
     )
+
+
+def test_a_loss_with_an_lr_parameter_gets_the_scheduled_rate():
+    _, batch_fn, loss_fn = _problem()
+    cfg = TrainConfig(steps=6, lr=0.1, warmup=2, min_lr_ratio=0.1)
+    seen: list[float] = []
+
+    def with_lr(model, batch, *, lr):
+        seen.append(lr)
+        return loss_fn(model, batch)
+
+    fit(_model(), with_lr, batch_fn, cfg, show_progress=False, device="cpu")
+    assert seen == pytest.approx([cfg.lr * lr_factor(s, cfg) for s in range(6)], rel=1e-12)
+    fit(_model(), loss_fn, batch_fn, cfg, show_progress=False, device="cpu")  # no lr: not passed
+
+
+def test_to_device_moves_objects_with_their_own_to():
+    from shared_core.train import to_device
+
+    class Graphs:  # the shape of a torch_geometric Batch: not a Mapping, has .to
+        def __init__(self, x: torch.Tensor) -> None:
+            self.x = x
+
+        def to(self, device):
+            return Graphs(self.x.to(device).double())  # marks that .to was called
+
+    moved = to_device({"g": Graphs(torch.ones(2)), "name": "abc", "n": 3}, "cpu")
+    assert moved["g"].x.dtype == torch.float64
+    assert moved["name"] == "abc" and moved["n"] == 3

@@ -168,19 +168,21 @@ def test_cdt_step_in_a_users_loop_reads_the_schedulers_lr():
     assert losses[-1] < losses[0]
 
 
-def test_fit_runs_the_cdt_loss_and_needs_the_rate_without_eps():
+def test_fit_hands_the_cdt_loss_the_scheduled_rate():
     model = tiny_llama(VOCAB, hidden_size=32, seed=0)
     config = TrainConfig(steps=3, lr=1e-2, warmup=1)
+    cdt = make_cdt_loss(CDTConfig())
+    seen: list[float] = []
 
-    def batch_fn(step: int) -> dict:
-        return {**batch(step), "lr": config.lr * lr_factor(step, config)}
+    def loss_fn(m, b, *, lr):
+        seen.append(lr)
+        return cdt(m, b, lr=lr)
 
-    result = fit(
-        model, make_cdt_loss(CDTConfig()), batch_fn, config, show_progress=False, device="cpu"
-    )
+    result = fit(model, loss_fn, batch, config, show_progress=False, device="cpu")
     assert len(result.losses) == 3 and "noise_fraction" in result.history[0]
-    with pytest.raises(ValueError, match="lr"):
-        fit(model, make_cdt_loss(CDTConfig()), batch, config, show_progress=False, device="cpu")
+    assert seen == [config.lr * lr_factor(s, config) for s in range(3)]
+    with pytest.raises(ValueError, match="lr"):  # sigma = lr_t * beta needs the rate
+        cdt(model, batch(0))
 
 
 def test_lora_scoring_uses_the_base_model_and_only_adapters_train():

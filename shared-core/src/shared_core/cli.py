@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -56,6 +56,8 @@ class ReproduceArgs:
     out: Path = Path("runs")
     config: Any = None
     name: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """The package's own flags (added with `reproduce_command`'s `options`), by ``dest``."""
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,14 @@ def reproduce_command(
     scales: Mapping[str, Any],
     help: str,
     default: str = DEFAULT_SCALE,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> Command:
     """The standard ``reproduce`` sub-command around ``run(ReproduceArgs)``.
 
     `scales` maps each scale name (a subset of `SCALES`, in that order) to its config, which
     ``run`` receives as ``args.config``. `help` is one sentence: what it runs and how long it
-    takes at each scale.
+    takes at each scale. `options(parser)` adds the package's own flags; their parsed values
+    reach ``run`` as ``args.extra[dest]``.
     """
     unknown = [s for s in scales if s not in SCALES]
     if unknown or not scales:
@@ -132,6 +136,8 @@ def reproduce_command(
             "--name", type=_run_name, default=None,
             help="a label appended to the run folder: <out>/<package>/<timestamp>-<scale>-<name>",
         )  # fmt: skip
+        if options is not None:
+            options(p)
 
     def call(ns: argparse.Namespace) -> Any:
         from shared_core.device import limit_threads
@@ -147,6 +153,7 @@ def reproduce_command(
         args = ReproduceArgs(
             scale=ns.scale, device=ns.device, seed=ns.seed, threads=ns.threads, out=ns.out,
             config=scales[ns.scale], name=ns.name or "",
+            extra={k: v for k, v in vars(ns).items() if k not in _STANDARD_DESTS},
         )  # fmt: skip
         named = {"name": args.name} if args.name else {}
         set_run_context(
@@ -157,6 +164,11 @@ def reproduce_command(
             return run(args)
 
     return Command("reproduce", help, call, configure)
+
+
+_STANDARD_DESTS = frozenset(
+    {"scale", "device", "seed", "threads", "out", "name", "command", "_run"}
+)  # what `reproduce_command` and `make_main` put in the namespace themselves
 
 
 def _run_name(text: str) -> str:
@@ -262,6 +274,7 @@ def lazy_reproduce_command(
     help: str,
     scales: Sequence[str] = SCALES,
     default: str = DEFAULT_SCALE,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> Command:
     """`reproduce_command` for an experiments module that is imported only when the command runs.
 
@@ -276,7 +289,7 @@ def lazy_reproduce_command(
     def run(args: ReproduceArgs) -> Any:
         return importlib.import_module(module).reproduce(args)
 
-    return reproduce_command(run, lazy, help, default)
+    return reproduce_command(run, lazy, help, default, options)
 
 
 class Main(Protocol):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -120,6 +121,7 @@ class Run:
         self.enabled = enabled
         self.started = time.time()
         self.cpu_started = time.process_time()
+        self.children_cpu_started = _children_cpu()
         stamp = timestamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         # <timestamp>-<scale>[-<name>], so micro, tiny and named runs are told apart by name
         suffix = [str(_CONTEXT[k]) for k in ("scale", "name") if _CONTEXT.get(k)]
@@ -189,8 +191,15 @@ class Run:
         logx: bool = False,
         logy: bool = False,
         kind: str = "line",
+        integer_x: bool = False,
+        styles: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Path:
-        """Draw one PNG ``<name>.png``: a line (or ``kind="scatter"``) per labelled ``(x, y)`` series."""
+        """Draw one PNG ``<name>.png``: a line (or ``kind="scatter"``) per labelled ``(x, y)`` series.
+
+        `integer_x` puts ticks at whole numbers only (steps, layers, seeds); `styles` maps a
+        series label to matplotlib keyword arguments for it (``{"ours": {"linestyle": "--"}}``),
+        overriding the defaults.
+        """
         import matplotlib
 
         matplotlib.use("Agg")
@@ -198,12 +207,24 @@ class Run:
 
         if kind not in ("line", "scatter"):
             raise ValueError(f"kind: expected 'line' or 'scatter', got {kind!r}")
+        styles = styles or {}
+        unknown = sorted(set(styles) - set(series))
+        if unknown:
+            raise ValueError(f"styles: labels {unknown} are not series of {sorted(series)}")
         fig, ax = plt.subplots(figsize=(7.5 if len(series) > 1 else 6, 4), dpi=120)
         for label, (x, y) in series.items():
             if kind == "line":
-                ax.plot(x, y, marker="o", markersize=3, label=label)
+                ax.plot(
+                    x,
+                    y,
+                    **{"marker": "o", "markersize": 3, "label": label, **styles.get(label, {})},
+                )
             else:
-                ax.scatter(x, y, s=4, alpha=0.6, label=label)
+                ax.scatter(x, y, **{"s": 4, "alpha": 0.6, "label": label, **styles.get(label, {})})
+        if integer_x:
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title or name)
@@ -234,6 +255,7 @@ class Run:
         """Write ``metrics.json`` and ``report.md``; print the tables; return the run folder."""
         elapsed = time.time() - self.started
         cpu = time.process_time() - self.cpu_started
+        children = _children_cpu() - self.children_cpu_started
         if print_tables:
             for name, rows in self.tables.items():
                 print(f"\n{name}\n{markdown_table(rows)}")
@@ -253,6 +275,7 @@ class Run:
                 "tables": self.tables,
                 "elapsed_s": elapsed,
                 "cpu_s": cpu,
+                "cpu_children_s": children,
                 "environment": self.environment,
             },
         )
@@ -274,7 +297,8 @@ class Run:
             _json({"run": self.context, "config": self.config}),
             "```",
             "",
-            f"Wall time {elapsed:.1f} s, CPU time {cpu:.1f} s. Environment: python {self.environment['python']}, "
+            f"Wall time {elapsed:.1f} s, CPU time {cpu:.1f} s"
+            f"{f' (+ {children:.1f} s in child processes)' if children > 0 else ''}. Environment: python {self.environment['python']}, "
             f"{', '.join(f'{k} {v}' for k, v in self.environment['versions'].items())}; "
             f"commit {self.environment.get('git_commit') or 'unknown'}.",
             "",
@@ -282,6 +306,12 @@ class Run:
         atomic_write_text(self.dir / "report.md", "\n".join(parts))
         print(f"\nreport: {self.dir / 'report.md'}")
         return self.dir
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the process's finished (waited-for) child processes."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def _is_scalar(v: Any) -> bool:

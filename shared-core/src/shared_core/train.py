@@ -1,7 +1,9 @@
 """The one training loop of the monorepo: every package trains through `fit`.
 
 A package supplies three things: the model, ``batch_fn(step) -> batch`` and
-``loss_fn(model, batch) -> loss`` (or ``(loss, {name: float})`` to log parts of it).
+``loss_fn(model, batch) -> loss`` (or ``(loss, {name: float})`` to log parts of it). A loss
+that needs the step's learning rate declares a keyword ``lr`` (``loss_fn(model, batch, *, lr)``)
+and `fit` passes it.
 
 - **Exact resume.** The batch of a step is a pure function of the step (draw any
   randomness inside `batch_fn` from `step_generator`), and the checkpoint holds the model,
@@ -20,6 +22,7 @@ A package supplies three things: the model, ``batch_fn(step) -> batch`` and
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -34,8 +37,10 @@ if TYPE_CHECKING:
 
 BatchFn = Callable[[int], Any]
 """``batch_fn(step) -> batch``: the WHOLE (global) batch of `step`, a pure function of it."""
-LossFn = Callable[[Any, Any], "torch.Tensor | tuple[torch.Tensor, Mapping[str, float]]"]
-"""``loss_fn(model, batch) -> loss | (loss, parts)``; `model` may be DDP-wrapped."""
+LossFn = Callable[..., "torch.Tensor | tuple[torch.Tensor, Mapping[str, float]]"]
+"""``loss_fn(model, batch) -> loss | (loss, parts)``; `model` may be DDP-wrapped. With a
+keyword parameter ``lr`` it is called as ``loss_fn(model, batch, lr=lr_t)``, `lr_t` being the
+first parameter group's rate at this step (after warm-up and decay)."""
 Callback = Callable[[int, dict[str, float]], None]
 """``callback(step, record)`` after each step on rank 0; `step` counts steps done (1-based)."""
 
@@ -176,11 +181,19 @@ def shard(batch: Any, rank: int, world_size: int) -> Any:
 
 
 def to_device(batch: Any, device: Any) -> Any:
-    """Move every tensor in a (nested) batch to `device`; other leaves are left as they are."""
+    """Move every tensor in a (nested) batch to `device`; other leaves are left as they are.
+
+    An object with its own ``.to(device)`` (a torch_geometric ``Batch``, a transformers
+    ``BatchEncoding``) is moved by that method.
+    """
     import torch
 
     if isinstance(batch, torch.Tensor):
         return batch.to(device, non_blocking=True)
+    if not isinstance(batch, (Mapping, tuple, list, str, bytes)) and callable(
+        getattr(batch, "to", None)
+    ):
+        return batch.to(device)
     if isinstance(batch, Mapping):
         return {k: to_device(v, device) for k, v in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
@@ -188,6 +201,16 @@ def to_device(batch: Any, device: Any) -> Any:
     if isinstance(batch, (tuple, list)):
         return type(batch)(to_device(v, device) for v in batch)
     return batch
+
+
+def _accepts_lr(loss_fn: LossFn) -> bool:
+    """Whether `loss_fn` takes the step's learning rate: a parameter named ``lr``."""
+    try:
+        params = inspect.signature(loss_fn).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+    p = params.get("lr")
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
 def fit(
@@ -212,7 +235,8 @@ def fit(
         model: any `torch.nn.Module`; it is moved to the process's device (and wrapped in
             DDP under torchrun). It is left in ``eval()`` mode.
         loss_fn: ``loss_fn(model, batch)`` -> scalar loss, or ``(loss, parts)`` where `parts`
-            maps names to floats logged beside the loss.
+            maps names to floats logged beside the loss. If it has a parameter named ``lr``
+            it gets the step's learning rate (the first group's) as ``lr=``.
         batch_fn: ``batch_fn(step)`` -> the global batch of `step` (tensors are moved to the
             device; every rank gets its `shard`). Must depend on `step` only.
         config: the `TrainConfig`.
@@ -259,6 +283,7 @@ def fit(
         result.history = [dict(r) for r in state["extra"].get("history", [])]
     result.step = start
     ddp = wrap_ddp(model, info)
+    wants_lr = _accepts_lr(loss_fn)
     end = config.steps if stop_at is None else min(stop_at, config.steps)
     amp = (
         torch.autocast(info.device.type, dtype=getattr(torch, config.amp_dtype))
@@ -279,11 +304,12 @@ def fit(
     )
     for step in bar:
         batch = to_device(shard(batch_fn(step), info.rank, info.world_size), info.device)
+        kwargs = {"lr": float(sched.get_last_lr()[0])} if wants_lr else {}
         if amp is not None:
             with amp:
-                out = loss_fn(ddp, batch)
+                out = loss_fn(ddp, batch, **kwargs)
         else:
-            out = loss_fn(ddp, batch)
+            out = loss_fn(ddp, batch, **kwargs)
         loss, parts = out if isinstance(out, tuple) else (out, {})
         if not torch.isfinite(loss.detach()):
             raise FloatingPointError(

@@ -196,18 +196,18 @@ def sft_loss(model: Any, batch: Mapping[str, Any], *, reduction: str = "mean") -
 
 def make_cdt_loss(
     config: CDTConfig | None = None,
-) -> Callable[[Any, Mapping[str, Any]], tuple[torch.Tensor, dict[str, float]]]:
-    """A ``loss_fn(model, batch)`` for `shared_core.train.fit` running the CDT step.
+) -> Callable[..., tuple[torch.Tensor, dict[str, float]]]:
+    """A ``loss_fn(model, batch, *, lr=None)`` for `shared_core.train.fit` running the CDT step.
 
-    `fit` does not hand the learning rate to a loss function, so when ``config.eps`` is None
-    the batch must carry the step's rate as ``batch["lr"]`` (a float; `batch_fn` computes it
-    as ``config.lr * lr_factor(step, config)``).
+    `fit` passes the step's learning rate as ``lr`` (it is needed for ``sigma = lr_t * beta``
+    when ``config.eps`` is None).
     """
     config = config or CDTConfig()
 
-    def loss_fn(model: Any, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        lr = batch.get("lr") if isinstance(batch, Mapping) else None
-        return cdt_loss(model, batch, config, None if lr is None else float(lr))
+    def loss_fn(
+        model: Any, batch: Mapping[str, Any], *, lr: float | None = None
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        return cdt_loss(model, batch, config, lr)
 
     return loss_fn
 

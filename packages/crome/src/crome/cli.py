@@ -7,11 +7,11 @@ so ``crome --help`` answers at once.
 from __future__ import annotations
 
 import argparse
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
 from crome.experiments.config import SCALES
-from shared_core.cli import Command, ReproduceArgs, make_main, reproduce_command
+from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 
 REPRODUCE_HELP = (
     "Train a standard and a CROME reward model on the same preference pairs of a controlled "
@@ -21,28 +21,20 @@ REPRODUCE_HELP = (
 )
 
 
-def _reproduce(args: ReproduceArgs, llm_oracle: bool | None = None) -> int:
+def _reproduce(args: ReproduceArgs) -> int:
     from crome.experiments.controlled_world import run
 
-    run(args, llm_oracle=llm_oracle)
+    run(args, llm_oracle=_llm_choice(args.extra))
     return 0
 
 
-def _llm_choice(ns: argparse.Namespace) -> bool | None:
-    if ns.llm_oracle:
+def _llm_choice(extra: Mapping[str, Any]) -> bool | None:
+    if extra.get("llm_oracle"):
         return True
-    return False if ns.no_llm_oracle else None
+    return False if extra.get("no_llm_oracle") else None
 
 
-def _call(ns: argparse.Namespace) -> Any:
-    run = partial(_reproduce, llm_oracle=_llm_choice(ns))
-    return reproduce_command(run, SCALES, REPRODUCE_HELP).run(ns)
-
-
-def _configure(p: argparse.ArgumentParser) -> None:
-    base = reproduce_command(_reproduce, SCALES, REPRODUCE_HELP)
-    assert base.configure is not None
-    base.configure(p)
+def _options(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument(
         "--llm-oracle",
@@ -55,7 +47,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 main = make_main(
     "crome",
-    [Command("reproduce", REPRODUCE_HELP, _call, _configure)],
+    [reproduce_command(_reproduce, SCALES, REPRODUCE_HELP, options=_options)],
     description="CROME: causally robust reward modeling (ICLR 2026).",
 )
 

@@ -89,7 +89,7 @@ def _train_config(cfg: Config, steps: int) -> Any:
 
 def train_arm(arm: str, cfg: Config, seed: int, device: str = "cpu") -> tuple[Any, Any]:
     """Train one arm from the seed's initialisation; return the model and `fit`'s result."""
-    from shared_core.train import fit, lr_factor
+    from shared_core.train import fit
 
     if arm not in ARMS:
         raise ValueError(f"arm: expected one of {ARMS}, got {arm!r}")
@@ -105,9 +105,7 @@ def train_arm(arm: str, cfg: Config, seed: int, device: str = "cpu") -> tuple[An
 
     def batch_fn(step: int) -> dict[str, Any]:
         # the same stream of batches for every arm; the equal-FLOPs arm reads further on
-        b: dict[str, Any] = make_batch(cfg.task, cfg.batch_size, seed, step)
-        b["lr"] = tc.lr * lr_factor(step, tc)  # sigma = lr_t * beta needs the step's rate
-        return b
+        return make_batch(cfg.task, cfg.batch_size, seed, step)
 
     cdt = {"CDT": cfg.cdt, "CDT large step": cfg.cdt_large}.get(arm)
     loss_fn = sft_loss if cdt is None else make_cdt_loss(cdt)

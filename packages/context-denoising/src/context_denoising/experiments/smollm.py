@@ -121,7 +121,7 @@ def reproduce_small(args: Any) -> int:
     import peft
 
     from shared_core.report import Run
-    from shared_core.train import TrainConfig, fit, lr_factor
+    from shared_core.train import TrainConfig, fit
 
     cfg: SmallConfig = args.config
     base, tok, text = _load(cfg)
@@ -140,7 +140,7 @@ def reproduce_small(args: Any) -> int:
 
             def batch_fn(step: int) -> dict[str, Any]:
                 p = train[(step * cfg.batch_size) % len(train)]  # one prompt per row (no padding)
-                return {**p, "lr": tc.lr * lr_factor(step, tc)}
+                return p
 
             t0 = time.process_time()
             loss = make_cdt_loss(cfg.cdt) if arm == "CDT" else sft_loss
