@@ -307,21 +307,19 @@ def fd_interval(
 ) -> tuple[float, float, float]:
     """FD(gen, real) and a 95 % median-centred bootstrap interval over the generated rows.
 
-    FD is biased upward on a resample (repeated rows shrink the covariance's rank), so the
-    plain percentile interval sits above the estimate; shifting the resampled FDs by
-    ``median - FD`` removes that bias and keeps the estimate inside (low clipped at 0).
+    FD is biased upward on a resample, so the interval is `bootstrap_ci`'s median-centred
+    one (the estimate stays inside); its low end is clipped at 0.
     """
-    from shared_core.metrics import frechet_distance
+    from shared_core.metrics import bootstrap_ci, frechet_distance
 
-    fd = frechet_distance(gen, real)
-    rng = np.random.default_rng(seed)
-    n = len(gen)
-    stats = np.array(
-        [frechet_distance(gen[rng.integers(0, n, n)], real) for _ in range(n_resamples)]
+    fd, lo, hi = bootstrap_ci(
+        lambda g: frechet_distance(g, real),
+        gen,
+        n_resamples=n_resamples,
+        seed=seed,
+        centre="median",
     )
-    shift = float(np.median(stats)) - fd
-    lo, hi = np.quantile(stats, [0.025, 0.975]) - shift
-    return fd, max(0.0, float(lo)), float(hi)
+    return fd, max(0.0, lo), hi
 
 
 def run_in(run: Any, config: Config, seed: int, device: str) -> dict[str, Any]:
