@@ -151,8 +151,8 @@ def reproduce_small(args: Any) -> int:
                 )
                 model = peft.get_peft_model(copy.deepcopy(base), lora)
 
-                def batch_fn(step: int) -> dict[str, Any]:
-                    return train[step % len(train)]
+                def batch_fn(step: int, rows: list[Any] = train) -> dict[str, Any]:
+                    return rows[step % len(rows)]  # type: ignore[no-any-return]
 
                 t0 = time.process_time()
                 loss = make_cdt_loss(cfg.cdt) if arm == "CDT" else sft_loss
