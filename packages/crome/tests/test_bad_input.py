@@ -196,7 +196,7 @@ def test_openai_backend_rejects_a_bad_url():
 
 
 def test_openai_backend_rejects_an_empty_model():
-    with pytest.raises(ValueError, match="model: expected a model name, got ''"):
+    with pytest.raises(ValueError, match="model: expected a non-empty model name, got ''"):
         OpenAIBackend("http://127.0.0.1:8000", "")
 
 

@@ -12,7 +12,6 @@ from crome.oracle import (
     OpenAIBackend,
     OracleError,
     ProgrammaticOracle,
-    extract_content,
     load_prompt,
     parse_rewrite,
     parse_rubrics,
@@ -234,5 +233,3 @@ def test_openai_backend_errors(server):
         OpenAIBackend("ftp://x", "m")
     with pytest.raises(ValueError, match="model"):
         OpenAIBackend("http://x", "")
-    with pytest.raises(OracleError, match="content"):
-        extract_content({"choices": [{"message": {"content": None}}]})

@@ -15,8 +15,6 @@ import math
 import os
 import random
 import re
-import urllib.error
-import urllib.request
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -25,13 +23,17 @@ from typing import Any, Protocol, runtime_checkable
 from crome import world
 from crome.cache import OracleCache
 from crome.rewrite import generic_rewrite
+from shared_core.chat import ChatClient, ChatError
 
 DIRECTIONS = ("upgrade", "degrade")
 Message = dict[str, str]
 
 
-class OracleError(RuntimeError):
-    """The oracle backend could not answer (HTTP error, unreachable endpoint, bad payload)."""
+OracleError = ChatError
+"""The oracle backend could not answer (HTTP error, unreachable endpoint, bad payload)."""
+
+OpenAIBackend = ChatClient
+"""Any OpenAI-compatible chat-completions endpoint: `shared_core.chat.ChatClient`."""
 
 
 @runtime_checkable
@@ -308,79 +310,6 @@ class ProgrammaticOracle:
             )
             if new.decoration != attrs.decoration:
                 return new.render()
-
-
-class OpenAIBackend:
-    """Any OpenAI-compatible ``POST {base_url}/v1/chat/completions`` endpoint, via urllib.
-
-    `base_url` is e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is accepted); the API
-    key comes from `api_key` or ``$OPENAI_API_KEY`` and is sent as a Bearer token if set.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-    ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url: expected an http(s) URL, got {base_url!r}")
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model: expected a model name, got {model!r}")
-        if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-            raise ValueError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
-        _check_int("max_retries", max_retries, 0)
-        base = base_url.rstrip("/")
-        self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
-        self.model_id = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.timeout = timeout
-        self.max_retries = max_retries
-
-    def complete(self, messages: list[Message], *, temperature: float, max_tokens: int) -> str:
-        body = json.dumps(
-            {
-                "model": self.model_id,
-                "messages": messages,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-            }
-        ).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last: Exception | None = None
-        for _ in range(self.max_retries + 1):
-            req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode("utf-8"))
-                break
-            except urllib.error.HTTPError as e:
-                last = e
-                if e.code < 500 and e.code != 429:
-                    raise OracleError(f"{self.url}: HTTP {e.code} {e.reason}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-                last = e
-        else:
-            raise OracleError(f"{self.url}: no answer after {self.max_retries + 1} tries ({last})")
-        return extract_content(payload)
-
-
-def extract_content(payload: Any) -> str:
-    """``payload["choices"][0]["message"]["content"]`` with an error naming what is missing."""
-    try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise OracleError(
-            "response: expected choices[0].message.content in the chat completion, got "
-            f"{json.dumps(payload)[:200]}"
-        ) from None
-    if not isinstance(content, str):
-        raise OracleError(f"response: choices[0].message.content is {type(content).__name__}")
-    return content
 
 
 class TransformersBackend:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from typing import Any
 
 import numpy as np
 
 from mathmo.operators import Evaluation, ProgrammaticOperators
 from mathmo.tasks.base import Candidate, Framework, ModelCard, Task
+from shared_core.chat import ChatClient, ChatError
 
 _SYSTEM = (
     "You are an expert in mathematical modelling assisting a search over models. "
@@ -31,26 +31,11 @@ _SYSTEM = (
 def chat(
     base_url: str, model: str, prompt: str, api_key: str | None = None, timeout: float = 60.0
 ) -> str:
-    """One chat-completions call; returns the first choice's message text."""
-    body = json.dumps(
-        {
-            "model": model,
-            "messages": [
-                {"role": "system", "content": _SYSTEM},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": 0.7,
-        }
-    ).encode()
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    req = urllib.request.Request(
-        base_url.rstrip("/") + "/chat/completions", body, headers, method="POST"
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        payload = json.loads(resp.read().decode())
-    return str(payload["choices"][0]["message"]["content"])
+    """One chat-completions call (`shared_core.chat.ChatClient`, temperature 0.7, no retry);
+    returns the first choice's message text."""
+    messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+    client = ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_retries=0)
+    return client.complete(messages, temperature=0.7)
 
 
 def _json(text: str) -> Any:
@@ -110,7 +95,7 @@ class OpenAIOperators:
             if not answer:
                 raise ValueError("no known framework")
             return list(dict.fromkeys(answer))[:n]
-        except (ValueError, TypeError, KeyError, OSError):
+        except (ValueError, TypeError, KeyError, ChatError):
             self.fallbacks += 1
             return self.fallback.propose_frameworks(task, n, rng)
 
@@ -140,7 +125,7 @@ class OpenAIOperators:
                 out.append(
                     Candidate.of(framework, **{k: _setting(fw, k, item[k]) for k in fw.grid})
                 )
-        except (ValueError, TypeError, KeyError, OSError):
+        except (ValueError, TypeError, KeyError, ChatError):
             self.fallbacks += 1
         if len(out) < l:
             out += self.fallback.propose_candidates(task, framework, history, l - len(out), rng)
@@ -168,7 +153,7 @@ class OpenAIOperators:
             if pred.shape != (len(candidates), k) or not np.all(np.isfinite(pred)):
                 raise ValueError(f"prediction of shape {pred.shape}")
             return np.clip(pred, 0.0, 1.0)
-        except (ValueError, TypeError, KeyError, OSError):
+        except (ValueError, TypeError, KeyError, ChatError):
             self.fallbacks += 1
             return self.fallback.predict_objectives(task, candidates, history, rng)
 
@@ -189,7 +174,7 @@ class OpenAIOperators:
         try:
             item = self._ask(prompt)
             return Candidate.of(fw.name, **{k: _setting(fw, k, item[k]) for k in fw.grid})
-        except (ValueError, TypeError, KeyError, OSError):
+        except (ValueError, TypeError, KeyError, ChatError):
             self.fallbacks += 1
             return self.fallback.repair_candidate(task, candidate, error, history, rng)
 
@@ -205,6 +190,6 @@ class OpenAIOperators:
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"probability {p}")
             return p
-        except (ValueError, TypeError, KeyError, OSError):
+        except (ValueError, TypeError, KeyError, ChatError):
             self.fallbacks += 1
             return self.fallback.judge_pair(a, b)
