@@ -86,3 +86,29 @@ def test_assert_fresh_import_is_callable():
     assert_fresh_import_is_callable("shared_core.lazy", ["lazy_exports"])
     with pytest.raises(AssertionError, match="not callables"):
         assert_fresh_import_is_callable("os", ["path"])  # a module
+
+
+def test_cli_contract_helpers(tmp_path, capsys):
+    from shared_core.cli import make_main, reproduce_command
+    from shared_core.report import Run
+    from shared_core.testing import (
+        assert_bad_scale_is_a_usage_error,
+        assert_import_is_light,
+        run_micro,
+    )
+
+    def run(args):
+        rep = Run("demo", {}, out=args.out)
+        rep.add_row(method="x", v=1.0)
+        rep.plot("p", {"x": ([0, 1], [1.0, 2.0])}, xlabel="a", ylabel="b")
+        rep.finish()
+
+    main = make_main("demo", [reproduce_command(run, {"micro": 1, "tiny": 2}, "demo")], version="0")
+    assert_bad_scale_is_a_usage_error(main, capsys)
+    folder = run_micro(main, "demo", tmp_path / "a")
+    assert folder.name.endswith("-micro")
+    with pytest.raises(AssertionError, match="PNG"):
+        run_micro(main, "demo", tmp_path / "b", plots=2)
+    assert_import_is_light("shared_core.cli")
+    with pytest.raises(AssertionError, match="imported"):
+        assert_import_is_light("shared_core.cli", heavy=("argparse",))

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-import pytest
 from explainable_mixtures.cli import main
+
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
 
 
 def test_help_does_not_import_torch():
-    code = (
-        "import sys; from explainable_mixtures.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported by --help'"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    assert_import_is_light("explainable_mixtures.cli")
 
 
 def test_bad_scale_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as err:
-        main(["reproduce", "--scale", "huge"])
-    assert err.value.code == 2
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 def test_micro_reproduce_writes_its_report(tmp_path):
-    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
-    (run,) = (tmp_path / "explainable-mixtures").iterdir()
+    run = run_micro(main, "explainable-mixtures", tmp_path, plots=2)
     metrics = json.loads((run / "metrics.json").read_text())
     nll = metrics["metrics"]["results"]["planted-1d"]
     assert set(nll) >= {"EMM (ours)", "GMM on y", "tree + Gaussian leaves", "MDN", "truth"}

@@ -1,27 +1,19 @@
 import json
-import subprocess
-import sys
 
-import pytest
 from masked_diffusion.cli import main
+
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
 
 
 def test_bad_scale_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
-    assert e.value.code == 2
-    assert "scale" in capsys.readouterr().err
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 def test_help_does_not_import_torch():
-    code = "import sys, masked_diffusion.cli; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert_import_is_light("masked_diffusion.cli")
 
 
 def test_micro_reproduce_end_to_end(tmp_path):
-    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
-    (run,) = (tmp_path / "masked-diffusion").iterdir()
-    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    run = run_micro(main, "masked-diffusion", tmp_path)
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["metrics"]["val_bits_per_char"] > 0

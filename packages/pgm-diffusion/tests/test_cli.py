@@ -5,18 +5,15 @@ import sys
 import pytest
 from pgm.cli import main
 
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
+
 
 def test_bad_scale_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
-    assert e.value.code == 2
-    assert "scale" in capsys.readouterr().err
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 def test_help_does_not_import_torch():
-    code = "import sys, pgm.cli; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert_import_is_light("pgm.cli")
 
 
 def test_console_script_is_pgm_diffusion():
@@ -28,9 +25,8 @@ def test_console_script_is_pgm_diffusion():
 
 
 def test_reproduce_end_to_end_at_micro_scale(tmp_path, capsys):
-    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    run_dir = run_micro(main, "pgm-diffusion", tmp_path, plots=2)
     assert "pgm 2+2 sample random order L=16 steps=2" in capsys.readouterr().out
-    (run_dir,) = (tmp_path / "pgm-diffusion").iterdir()
     metrics = json.loads((run_dir / "metrics.json").read_text())
     text = metrics["tables"]["text"]
     # MDLM on its ancestral sampler and on PGM's, then micro's two matched-depth PGM arms

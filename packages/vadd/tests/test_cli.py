@@ -9,12 +9,11 @@ from vadd.experiments.scales import SCALES, ReproduceConfig, Toy2DConfig
 from vadd.experiments.toy2d import evaluate, train_pair
 from vadd.likelihood import exact_sample_distribution
 
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
+
 
 def test_bad_scale_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
-    assert e.value.code == 2
-    assert "scale" in capsys.readouterr().err
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 def test_scales():
@@ -23,20 +22,13 @@ def test_scales():
 
 
 def test_help_does_not_import_torch():
-    import subprocess
-    import sys
-
-    code = "import sys, vadd.cli; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert_import_is_light("vadd.cli")
 
 
 def test_micro_reproduce_end_to_end(tmp_path):
     import json
 
-    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
-    (run,) = (tmp_path / "vadd").iterdir()
-    assert json.loads((run / "config.json").read_text())["status"] == "complete"
+    run = run_micro(main, "vadd", tmp_path)
     tables = json.loads((run / "metrics.json").read_text())["tables"]
     assert len(tables["results"]) == 4 and len(tables["digits (binarised 8x8)"]) == 4
     assert len(tables["text (char-level Shakespeare)"]) == 4

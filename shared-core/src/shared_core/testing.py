@@ -149,3 +149,72 @@ def assert_fresh_import_is_callable(package: str, names: Sequence[str]) -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if res.returncode != 0:
         raise AssertionError(f"from {package} import {', '.join(names)}: {res.stderr[-2000:]}")
+
+
+# --- the console-script contract every package's test_cli.py checks -----------------------
+
+
+def assert_import_is_light(module: str, heavy: Sequence[str] = ("torch",)) -> None:
+    """Assert that in a fresh interpreter ``import <module>`` and, if it defines `main`,
+    ``main(["--help"])`` and ``main(["reproduce", "--help"])`` load none of `heavy`: the check
+    that ``<package> --help`` answers at once (the CLI imports its experiments only when run)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import contextlib, io, sys, {module} as m\n"
+        "for argv in (['--help'], ['reproduce', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        getattr(m, 'main', lambda a: None)(argv)\n"
+        f"loaded = [h for h in {list(heavy)!r} if h in sys.modules]\n"
+        "assert not loaded, f'imported: {loaded}'"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise AssertionError(f"import {module}: {res.stderr[-2000:]}")
+
+
+def assert_bad_scale_is_a_usage_error(main: Callable[[list[str]], int], capsys: Any) -> str:
+    """Assert ``main(["reproduce", "--scale", "huge"])`` exits 2 with an error naming the
+    scale (argparse's one-line usage error, no traceback); returns the error text."""
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        main(["reproduce", "--scale", "huge"])
+    err = str(capsys.readouterr().err)
+    if e.value.code != 2 or "scale" not in err or "Traceback" in err:
+        raise AssertionError(f"expected exit 2 naming --scale, got {e.value.code}: {err}")
+    return err
+
+
+def run_micro(
+    main: Callable[[list[str]], int], package: str, out: Any, *args: str, plots: int = 1
+) -> Any:
+    """Run ``<package> reproduce --scale micro --device cpu --out <out> [args]`` through `main`
+    and assert the run's contract: exit 0, one run folder ``<out>/<package>/<stamp>-micro...``
+    marked complete, with metrics.json (wall and CPU time, at least one table), report.md and
+    at least `plots` PNGs. Returns the run folder (a `pathlib.Path`) for the package's own checks.
+    """
+    import json
+    from pathlib import Path
+
+    argv = ["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(out), *args]
+    status = main(argv)
+    if status != 0:
+        raise AssertionError(f"{package} {' '.join(argv)} exited {status}")
+    runs = sorted((Path(out) / package).iterdir())
+    if len(runs) != 1 or "-micro" not in runs[0].name:
+        raise AssertionError(f"expected one <stamp>-micro run folder, got {[r.name for r in runs]}")
+    run = runs[0]
+    config = json.loads((run / "config.json").read_text())
+    metrics = json.loads((run / "metrics.json").read_text())
+    if config["status"] != "complete" or config["run"]["scale"] != "micro":
+        raise AssertionError(f"config.json: {config['status']=}, {config['run']=}")
+    if not metrics["tables"] or metrics["cpu_s"] <= 0 or metrics["elapsed_s"] <= 0:
+        raise AssertionError(f"metrics.json: tables {list(metrics['tables'])}, times missing")
+    if not (run / "report.md").read_text().startswith("# "):
+        raise AssertionError("report.md: no title")
+    pngs = sorted(run.glob("*.png"))
+    if len(pngs) < plots or any(p.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n" for p in pngs):
+        raise AssertionError(f"expected >= {plots} PNG plots, got {[p.name for p in pngs]}")
+    return run
