@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 from importlib.metadata import version
 
 import pytest
@@ -9,6 +7,7 @@ from crome.experiments.config import SCALES, ExperimentConfig
 from crome.experiments.controlled_world import config_for
 
 from shared_core.cli import ReproduceArgs
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
 
 
 def test_version(capsys):
@@ -18,9 +17,7 @@ def test_version(capsys):
 
 
 def test_bad_scale_is_rejected(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
-    assert e.value.code == 2
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 def test_bad_device_is_one_error_line(capsys, tmp_path):
@@ -56,13 +53,11 @@ def test_experiment_config_rejects_bad_values():
 
 
 def test_help_does_not_import_torch():
-    code = "import sys; from crome.cli import main; assert 'torch' not in sys.modules, 'torch'"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert_import_is_light("crome.cli")
 
 
 def test_micro_reproduce_runs_end_to_end(tmp_path, capsys):
-    assert main(["reproduce", "--scale", "micro", "--device", "cpu", "--out", str(tmp_path)]) == 0
-    (run_dir,) = (tmp_path / "crome").iterdir()
+    run_dir = run_micro(main, "crome", tmp_path)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["run"]["scale"] == "micro" and metrics["run"]["threads"] == 1
     for name in ("standard RM", "CROME RM"):

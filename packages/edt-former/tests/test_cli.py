@@ -6,16 +6,11 @@ import sys
 import pytest
 from edt_former.experiments.qa import SCALES, _arm_connector, runs_of
 
+from shared_core.testing import assert_import_is_light, run_micro
+
 
 def test_help_does_not_import_torch() -> None:
-    code = (
-        "import sys; from edt_former.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported by --help'"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "reproduce" in out.stdout
+    assert_import_is_light("edt_former.cli")
 
 
 def test_bad_scale_is_one_error_line() -> None:
@@ -42,4 +37,4 @@ def test_scales_and_equal_budgets() -> None:
 def test_micro_reproduce_runs(tmp_path: object) -> None:
     from edt_former.cli import main
 
-    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 0
+    run_micro(main, "edt-former", tmp_path)

@@ -10,6 +10,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from quality_scaling.cli import main
 
+from shared_core.testing import assert_import_is_light
+
 
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
     d = synthetic(n=60, noise=0.002, seed=2)
@@ -37,14 +39,7 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
 
 def test_cli_import_is_light() -> None:
     """--help must answer at once: the CLI module imports neither torch nor scipy."""
-    import subprocess
-
-    code = (
-        "import sys, quality_scaling.cli; "
-        "heavy = [m for m in ('torch', 'scipy', 'matplotlib') if m in sys.modules]; "
-        "assert not heavy, heavy"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert_import_is_light("quality_scaling.cli", heavy=("torch", "scipy", "matplotlib"))
 
 
 def test_reproduce_micro_end_to_end(tmp_path: Path) -> None:
