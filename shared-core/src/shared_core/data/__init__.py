@@ -39,6 +39,7 @@ from shared_core.data.splits import (
     scaffold_split,
     split_indices,
 )
+from shared_core.data.text import CharCorpus, char_corpus
 from shared_core.data.tu import TUGraph, read_tu
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "FEATURISATION_VERSION",
     "HYBRIDISATIONS",
     "QM9_PROPERTIES",
+    "CharCorpus",
     "DatasetInfo",
     "MolGraph",
     "Molecule",
@@ -57,6 +59,7 @@ __all__ = [
     "batches",
     "cache_dir",
     "cached_arrays",
+    "char_corpus",
     "dataset_info",
     "datasets",
     "graph_to_mol",
