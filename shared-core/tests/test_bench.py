@@ -55,3 +55,20 @@ def test_bad_input():
         BenchTable("t", candidate="ours").add("s", {})
     with pytest.raises(ValueError, match="clock"):
         BenchTable("t", candidate="ours", clock="gpu")
+
+
+def test_train_step_takes_an_optimiser_step():
+    import torch
+
+    from shared_core.bench import train_step
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    x = torch.randn(16, 3)
+    before = model.weight.detach().clone()
+    step = train_step(model, lambda m: (m(x) ** 2).mean(), lr=1e-2)
+    losses = []
+    for _ in range(5):
+        step()
+        losses.append(float((model(x) ** 2).mean()))
+    assert not torch.equal(before, model.weight) and losses[-1] < losses[0]

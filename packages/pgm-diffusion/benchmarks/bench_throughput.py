@@ -21,21 +21,9 @@ from masked_diffusion import (
 )
 from pgm import PartitionTransformer, PGMConfig, pgm_loss, pgm_ordered_sample
 
-from shared_core.bench import BenchTable, bench_parser, finish, measure
+from shared_core.bench import BenchTable, bench_parser, finish, measure, train_step
 
 V, D, BATCH, STEPS = 65, 128, 4, 32
-
-
-def _train_step(model: torch.nn.Module, loss) -> object:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)  # the benchmark's, not the package's
-
-    def step() -> None:
-        out = loss(model)
-        opt.zero_grad()
-        out.backward()
-        opt.step()
-
-    return step
 
 
 def bench_length(
@@ -67,8 +55,8 @@ def bench_length(
     pgm.train()
     res = measure(
         {
-            "PGM": _train_step(pgm, lambda m: pgm_loss(m, x0, schedule, V, generator=g()).loss),
-            "MDLM": _train_step(
+            "PGM": train_step(pgm, lambda m: pgm_loss(m, x0, schedule, V, generator=g()).loss),
+            "MDLM": train_step(
                 mdlm,
                 lambda m: mdlm_loss(lambda z, t: m(z, t), x0, schedule, V, generator=g()).loss,
             ),

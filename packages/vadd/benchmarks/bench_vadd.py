@@ -19,21 +19,9 @@ from masked_diffusion import (
 )
 from vadd import VADD, VADDConfig, sample, vadd_loss
 
-from shared_core.bench import BenchTable, bench_parser, finish, measure
+from shared_core.bench import BenchTable, bench_parser, finish, measure, train_step
 
 V, L, BATCH, STEPS = 65, 64, 16, 16
-
-
-def _train_step(model: torch.nn.Module, loss) -> object:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)  # the benchmark's, not the package's
-
-    def step() -> None:
-        out = loss(model)
-        opt.zero_grad()
-        out.backward()
-        opt.step()
-
-    return step
 
 
 def main() -> None:
@@ -63,8 +51,8 @@ def main() -> None:
     training = BenchTable("one training step, VADD vs MDLM (speed-up = MDLM / VADD)", "VADD")
     training.add(f"L={L} batch={BATCH}", measure(
         {
-            "VADD": _train_step(vadd_model, lambda m: vadd_loss(m, x0, generator=g()).loss),
-            "MDLM": _train_step(
+            "VADD": train_step(vadd_model, lambda m: vadd_loss(m, x0, generator=g()).loss),
+            "MDLM": train_step(
                 mdlm, lambda m: mdlm_loss(lambda z, t: m(z, t), x0, schedule, V, generator=g()).loss
             ),
         },

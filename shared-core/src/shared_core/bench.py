@@ -197,6 +197,22 @@ class BenchTable:
         return atomic_write_text(Path(path), json.dumps(payload, indent=2) + "\n")
 
 
+def train_step(model: Any, loss: Callable[[Any], Any], lr: float = 1e-4) -> Callable[[], None]:
+    """A timed training step: ``loss(model)``, backward, and an AdamW step (its own optimiser,
+    the benchmark's, not a package's recipe); returns the no-argument callable `measure` times."""
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def step() -> None:
+        out = loss(model)
+        opt.zero_grad()
+        out.backward()
+        opt.step()
+
+    return step
+
+
 def bench_parser(description: str) -> argparse.ArgumentParser:
     """The options every ``benchmarks/bench_*.py`` takes (defaults shown in ``--help``)."""
     p = argparse.ArgumentParser(
