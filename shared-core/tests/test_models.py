@@ -102,3 +102,27 @@ def test_smollm2_answers_a_simple_question():
     with torch.no_grad():
         out = model.generate(**ids, max_new_tokens=12, do_sample=False)
     assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1] :])
+
+
+def test_tiny_llama_is_seeded_sized_and_checked():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from shared_core.models import tiny_llama
+
+    a = tiny_llama(50, hidden_size=16, num_layers=1, num_heads=4, num_kv_heads=2, seed=3)
+    b = tiny_llama(50, hidden_size=16, num_layers=1, num_heads=4, num_kv_heads=2, seed=3)
+    c = tiny_llama(50, hidden_size=16, num_layers=1, num_heads=4, num_kv_heads=2, seed=4)
+    wa, wb, wc = (m.get_input_embeddings().weight for m in (a, b, c))
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+    assert wa.shape == (50, 16) and wa.dtype == torch.float32
+    assert a.config.num_key_value_heads == 2 and a.config.intermediate_size == 64
+    assert a.get_output_embeddings().weight.data_ptr() != wa.data_ptr()  # untied
+    ids = torch.tensor([[1, 5, 7]])
+    assert a(input_ids=ids).logits.shape == (1, 3, 50)
+    assert tiny_llama(10, hidden_size=8, num_heads=2, dtype=torch.float64).dtype == torch.float64
+    with pytest.raises(ValueError, match="hidden_size: expected a positive int, got 0"):
+        tiny_llama(10, hidden_size=0)
+    with pytest.raises(ValueError, match="num_heads: 3 does not divide hidden_size 16"):
+        tiny_llama(10, hidden_size=16, num_heads=3)
+    with pytest.raises(ValueError, match="num_kv_heads: 3 does not divide num_heads 4"):
+        tiny_llama(10, hidden_size=16, num_kv_heads=3)

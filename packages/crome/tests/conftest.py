@@ -45,7 +45,9 @@ def tiny_llama_backend():
     """A 2-layer random LlamaForCausalLM with a word-level tokenizer (no chat template)."""
     from crome.oracle import TransformersBackend
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
+
+    from shared_core.models import tiny_llama
 
     texts = [W.PREAMBLE, *W.FILLERS, "The answer is", "Answer:", "What is"]
     words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
@@ -55,16 +57,9 @@ def tiny_llama_backend():
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="<eos>")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=vocab["<eos>"],
-        pad_token_id=vocab["<eos>"],
+    model = tiny_llama(
+        len(vocab), hidden_size=32, intermediate_size=64, num_heads=2, max_positions=512
     )
-    return TransformersBackend(LlamaForCausalLM(cfg), tok, model_id="tiny-llama")
+    for config in (model.config, model.generation_config):  # stop at the tokenizer's <eos>
+        config.eos_token_id = config.pad_token_id = vocab["<eos>"]
+    return TransformersBackend(model, tok, model_id="tiny-llama")

@@ -12,18 +12,12 @@ transformers = pytest.importorskip("transformers")
 
 
 def _tiny_llama(vocab: int):
-    cfg = transformers.LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-        pad_token_id=0,
-    )
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(cfg)
+    from shared_core.models import tiny_llama
+
+    return tiny_llama(
+        vocab, hidden_size=32, intermediate_size=64, num_layers=1, num_heads=4, num_kv_heads=2,
+        max_positions=32,
+    )  # fmt: skip
 
 
 def test_trainer_loss_is_causal_dist2_loss_and_trains(tmp_path):

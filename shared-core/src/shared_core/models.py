@@ -192,3 +192,64 @@ def load_model(name: str | ModelInfo, dtype: str = "float32") -> Any:
     if info.load_model is None:
         raise ValueError(f"name: {info.name!r} ships a tokenizer only; use load_tokenizer")
     return info.load_model(model_path(info), dtype)
+
+
+def tiny_llama(
+    vocab_size: int,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    num_kv_heads: int | None = None,
+    intermediate_size: int | None = None,
+    max_positions: int = 2048,
+    seed: int = 0,
+    dtype: Any = None,
+) -> Any:
+    """A randomly initialised `transformers.LlamaForCausalLM`, built in memory (no hub): the
+    smallest real causal LM for tests and toy runs.
+
+    Untied embeddings; pad id 0, bos 1, eos 2; `num_kv_heads` defaults to `num_heads` (no
+    grouped-query attention) and `intermediate_size` to ``4 * hidden_size``. The weights are
+    drawn after ``torch.manual_seed(seed)``; `dtype` (a torch dtype) defaults to float32.
+    """
+    import torch
+
+    _transformers("llm")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    kv = num_heads if num_kv_heads is None else num_kv_heads
+    ff = 4 * hidden_size if intermediate_size is None else intermediate_size
+    for name, v in (
+        ("vocab_size", vocab_size),
+        ("hidden_size", hidden_size),
+        ("num_layers", num_layers),
+        ("num_heads", num_heads),
+        ("num_kv_heads", kv),
+        ("intermediate_size", ff),
+        ("max_positions", max_positions),
+    ):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    if hidden_size % num_heads:
+        raise ValueError(
+            f"num_heads: {num_heads} does not divide hidden_size {hidden_size} (head dim must be whole)"
+        )
+    if num_heads % kv:
+        raise ValueError(f"num_kv_heads: {kv} does not divide num_heads {num_heads}")
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        intermediate_size=ff,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=kv,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(seed)
+    model: Any = LlamaForCausalLM(config)
+    return model.to(torch.float32 if dtype is None else dtype)
