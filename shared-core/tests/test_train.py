@@ -54,7 +54,7 @@ def test_recovers_planted_weights_and_logs_parts():
     res = fit(
         model, with_parts, batch_fn, cfg, show_progress=False, callback=lambda s, r: seen.append(s)
     )
-    torch.testing.assert_close(model.weight.detach().T, w_star, atol=0.02, rtol=0)
+    torch.testing.assert_close(model.weight.detach().T.cpu(), w_star, atol=0.02, rtol=0)
     assert res.step == 300 and len(res.losses) == 300 and seen == list(range(1, 301))
     assert res.history[0]["half"] == pytest.approx(res.history[0]["loss"] / 2)
     assert res.losses[-1] < 0.01 * res.losses[0]

@@ -74,7 +74,9 @@ def test_float32_layer_under_jit_is_close_to_the_reference():
     layer = random_layer(2, 8, "zoh", 1, jnp.float32)
     u = np.random.default_rng(1).standard_normal((2, 10, 2, 6, 6))
 
-    y = apply(layer, jnp.asarray(u, jnp.float32))[0]
+    # float32 arithmetic: on a GPU, JAX's default matmul/conv precision is TF32 (4.7e-4 here)
+    with jax.default_matmul_precision("float32"):
+        y = apply(layer, jnp.asarray(u, jnp.float32))[0]
     y_ref, _ = convt3_sequential(u, **reference_arguments(params_of(layer), "softplus", "zoh"))
     assert_close("y float32 (jit)", y_ref, np.asarray(y), 1e-5)
 

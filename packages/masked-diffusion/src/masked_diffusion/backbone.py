@@ -89,9 +89,13 @@ def apply_rotary(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
 def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10000.0) -> torch.Tensor:
     """Sinusoidal embedding (batch, dim) of times t (batch,) (DiT ``TimestepEmbedder``)."""
     half = dim // 2
-    freqs = torch.exp(-math.log(max_period) * torch.arange(half, device=t.device) / half)
-    # float32 at least; float64 times keep float64 (the precision tests' reference)
-    args = t.to(torch.promote_types(t.dtype, torch.float32))[:, None] * freqs[None] * 1000.0
+    # float32 at least; float64 times keep float64 throughout (the precision tests' reference:
+    # float32 frequencies differ by an ulp between CPU and CUDA, ~1e-6 after the factor 1000)
+    dtype = torch.promote_types(t.dtype, torch.float32)
+    freqs = torch.exp(
+        -math.log(max_period) * torch.arange(half, device=t.device, dtype=dtype) / half
+    )
+    args = t.to(dtype)[:, None] * freqs[None] * 1000.0
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
 

@@ -88,7 +88,8 @@ class CausalCharLM(nn.Module):
 
     def token_nll(self, x: torch.Tensor) -> torch.Tensor:
         """``-log p(x^i | x^{<i})`` in nats, (batch, L)."""
-        logp = F.log_softmax(self(x).float(), dim=-1)
+        logits = self(x)
+        logp = F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
         return -logp.gather(-1, x.long()[..., None]).squeeze(-1)
 
 

@@ -26,8 +26,9 @@ from nextquill.loss import NextQuillConfig
 
 
 def _row_logits(model: Any, ids: list[int]) -> list[list[float]]:
+    device = next(model.parameters()).device
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids]))
+        out = model(input_ids=torch.tensor([ids], device=device))
     logits = out.logits if hasattr(out, "logits") else out[0]
     return logits[0].double().tolist()
 
