@@ -135,10 +135,11 @@ def micro(session: nox.Session) -> None:
     _sync(session, "--all-packages")
     session.run("python", ".ci/check_exports.py")
     out = os.path.join(session.create_tmp(), "runs")
-    for name in PACKAGES:
+    for name in PACKAGES:  # each run must print: nothing at all, or 120 s of silence, fails
         session.run(
-            name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"}
-        )
+            "python", ".ci/check_progress.py", "--",
+            name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
 
 
 def _requirement_name(req: str) -> str:
