@@ -11,6 +11,9 @@ Measured while writing this test (seed 0, lambda 1): after 40 steps neither RM l
 relevance (CROME causal accuracy 0.59, counterfactual 0.13); after 300 steps the CROME RM
 reaches 0.97 / 0.94 while the standard RM stays at chance (0.47) with counterfactual 0.11,
 and training on the causal augmentations without the neutral ties reaches only 0.78 / 0.52.
+Seeds 0-3 at 300 steps (crome 0.3.0, one thread): causal preference CROME 0.94 / 0.84 / 0.97 /
+1.00 vs standard 0.63 / 0.44 / 0.53 / 0.38; counterfactual 0.95 / 0.98 / 0.77 / 0.91 vs
+0.08-0.09; so the tests assert on the mean of seeds 0-2.
 """
 
 from __future__ import annotations
@@ -139,13 +142,23 @@ def probes(seed: int = 1) -> dict[str, list]:
     }
 
 
+SEEDS = (0, 1, 2)
+
+
 @pytest.fixture(scope="module")
-def trained() -> dict[str, RewardModel | list[PairRow]]:
-    return train_both(steps=300)
+def trained() -> list[dict[str, RewardModel | list[PairRow]]]:
+    """One standard and one CROME RM per seed: the claims hold on the mean over seeds, since
+    one seed's trajectory is not stable across CPUs (seed 0 alone gave causal 0.94 here and
+    0.69 on another machine's CPU)."""
+    return [train_both(steps=300, seed=seed) for seed in SEEDS]
+
+
+def mean(metric, models: list, probe_rows: list) -> float:
+    return sum(float(metric(m, probe_rows)) for m in models) / len(models)
 
 
 def test_the_planted_augmentations_differ_only_along_the_rubric(trained):
-    for r in trained["kept"]:
+    for r in (r for t in trained for r in t["kept"]):
         same_preamble = r.chosen.startswith(PREAMBLE) == r.rejected.startswith(PREAMBLE)
         if r.label == "preference":  # causal: relevance flips, decoration stays
             assert same_preamble and topic_of(r.chosen) != topic_of(r.rejected)
@@ -156,24 +169,21 @@ def test_the_planted_augmentations_differ_only_along_the_rubric(trained):
 
 def test_crome_ranks_the_causal_attribute(trained):
     p = probes()
-    crome, standard = trained["crome"], trained["standard"]
+    crome, standard = [t["crome"] for t in trained], [t["standard"] for t in trained]
     # sensitivity along the causal rubric: relevant > irrelevant at equal decoration
-    causal_crome = signed_preference(crome, p["causal"])
+    causal_crome = mean(signed_preference, crome, p["causal"])
     assert causal_crome >= 0.9
-    assert causal_crome >= signed_preference(standard, p["causal"]) + 0.2
+    assert causal_crome >= mean(signed_preference, standard, p["causal"]) + 0.2
     # and robustness: the correlation flipped at test time
-    cf_crome = pairwise_accuracy(crome, p["counterfactual"])["cf"]
-    cf_standard = pairwise_accuracy(standard, p["counterfactual"])["cf"]
-    assert cf_crome >= 0.85 and cf_standard <= 0.3
+    cf = lambda m, rows: pairwise_accuracy(m, rows)["cf"]  # noqa: E731
+    assert mean(cf, crome, p["counterfactual"]) >= 0.85
+    assert mean(cf, standard, p["counterfactual"]) <= 0.3
 
 
 def test_crome_is_invariant_to_the_spurious_attribute_without_collapsing(trained):
     p = probes()
-    crome, standard = trained["crome"], trained["standard"]
-    spur_crome, spur_standard = (
-        sensitivity(crome, p["spurious"]),
-        sensitivity(standard, p["spurious"]),
-    )
-    assert spur_crome < 0.1 * spur_standard
+    crome, standard = [t["crome"] for t in trained], [t["standard"] for t in trained]
+    spur_crome = mean(sensitivity, crome, p["spurious"])
+    assert spur_crome < 0.1 * mean(sensitivity, standard, p["spurious"])
     # the tie loss is satisfied by constant rewards; the causal margin must stay large instead
-    assert sensitivity(crome, p["causal"]) > 5 * spur_crome
+    assert mean(sensitivity, crome, p["causal"]) > 5 * spur_crome
