@@ -33,8 +33,12 @@ def chat(
 ) -> str:
     """One chat-completions call (`shared_core.chat.ChatClient`, temperature 0.7, no retry);
     returns the first choice's message text."""
-    messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
     client = ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_retries=0)
+    return _complete(client, prompt)
+
+
+def _complete(client: ChatClient, prompt: str) -> str:
+    messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
     return client.complete(messages, temperature=0.7)
 
 
@@ -68,20 +72,15 @@ class OpenAIOperators:
         timeout: float = 60.0,
         fallback: ProgrammaticOperators | None = None,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"base_url: expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}"
-            )
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model: expected a non-empty model name, got {model!r}")
-        self.base_url, self.model, self.api_key, self.timeout = base_url, model, api_key, timeout
+        # ChatClient checks the arguments (errors name base_url, model, timeout)
+        self.client = ChatClient(base_url, model, api_key=api_key, timeout=timeout, max_retries=0)
         self.fallback = fallback or ProgrammaticOperators()
         self.fallbacks = 0
         self.calls = 0
 
     def _ask(self, prompt: str) -> Any:
         self.calls += 1
-        return _json(chat(self.base_url, self.model, prompt, self.api_key, self.timeout))
+        return _json(_complete(self.client, prompt))
 
     def propose_frameworks(self, task: Task, n: int, rng: np.random.Generator) -> list[str]:
         names = [f.name for f in task.frameworks]
