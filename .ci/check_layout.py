@@ -88,6 +88,49 @@ def mkdocs_paths(found: dict[str, Path]) -> str:
     return f"          paths: [{srcs}]"
 
 
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def _admits(spec: str, version: str) -> bool:
+    """Whether a plain specifier list such as ``>=0.2.1,<0.3`` admits `version`."""
+    ops = {
+        ">=": lambda a, b: a >= b,
+        "<=": lambda a, b: a <= b,
+        "==": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+        ">": lambda a, b: a > b,
+        "<": lambda a, b: a < b,
+    }
+    v = _version_tuple(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        op = next(o for o in ops if clause.startswith(o))
+        b = _version_tuple(clause[len(op) :])
+        n = max(len(v), len(b))
+        if not ops[op](v + (0,) * (n - len(v)), b + (0,) * (n - len(b))):
+            return False
+    return True
+
+
+def pin_problems(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
+    """Every requirement on a workspace member must admit that member's current version, or
+    `pip install` resolves to an older release than the one the code is written against."""
+    meta = _meta(pkg)["project"]
+    reqs = list(meta.get("dependencies", []))
+    for extra in meta.get("optional-dependencies", {}).values():
+        reqs += extra
+    out = []
+    for req in reqs:
+        dep = _requirement_name(req)
+        if dep not in found or dep == name:
+            continue
+        spec = re.sub(r"^[A-Za-z0-9_.\-]+(\[[^\]]*\])?", "", req.split(";")[0]).strip()
+        version = _meta(found[dep])["project"]["version"]
+        if spec and not _admits(spec, version):
+            out.append(f"{name}: {req!r} excludes the workspace's {dep} {version}")
+    return out
+
+
 def problems_of(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
     meta = _meta(pkg)["project"]
     imp = import_name(pkg)
@@ -129,6 +172,7 @@ def problems_of(name: str, pkg: Path, found: dict[str, Path]) -> list[str]:
         out.append(f"{name}: no docs/packages/{name}.md")
     if f"/packages/{pkg.name})" not in (ROOT / "README.md").read_text():
         out.append(f"{name}: not in README's package table")
+    out += pin_problems(name, pkg, found)
     root_deps = {_requirement_name(r) for r in _meta(ROOT)["project"].get("dependencies", [])}
     if name not in root_deps:
         out.append(f"{name}: the root pyproject must depend on it (with its reproduce extras)")
