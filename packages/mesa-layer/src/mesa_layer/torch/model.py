@@ -40,6 +40,8 @@ class MesaNetConfig:
     lambda_lower_bound: float = 0.25
     norm_eps: float = 1e-6
     attention_conv_size: int = 0  # short conv on softmax attention's q/k (0: none)
+    cg_start: str = "zero"  # "q": 0 CG steps read out G q (MesaLayer)
+    backend: str | None = None  # "auto" / "torch" / "fla"; None: $MESA_LAYER_BACKEND
 
     def __post_init__(self) -> None:
         for name in (
@@ -78,6 +80,8 @@ def make_mixer(cfg: MesaNetConfig) -> nn.Module:
             use_output_gate=cfg.use_output_gate,
             lambda_lower_bound=cfg.lambda_lower_bound,
             norm_eps=cfg.norm_eps,
+            cg_start=cfg.cg_start,
+            backend=cfg.backend,
         )
     if cfg.mixer == "gla":
         return GatedLinearAttentionLayer(
