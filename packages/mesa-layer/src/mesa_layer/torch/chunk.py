@@ -252,7 +252,7 @@ def mesa_chunk(
     beta: torch.Tensor,
     Lambda: torch.Tensor,
     initial_state: tuple[torch.Tensor, torch.Tensor] | None = None,
-    chunk_size: int = 64,
+    chunk_size: int = 32,
     max_cg_steps: int = 30,
     cg_tol: float | None = None,
     cu_seqlens: torch.Tensor | None = None,
@@ -271,6 +271,9 @@ def mesa_chunk(
         initial_state: optional ``(H_0, G_0)``, shapes ``(B, H, K, K)``, ``(B, H, V, K)``.
         chunk_size: chunk length ``C``; a length that ``C`` does not divide is zero-padded
             with ``beta = 0, gamma = 1`` steps, which change neither outputs nor states.
+            The result does not depend on ``C`` (up to rounding); the cost does: one CG
+            step costs ``(2C + K) K`` multiply-adds per token (``X K^T``, ``(.) K`` and
+            ``X H_[n]^T``), so 32 (default) does 1.6x less work than fla's 64 at K = 32.
         max_cg_steps: CG iterations (fla default 30).
         cg_tol: stop early once every row has ``||r|| <= cg_tol ||q||`` (None: fixed steps).
         cu_seqlens: ``(N + 1,)`` cumulative lengths of ``N`` sequences packed along time

@@ -65,7 +65,7 @@ class MesaLayer(nn.Module):
         lambda_init: initial Lambda (1.0).
         max_cg_steps_train / max_cg_steps_decode: CG iterations (30 / 30 in fla).
         cg_tol: optional relative residual tolerance for early stopping.
-        chunk_size: chunk length of the chunkwise-parallel form (64).
+        chunk_size: chunk length of the chunkwise-parallel form (32; fla uses 64).
         forget_bias_init: initial bias of W_a (fla: 0, i.e. gamma ~ 0.5 at init).
         cg_start: ``"zero"`` (fla; 0 CG steps output 0) or ``"q"`` (0 steps give the GLA
             read-out ``G_t q_t``, the paper's k = 0 limit) for the chunkwise form.
@@ -85,7 +85,7 @@ class MesaLayer(nn.Module):
         max_cg_steps_train: int = 30,
         max_cg_steps_decode: int = 30,
         cg_tol: float | None = None,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         norm_eps: float = 1e-6,
         forget_bias_init: float = 0.0,
         cg_start: str = "zero",

@@ -34,7 +34,7 @@ class MesaNetConfig:
     max_cg_steps_train: int = 30
     max_cg_steps_decode: int = 30
     cg_tol: float | None = None
-    chunk_size: int = 64
+    chunk_size: int = 32
     forget_bias_init: float = 0.0
     use_output_gate: bool = False
     lambda_lower_bound: float = 0.25
