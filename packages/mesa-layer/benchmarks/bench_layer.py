@@ -17,6 +17,7 @@ On a GPU, ``gpu_check.py`` times ours against fla's Triton kernels.
 
     python benchmarks/bench_layer.py            # T = 512, 2048, 8192
     python benchmarks/bench_layer.py --quick    # T = 512, 3 repeats
+    python benchmarks/bench_layer.py --lengths 512 2048 --repeats 5
 """
 
 from __future__ import annotations
@@ -162,8 +163,9 @@ def check_agreement(name: str, ours: Op, peer: Op, diff: list[str], T: int) -> N
 
 def main() -> None:
     p = bench_parser(__doc__.splitlines()[0] if __doc__ else "bench")
+    p.add_argument("--lengths", type=int, nargs="+", help="sequence lengths T (512 2048 8192)")
     a = p.parse_args()
-    lengths = [512] if a.quick else [512, 2048, 8192]
+    lengths = a.lengths or ([512] if a.quick else [512, 2048, 8192])
     repeats = 3 if a.quick else a.repeats
     print(
         "fla's Triton kernels do not run on a CPU; the peers are its pure-PyTorch references "

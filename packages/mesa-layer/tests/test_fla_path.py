@@ -33,6 +33,7 @@ from mesa_layer.torch import MesaLayer, fla_path, mesa_chunk  # noqa: E402
 from shared_core.testing import assert_close  # noqa: E402
 
 FLA_RATIO = RATIOS[torch.bfloat16]
+STEPS = 50  # CG steps of the GPU comparisons (K = 64: converged in float32)
 
 
 def fla_naive() -> object:
@@ -241,13 +242,14 @@ def test_real_fla_kernels_under_triton_interpreter():
 def test_gpu_paths_match_reference(device, dtype, backend):
     if backend == "fla" and not fla_path.fla_installed():
         pytest.skip("the fla extra is not installed")
-    ref = make_inputs(B=2, T=200, H=4, K=32, V=32, gate_bias=3.0)
-    H0 = torch.randn(2, 4, 32, 32, dtype=torch.float64)
-    state64 = (H0 @ H0.transpose(-1, -2) / 32, torch.randn(2, 4, 32, 32, dtype=torch.float64))
+    # H = 4, K = 64 here and in gpu_check.py: fla's kernels are compiled per (H, K, dtype)
+    ref = make_inputs(B=2, T=200, H=4, K=64, V=64, gate_bias=3.0)
+    H0 = torch.randn(2, 4, 64, 32, dtype=torch.float64)
+    state64 = (H0 @ H0.transpose(-1, -2) / 64, torch.randn(2, 4, 64, 64, dtype=torch.float64))
     o_ref, (H_ref, G_ref) = mesa_exact(*ref, initial_state=state64)
     xs = [x.requires_grad_() for x in cast(ref, dtype, device)]
     state = tuple(s.float().to(device) for s in state64)
-    o, (H, G) = mesa_chunk(*xs, initial_state=state, max_cg_steps=40, backend=backend)
+    o, (H, G) = mesa_chunk(*xs, initial_state=state, max_cg_steps=STEPS, backend=backend)
     ratio = FLA_RATIO if backend == "fla" else RATIOS[dtype]
     assert o.dtype == dtype and H.device.type == "cuda"
     assert_close(f"o {backend} {dtype}", o_ref, o, ratio)
@@ -257,7 +259,7 @@ def test_gpu_paths_match_reference(device, dtype, backend):
     w = torch.randn(o.shape, dtype=torch.float64)
     grads = torch.autograd.grad((o.double() * w.to(device)).sum(), xs)
     xs64 = [x.detach().requires_grad_() for x in ref]
-    o64, _ = mesa_chunk(*xs64, initial_state=state64, max_cg_steps=40, backend="torch")
+    o64, _ = mesa_chunk(*xs64, initial_state=state64, max_cg_steps=STEPS, backend="torch")
     grads64 = torch.autograd.grad((o64 * w).sum(), xs64)
     for n, a, b in zip(("q", "k", "v", "g", "beta", "Lambda"), grads, grads64, strict=True):
         assert_close(f"d{n} {backend} {dtype}", b, a.cpu(), ratio)
@@ -267,11 +269,11 @@ def test_gpu_paths_match_reference(device, dtype, backend):
 def test_gpu_fla_packed_sequences(device):
     if not fla_path.fla_installed():
         pytest.skip("the fla extra is not installed")
-    ref = make_inputs(B=2, T=150, H=2, K=64, V=64)
+    ref = make_inputs(B=2, T=150, H=4, K=64, V=64)
     lens = (70, 150)
     packed = [torch.cat([x[0:1, : lens[0]], x[1:2, : lens[1]]], 1) for x in ref[:5]]
     cu = torch.tensor([0, lens[0], sum(lens)], device=device)
-    xs = [x.float().to(device) for x in (*packed, ref[5])]
+    xs = list(cast((*packed, ref[5]), torch.bfloat16, device))
     o, (_, G) = mesa_chunk(*xs, cu_seqlens=cu, backend="fla")
     for i, n in enumerate(lens):
         o_i, (_, G_i) = mesa_exact(*(x[i : i + 1, :n] for x in ref[:5]), ref[5])
