@@ -9,10 +9,15 @@ Triton is imported. Before timing, every pair is checked to give the same output
 forward+backward, the same input gradients) with `shared_core.testing.assert_close`.
 
 Times are CPU time per call, one thread, interleaved repeats (`shared_core.bench.measure`);
-speed-up = fla time / our time in the same repeat (> 1: ours is faster).
+speed-up = fla time / our time in the same repeat (> 1: ours is faster). Everything runs
+at chunk 64 except our Mesa op, which runs at its default chunk 32 (one CG step costs
+``(2C + K) K`` per token); its tables also time fla's reference at chunk 32 and ours at
+chunk 64, so the gain from the chunk length and the gain at equal chunks are both shown.
+On a GPU, ``gpu_check.py`` times ours against fla's Triton kernels.
 
     python benchmarks/bench_layer.py            # T = 512, 2048, 8192
     python benchmarks/bench_layer.py --quick    # T = 512, 3 repeats
+    python benchmarks/bench_layer.py --lengths 512 2048 --repeats 5
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from shared_core.device import limit_threads
 from shared_core.testing import assert_close
 
 B, HEADS, DIM, CHUNK, CG_STEPS = 1, 4, 32, 64, 30
+MESA_CHUNK = 32  # our default chunk length (mesa_chunk's chunk_size); fla's default is 64
 
 
 def fla_naive(op: str) -> ModuleType:
@@ -70,20 +76,28 @@ def inputs(T: int, seed: int = 0) -> dict[str, torch.Tensor]:
 Op = Callable[[dict[str, torch.Tensor]], torch.Tensor]
 
 
-def pairs() -> dict[str, tuple[Op, Op, list[str]]]:
-    """``name: (ours, fla, differentiable inputs)``; both map the same inputs to ``(B, T, H, D)``."""
+def pairs() -> dict[str, tuple[Op, dict[str, Op], list[str]]]:
+    """``name: (ours, {peer: fla op}, differentiable inputs)``; all map the same inputs to
+    ``(B, T, H, D)``. The first peer is fla's reference at its defaults; Mesa adds fla's
+    reference at our chunk length and ours at fla's, to show what the chunk length buys."""
     mesa = fla_naive("mesa_net")
     gla = fla_naive("simple_gla")
     delta = fla_naive("delta_rule")
 
-    def mesa_ours(x: dict[str, torch.Tensor]) -> torch.Tensor:
-        args = (x["q"], x["k"], x["v"], x["g"], x["beta"], x["Lambda"])
-        return mesa_chunk(*args, chunk_size=CHUNK, max_cg_steps=CG_STEPS)[0]
+    def mesa_ours_at(chunk: int) -> Op:
+        def run(x: dict[str, torch.Tensor]) -> torch.Tensor:
+            args = (x["q"], x["k"], x["v"], x["g"], x["beta"], x["Lambda"])
+            return mesa_chunk(*args, chunk_size=chunk, max_cg_steps=CG_STEPS, backend="torch")[0]
 
-    def mesa_fla(x: dict[str, torch.Tensor]) -> torch.Tensor:
-        # fla: (q, k, v, g, lamb, beta); same log gate, input gate and Lambda (H, D)
-        args = (x["q"], x["k"], x["v"], x["g"], x["Lambda"], x["beta"])
-        return mesa.naive_mesa_net_CG(*args, chunk_size=CHUNK, max_CG_iteration=CG_STEPS)[0]
+        return run
+
+    def mesa_fla_at(chunk: int) -> Op:
+        def run(x: dict[str, torch.Tensor]) -> torch.Tensor:
+            # fla: (q, k, v, g, lamb, beta); same log gate, input gate and Lambda (H, D)
+            args = (x["q"], x["k"], x["v"], x["g"], x["Lambda"], x["beta"])
+            return mesa.naive_mesa_net_CG(*args, chunk_size=chunk, max_CG_iteration=CG_STEPS)[0]
+
+        return run
 
     def gla_ours(x: dict[str, torch.Tensor]) -> torch.Tensor:
         ones = torch.ones_like(x["g"])  # simple GLA has no input gate: beta = 1
@@ -103,10 +117,15 @@ def pairs() -> dict[str, tuple[Op, Op, list[str]]]:
         o, _ = delta.delta_rule_chunkwise(q, k, v, x["beta"].transpose(1, 2), chunk_size=CHUNK)
         return o.transpose(1, 2)
 
+    mesa_peers = {
+        "fla naive": mesa_fla_at(CHUNK),
+        f"fla naive C={MESA_CHUNK}": mesa_fla_at(MESA_CHUNK),
+        f"ours C={CHUNK}": mesa_ours_at(CHUNK),
+    }
     return {
-        "Mesa": (mesa_ours, mesa_fla, ["q", "k", "v", "g", "beta", "Lambda"]),
-        "GLA": (gla_ours, gla_fla, ["q", "k", "v", "g"]),
-        "DeltaNet": (delta_ours, delta_fla, ["q", "k", "v", "beta"]),
+        "Mesa": (mesa_ours_at(MESA_CHUNK), mesa_peers, ["q", "k", "v", "g", "beta", "Lambda"]),
+        "GLA": (gla_ours, {"fla naive": gla_fla}, ["q", "k", "v", "g"]),
+        "DeltaNet": (delta_ours, {"fla naive": delta_fla}, ["q", "k", "v", "beta"]),
     }
 
 
@@ -144,13 +163,15 @@ def check_agreement(name: str, ours: Op, peer: Op, diff: list[str], T: int) -> N
 
 def main() -> None:
     p = bench_parser(__doc__.splitlines()[0] if __doc__ else "bench")
+    p.add_argument("--lengths", type=int, nargs="+", help="sequence lengths T (512 2048 8192)")
     a = p.parse_args()
-    lengths = [512] if a.quick else [512, 2048, 8192]
+    lengths = a.lengths or ([512] if a.quick else [512, 2048, 8192])
     repeats = 3 if a.quick else a.repeats
     print(
         "fla's Triton kernels do not run on a CPU; the peers are its pure-PyTorch references "
-        f"(fla/ops/*/naive.py). B={B}, {HEADS} heads x {DIM}, chunk {CHUNK}, "
-        f"{CG_STEPS} CG steps, {a.threads} thread(s), {repeats} interleaved repeats.\n",
+        f"(fla/ops/*/naive.py). B={B}, {HEADS} heads x {DIM}, chunk {CHUNK} (ours for Mesa: "
+        f"{MESA_CHUNK}, its default), {CG_STEPS} CG steps, {a.threads} thread(s), "
+        f"{repeats} interleaved repeats.\n",
         flush=True,
     )
     ops = pairs()
@@ -160,18 +181,18 @@ def main() -> None:
         for mode in ("forward", "forward+backward")
     }
     with limit_threads(a.threads):
-        for name, (ours, peer, diff) in ops.items():
-            check_agreement(name, ours, peer, diff, T=256)
+        for name, (ours, peers, diff) in ops.items():
+            for peer in peers.values():
+                check_agreement(name, ours, peer, diff, T=256)
     for T in lengths:
         x = inputs(T)
-        for name, (ours, peer, diff) in ops.items():
-            fns = {"ours": forward(ours, x), "fla naive": forward(peer, x)}
+        for name, (ours, peers, diff) in ops.items():
+            fns = {"ours": forward(ours, x)} | {n: forward(p, x) for n, p in peers.items()}
             tables[(name, "forward")].add(
                 f"T={T}", measure(fns, repeats=repeats, threads=a.threads)
             )
-            fns = {
-                "ours": forward_backward(ours, x, diff),
-                "fla naive": forward_backward(peer, x, diff),
+            fns = {"ours": forward_backward(ours, x, diff)} | {
+                n: forward_backward(p, x, diff) for n, p in peers.items()
             }
             res = measure(fns, repeats=repeats, threads=a.threads)
             tables[(name, "forward+backward")].add(f"T={T}", res)

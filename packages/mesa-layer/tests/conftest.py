@@ -43,6 +43,12 @@ def inputs64():
     return make_inputs()
 
 
+@pytest.fixture(autouse=True)
+def _torch_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the op tests test our torch path; the fla path is chosen explicitly (test_fla_path.py)
+    monkeypatch.setenv("MESA_LAYER_BACKEND", "torch")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _one_thread() -> Iterator[None]:
     # the tests run many tiny ops; intra-op threads cost more than they give on a shared CPU

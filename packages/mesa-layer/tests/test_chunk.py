@@ -218,3 +218,22 @@ def test_mesa_step_validates_its_inputs(inputs64):
         mesa_step(q, k, v, g, beta, Lambda, (state[0].half(), state[1].half()))
     with pytest.raises(ValueError, match="max_cg_steps"):
         mesa_step(q, k, v, g, beta, Lambda, state, max_cg_steps=-2)
+
+
+def test_q_start_zero_steps_is_the_gla_read_and_converges_to_the_solve(inputs64):
+    q, k, v, g, beta, _ = inputs64
+    # cg_start="q": 0 CG steps give q* = q, so o_t = G_t q_t (the GLA read-out)
+    o0, _ = mesa_chunk(*inputs64, max_cg_steps=0, cg_start="q", chunk_size=16)
+    o_gla = gated_linear_attention_exact(q, k, v, g, beta)
+    torch.testing.assert_close(o0, o_gla, atol=1e-12, rtol=0)
+    # the default zero start outputs 0 at 0 steps
+    assert mesa_chunk(*inputs64, max_cg_steps=0)[0].abs().max() == 0
+    o_ref, _ = mesa_exact(*inputs64)
+    o, _ = mesa_chunk(*inputs64, max_cg_steps=10, cg_start="q", chunk_size=16)
+    assert_close("q-start converged", o_ref, o, RATIOS[torch.float64])
+    # the autograd-through-CG path starts from q too
+    o_ag, _ = mesa_chunk(*inputs64, max_cg_steps=3, cg_start="q", custom_backward=False)
+    o_cb, _ = mesa_chunk(*inputs64, max_cg_steps=3, cg_start="q")
+    torch.testing.assert_close(o_ag, o_cb, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="cg_start: expected one of"):
+        mesa_chunk(*inputs64, cg_start="jacobi")

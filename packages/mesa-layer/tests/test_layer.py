@@ -148,3 +148,15 @@ def test_bad_inference_compute_arguments():
         layer(torch.randn(1, 3, 32), cg_tol=-0.5)
     with pytest.raises(ValueError, match="batch"):
         layer.init_cache(0)
+
+
+def test_q_start_layer_reads_out_at_zero_cg_steps():
+    torch.manual_seed(0)
+    x = torch.randn(1, 12, 16)
+    zero, q_start = MesaLayer(16, 2), MesaLayer(16, 2, cg_start="q")
+    q_start.load_state_dict(zero.state_dict())
+    assert zero(x, cg_steps=0).abs().max() == 0  # o = 0 -> RMSNorm(0) = 0 -> W_o 0 = 0
+    assert q_start(x, cg_steps=0).abs().max() > 0
+    torch.testing.assert_close(zero(x, cg_steps=30), q_start(x, cg_steps=30), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="cg_start: expected one of"):
+        MesaLayer(16, 2, cg_start="x")

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mesa_layer.torch._checks import check_features, check_heads, check_state, upcast
-from mesa_layer.torch.chunk import mesa_chunk
+from mesa_layer.torch.chunk import CG_STARTS, mesa_chunk
+from mesa_layer.torch.fla_path import BACKENDS
 from mesa_layer.torch.recurrent import mesa_step
 
 
@@ -64,8 +65,12 @@ class MesaLayer(nn.Module):
         lambda_init: initial Lambda (1.0).
         max_cg_steps_train / max_cg_steps_decode: CG iterations (30 / 30 in fla).
         cg_tol: optional relative residual tolerance for early stopping.
-        chunk_size: chunk length of the chunkwise-parallel form (64).
+        chunk_size: chunk length of the chunkwise-parallel form (32; fla uses 64).
         forget_bias_init: initial bias of W_a (fla: 0, i.e. gamma ~ 0.5 at init).
+        cg_start: ``"zero"`` (fla; 0 CG steps output 0) or ``"q"`` (0 steps give the GLA
+            read-out ``G_t q_t``, the paper's k = 0 limit) for the chunkwise form.
+        backend: which chunkwise op runs: ``"auto"``, ``"torch"`` or ``"fla"`` (fla's Triton
+            kernels, CUDA); None reads ``$MESA_LAYER_BACKEND``. See `mesa_chunk`.
     """
 
     def __init__(
@@ -80,11 +85,18 @@ class MesaLayer(nn.Module):
         max_cg_steps_train: int = 30,
         max_cg_steps_decode: int = 30,
         cg_tol: float | None = None,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         norm_eps: float = 1e-6,
         forget_bias_init: float = 0.0,
+        cg_start: str = "zero",
+        backend: str | None = None,
     ) -> None:
         super().__init__()
+        if cg_start not in CG_STARTS:
+            raise ValueError(f"cg_start: expected one of {CG_STARTS}, got {cg_start!r}")
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {BACKENDS} or None, got {backend!r}")
+        self.cg_start, self.backend = cg_start, backend
         for name, value in (("conv_size", conv_size), ("chunk_size", chunk_size)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: expected a positive int, got {value!r}")
@@ -246,6 +258,8 @@ class MesaLayer(nn.Module):
                 chunk_size=self.chunk_size,
                 max_cg_steps=steps,
                 cg_tol=tol,
+                cg_start=self.cg_start,
+                backend=self.backend,
             )
         y = self._output(o, x)
         if use_cache:

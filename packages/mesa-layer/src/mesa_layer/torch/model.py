@@ -34,12 +34,14 @@ class MesaNetConfig:
     max_cg_steps_train: int = 30
     max_cg_steps_decode: int = 30
     cg_tol: float | None = None
-    chunk_size: int = 64
+    chunk_size: int = 32
     forget_bias_init: float = 0.0
     use_output_gate: bool = False
     lambda_lower_bound: float = 0.25
     norm_eps: float = 1e-6
     attention_conv_size: int = 0  # short conv on softmax attention's q/k (0: none)
+    cg_start: str = "zero"  # "q": 0 CG steps read out G q (MesaLayer)
+    backend: str | None = None  # "auto" / "torch" / "fla"; None: $MESA_LAYER_BACKEND
 
     def __post_init__(self) -> None:
         for name in (
@@ -78,6 +80,8 @@ def make_mixer(cfg: MesaNetConfig) -> nn.Module:
             use_output_gate=cfg.use_output_gate,
             lambda_lower_bound=cfg.lambda_lower_bound,
             norm_eps=cfg.norm_eps,
+            cg_start=cfg.cg_start,
+            backend=cfg.backend,
         )
     if cfg.mixer == "gla":
         return GatedLinearAttentionLayer(
