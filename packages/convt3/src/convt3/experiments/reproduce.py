@@ -58,14 +58,14 @@ def _paired_rows(run: Run, kind: str, c: Config, per_seed: list[dict[str, dict[s
         if arm not in c.models or base not in c.models:
             continue
         row: dict[str, Any] = {"task": kind, "arm - baseline": f"{LABELS[arm]} - {LABELS[base]}"}
-        steps = [[float(ps[m]["valid_horizon"]) for ps in per_seed] for m in (arm, base)]
-        row[f"d steps below {c.valid_threshold:g}"] = fmt.format(*paired_interval(*steps))
+        a, b = ([float(ps[m]["valid_horizon"]) for ps in per_seed] for m in (arm, base))
+        row[f"d steps below {c.valid_threshold:g}"] = fmt.format(*paired_interval(a, b))
         for h in c.horizons:
             if h > c.train_len:
-                logs = [
+                la, lb = (
                     [float(np.log10(ps[m]["horizon"][h])) for ps in per_seed] for m in (arm, base)
-                ]
-                row[f"d log10 relMSE@{h}"] = fmt.format(*paired_interval(*logs))
+                )
+                row[f"d log10 relMSE@{h}"] = fmt.format(*paired_interval(la, lb))
         run.add_row(f"paired differences over {len(c.seeds)} seed(s), mean [95% t-interval]", **row)
 
 
