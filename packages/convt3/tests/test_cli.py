@@ -53,4 +53,10 @@ def test_micro_reproduce_writes_its_report(tmp_path):
     assert any(t.startswith("forced PDEs") for t in tables) and any(
         t.startswith("moving") for t in tables
     )
+    paired = next(v for t, v in tables.items() if t.startswith("paired differences"))
+    assert [r["arm - baseline"] for r in paired] == [
+        "ConvT3, 1x1 B/C - ConvS5, 1x1 B/C",
+        "MiniT3, 1x1 B/C - ConvS5, 1x1 B/C",
+        "ConvT3 (3x3, ZOH) - ConvS5 (1x1 state)",
+    ]
     assert (run / "report.md").exists() and (run / "error_vs_horizon_heat.png").exists()

@@ -105,8 +105,8 @@ def test_associative_scan_equals_lax_scan():
         np.testing.assert_allclose(both[0], both[1], atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel_bc", [3, 1])
-def test_jax_equals_torch_on_shared_parameters(kernel_bc, model="convt3"):
+@pytest.mark.parametrize("kernel_bc,model", [(3, "convt3"), (1, "convt3"), (1, "minit3")])
+def test_jax_equals_torch_on_shared_parameters(kernel_bc, model):
     """The whole predictor (encoder, block, decoder) in outputs and gradients; ConvS5 mode is the
     same code path with the spatial spectrum off (tested against its reference above)."""
     torch = pytest.importorskip("torch")
@@ -162,7 +162,7 @@ def test_jax_equals_torch_on_shared_parameters(kernel_bc, model="convt3"):
         np.testing.assert_allclose(np.asarray(grad_x), ft.grad.numpy(), atol=1e-10)
         ssm_t, ssm_j = tp.layers[0].ssm, grads.layers[0].ssm
         names = ["Lambda_re", "log_step", "B", "C"] + (
-            ["corner_logits"] if model == "convt3" else []
+            ["corner_logits"] if model != "convs5" else []
         )
         for name in names:
             np.testing.assert_allclose(

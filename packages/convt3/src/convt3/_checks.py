@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from convt3.params import DISCRETIZATIONS, LAMBDA_PARAMS
 from convt3.spectral import check_alpha, check_grid
 
-STATE_KERNELS = ("3x3", "1x1")
+STATE_KERNELS = ("3x3", "1x1", "3x3_shared")  # ConvT3, ConvS5, MiniT3
 
 
 def check_int(name: str, value: object, low: int = 1) -> int:

@@ -13,6 +13,11 @@ to all three. Stored (P = state_size // 2 complex state channels):
 - ``C`` ``(U, P, k_C, k_C, 2)``: ``C V`` (real, imaginary), C He-normal (fan in ``2P k_C^2``).
 - ``corner_logits`` ``(P, 4)`` (3x3 state kernels only): zeros, so every spatial eigenvalue is
   1 and a freshly initialised ConvT3 is exactly a ConvS5.
+- MiniT3 (``shared_spatial``): ``corner_logits`` ``(1, 3)``, one spatial kernel shared by all P
+  channels. The note's ablation (Hong et al. 2026, note 61369032831, "MiniT3 (+24 params):
+  shared kernel slices, only 3 extra params per layer") counts 3: the four corners ``4 softmax``
+  sum to 4, so the kernel has three degrees of freedom (``a = 1``; ``b``, ``c``, ``d``), and the
+  fourth logit is pinned to 0 (`expand_corner_logits`).
 """
 
 from __future__ import annotations
@@ -41,8 +46,13 @@ def init_ssm_params(
     dt_max: float = 1e-1,
     spatial: bool = True,
     lambda_param: str = "softplus",
+    shared_spatial: bool = False,
 ) -> dict[str, np.ndarray]:
-    """ConvS5's initialisation (HiPPO-N, log-uniform steps, He-normal kernels in the eigenbasis)."""
+    """ConvS5's initialisation (HiPPO-N, log-uniform steps, He-normal kernels in the eigenbasis).
+
+    `spatial` adds the corner logits (zeros): ``(P, 4)``, or ``(1, 3)`` with `shared_spatial`
+    (MiniT3).
+    """
     Lambda, V, V_inv = hippo_initializer(state_size, blocks)
     P = state_size // 2
     re = Lambda.real if lambda_param == "clip" else inverse_softplus(-Lambda.real)
@@ -60,8 +70,19 @@ def init_ssm_params(
         "C": np.stack([cv.real, cv.imag], -1),
     }
     if spatial:
-        params["corner_logits"] = np.zeros((P, 4))
+        params["corner_logits"] = np.zeros((1, 3) if shared_spatial else (P, 4))
     return params
+
+
+def expand_corner_logits(logits: np.ndarray, P: int) -> np.ndarray:
+    """Stored corner logits -> ``(P, 4)``: ``(P, 4)`` as is, MiniT3's shared ``(1, 3)`` as
+    ``[l_1, l_2, l_3, 0]`` for every channel."""
+    logits = np.asarray(logits)
+    if logits.shape == (1, 3):
+        return np.broadcast_to(np.append(logits[0], 0.0), (P, 4)).copy()
+    if logits.shape == (P, 4):
+        return logits
+    raise ValueError(f"corner_logits: expected shape ({P}, 4) or (1, 3), got {logits.shape}")
 
 
 def continuous_lambda(
@@ -97,7 +118,7 @@ def reference_arguments(
 ) -> dict[str, np.ndarray]:
     """The keyword arguments of `convt3.reference.convt3_sequential` for a stored parameter set."""
     P = params["Lambda_re"].shape[0]
-    logits = params.get("corner_logits", np.zeros((P, 4)))
+    logits = expand_corner_logits(params.get("corner_logits", np.zeros((P, 4))), P)
     B, C = params["B"], params["C"]
     return {
         "Lambda": continuous_lambda(params["Lambda_re"], params["Lambda_im"], lambda_param),

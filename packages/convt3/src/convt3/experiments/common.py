@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy import stats
 
 from convt3.torch import FramePredictor, PredictorConfig, convlstm_hidden_for, count_parameters
 from shared_core.train import TrainConfig, fit, step_generator
@@ -17,6 +18,8 @@ LABELS = {
     "convs5": "ConvS5 (1x1 state)",
     "convt3_bc1": "ConvT3, 1x1 B/C",
     "convs5_bc1": "ConvS5, 1x1 B/C",
+    "minit3": "MiniT3 (3x3 shared, ZOH)",
+    "minit3_bc1": "MiniT3, 1x1 B/C",
     "convlstm": "ConvLSTM",
 }
 ARMS = {  # arm -> (FramePredictor model, discretization, size of the B and C kernels)
@@ -25,6 +28,8 @@ ARMS = {  # arm -> (FramePredictor model, discretization, size of the B and C ke
     "convs5": ("convs5", "zoh", 3),
     "convt3_bc1": ("convt3", "zoh", 1),
     "convs5_bc1": ("convs5", "zoh", 1),
+    "minit3": ("minit3", "zoh", 3),
+    "minit3_bc1": ("minit3", "zoh", 1),
     "convlstm": ("convlstm", "zoh", 3),
 }
 
@@ -81,6 +86,22 @@ def valid_horizon(errors: np.ndarray, threshold: float) -> int:
     """Steps predicted before the error ``errors`` ``(time,)`` first exceeds `threshold` (all: length)."""
     above = np.flatnonzero(np.asarray(errors) > threshold)
     return int(above[0]) if above.size else int(np.asarray(errors).shape[0])
+
+
+def paired_interval(
+    a: list[float], b: list[float], level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of the per-seed differences ``a - b`` and its Student-t interval ``(mean, low, high)``.
+
+    The seeds pair the arms (same data, batches and initialisation seed); with one seed the
+    interval is ``(nan, nan)``.
+    """
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    mean = float(d.mean())
+    if d.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf((1 + level) / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+    return mean, mean - half, mean + half
 
 
 def per_horizon(errors: np.ndarray, horizons: tuple[int, ...]) -> dict[int, float]:

@@ -20,6 +20,12 @@ class Config:
     horizons: tuple[int, ...] = (1, 10, 50, 200)  # evaluated beyond train_len
     seeds: tuple[int, ...] = (0,)  # offsets added to --seed (data and initialisation)
     valid_threshold: float = 0.25  # extrapolation horizon: steps before MSE / variance exceeds it
+    pairs: tuple[tuple[str, str], ...] = (  # (arm, baseline): per-seed paired differences
+        ("convt3_bc1", "convs5_bc1"),
+        ("minit3_bc1", "convs5_bc1"),
+        ("convt3", "convs5"),
+        ("minit3", "convs5"),
+    )
     # finding 2: moving digits, closed-loop frame prediction
     digits: bool = True
     canvas: int = 32
@@ -47,7 +53,16 @@ class Config:
 SCALES: dict[str, Config] = {
     "micro": Config(
         tasks=("heat",),
-        models=("convt3_bc1", "convt3", "convt3_direct", "convs5", "convlstm"),
+        models=(
+            "convt3_bc1",
+            "minit3_bc1",
+            "convs5_bc1",
+            "convt3",
+            "convt3_direct",
+            "convs5",
+            "convlstm",
+        ),
+        seeds=(0, 1),
         n_train=8,
         n_test=4,
         train_len=8,
@@ -67,24 +82,31 @@ SCALES: dict[str, Config] = {
         tasks=("heat",),
         horizons=(1, 10, 32, 50, 100),
         seeds=(0, 1),
-        models=("convt3_bc1", "convs5_bc1", "convt3", "convs5", "convlstm"),
+        models=("convt3_bc1", "minit3_bc1", "convs5_bc1", "convt3", "convs5", "convlstm"),
         digits=False,
     ),
+    # small (<= 30 CPU-min at one thread): tiny's study with MiniT3 in both regimes, five
+    # seeds (paired intervals), 500 steps, horizons to 200; moving digits with one seed
     "small": Config(
-        models=("convt3_bc1", "convs5_bc1", "convt3", "convt3_direct", "convs5", "convlstm"),
-        seeds=(0, 1, 2),
-        n_train=256,
-        n_test=64,
-        horizons=(1, 10, 50, 200, 400),
-        steps=1000,
-        n_layers=2,
-        d_model=16,
-        state_size=32,
-        digit_train=2048,
-        digit_test=128,
-        digit_steps=1000,
-        digit_batch=8,
-        future=40,
+        tasks=("heat",),
+        models=(
+            "convt3_bc1",
+            "minit3_bc1",
+            "convs5_bc1",
+            "convt3",
+            "minit3",
+            "convs5",
+            "convlstm",
+        ),
+        seeds=(0, 1, 2, 3, 4),
+        n_train=128,
+        n_test=32,
+        horizons=(1, 10, 32, 50, 100, 200),
+        steps=500,
+        digit_models=("convt3", "minit3", "convs5"),
+        digit_train=512,
+        digit_test=32,
+        digit_steps=300,
     ),
     "paper": Config(
         size=64,

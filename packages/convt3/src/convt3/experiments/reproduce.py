@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from convt3.experiments.common import LABELS
+from convt3.experiments.common import LABELS, paired_interval
 from convt3.experiments.config import SCALES, Config
 from shared_core.cli import ReproduceArgs, UsageError
 from shared_core.report import Run
@@ -50,6 +50,25 @@ def _strip(
     run.save_figure(name, fig)
 
 
+def _paired_rows(run: Run, kind: str, c: Config, per_seed: list[dict[str, dict[str, Any]]]) -> None:
+    """Per-seed paired differences (arm - baseline): extrapolation horizon and log10 relative
+    MSE at the horizons beyond the training length; mean and 95% Student-t interval."""
+    fmt = "{:+.2f} [{:+.2f}, {:+.2f}]"
+    for arm, base in c.pairs:
+        if arm not in c.models or base not in c.models:
+            continue
+        row: dict[str, Any] = {"task": kind, "arm - baseline": f"{LABELS[arm]} - {LABELS[base]}"}
+        a, b = ([float(ps[m]["valid_horizon"]) for ps in per_seed] for m in (arm, base))
+        row[f"d steps below {c.valid_threshold:g}"] = fmt.format(*paired_interval(a, b))
+        for h in c.horizons:
+            if h > c.train_len:
+                la, lb = (
+                    [float(np.log10(ps[m]["horizon"][h])) for ps in per_seed] for m in (arm, base)
+                )
+                row[f"d log10 relMSE@{h}"] = fmt.format(*paired_interval(la, lb))
+        run.add_row(f"paired differences over {len(c.seeds)} seed(s), mean [95% t-interval]", **row)
+
+
 def reproduce(args: ReproduceArgs) -> int:
     """Run both findings, print the tables, write runs/convt3/<timestamp>/."""
     import torch
@@ -83,6 +102,7 @@ def reproduce(args: ReproduceArgs) -> int:
                 "horizon": [x["horizon"] for x in runs], "valid_horizon": valid,
                 "final_loss": [x["final_loss"] for x in runs],
             }  # fmt: skip
+        _paired_rows(run, kind, c, per_seed)
         run.plot(
             f"error_vs_horizon_{kind}", series, xlabel="horizon (steps after the initial field)",
             ylabel="MSE / field variance", logy=True,

@@ -26,7 +26,12 @@ from convt3._checks import (
 from convt3.params import init_ssm_params
 from convt3.spectral import sine_basis
 
-MODELS = ("convt3", "convs5")
+MODELS = ("convt3", "minit3", "convs5")
+SSM_KINDS = {  # model -> (state_kernel, lambda_param)
+    "convt3": ("3x3", "softplus"),
+    "minit3": ("3x3_shared", "softplus"),
+    "convs5": ("1x1", "clip"),
+}
 
 
 def _binary_op(
@@ -68,7 +73,7 @@ def _seed_from(rngs: nnx.Rngs) -> int:
 
 
 class ConvT3SSM(nnx.Module):
-    """ConvSSM with a 3x3 (ConvT3) or 1x1 (ConvS5) state kernel; arguments as `convt3.torch.ConvT3SSM`.
+    """ConvSSM with a 3x3 (ConvT3, MiniT3) or 1x1 (ConvS5) state kernel; arguments as `convt3.torch.ConvT3SSM`.
 
     ``layer(u, state=None) -> (y, last_state)`` with ``u`` ``(N, T, U, H, W)`` and the
     eigenbasis state ``(N, P, H, W)`` complex.
@@ -104,7 +109,8 @@ class ConvT3SSM(nnx.Module):
         self.parallel = parallel
         init = init_ssm_params(
             np.random.default_rng(_seed_from(rngs)), features, state_size, kernel_b, kernel_c,
-            blocks, dt_min, dt_max, spatial=state_kernel == "3x3", lambda_param=lambda_param,
+            blocks, dt_min, dt_max, spatial=state_kernel != "1x1", lambda_param=lambda_param,
+            shared_spatial=state_kernel == "3x3_shared",
         )  # fmt: skip
         self.Lambda_re = nnx.Param(jnp.asarray(init["Lambda_re"], param_dtype))
         self.Lambda_im = nnx.Param(jnp.asarray(init["Lambda_im"], param_dtype))
@@ -126,7 +132,10 @@ class ConvT3SSM(nnx.Module):
         """``(P, H, W)`` eigenvalues of the spatial kernels (None for 1x1)."""
         if self.corner_logits is None:
             return None
-        corners = 4 * jax.nn.softmax(self.corner_logits[...], -1)
+        logits = self.corner_logits[...]
+        if self.state_kernel == "3x3_shared":  # MiniT3: [l_1, l_2, l_3, 0] for every channel
+            logits = jnp.broadcast_to(jnp.pad(logits, ((0, 0), (0, 1))), (self.P, 4))
+        corners = 4 * jax.nn.softmax(logits, -1)
         if self.discretization == "direct":
             corners = corners / corners.max(-1, keepdims=True)
         pp, pm, mp, mm = (corners[:, i, None, None] for i in range(4))
@@ -274,7 +283,7 @@ class ConvSSMBlock(nnx.Module):
 
 
 class FramePredictor(nnx.Module):
-    """The torch `convt3.torch.FramePredictor` for ``model`` in ``("convt3", "convs5")``.
+    """The torch `convt3.torch.FramePredictor` for ``model`` in ``("convt3", "minit3", "convs5")``.
 
     ``predictor(frames)`` ``(N, T, in_channels, H, W) -> (N, T, out_channels, H, W)``.
     """
@@ -305,8 +314,7 @@ class FramePredictor(nnx.Module):
             check_int(name, v)
         self.out_channels = out_channels
         self.encoder = Conv2d(in_channels, d_model, 3, param_dtype, rngs=rngs)
-        kernel = "3x3" if model == "convt3" else "1x1"
-        lam = "softplus" if model == "convt3" else "clip"
+        kernel, lam = SSM_KINDS[model]
         self.layers = nnx.List(
             [
                 ConvSSMBlock(

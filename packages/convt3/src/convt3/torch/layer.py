@@ -35,14 +35,15 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 class ConvT3SSM(nn.Module):
-    """ConvSSM with a 3x3 (``state_kernel="3x3"``, ConvT3) or 1x1 (``"1x1"``, ConvS5) state kernel.
+    """ConvSSM with a 3x3 (``"3x3"``: ConvT3; ``"3x3_shared"``: MiniT3) or 1x1 (ConvS5) state kernel.
 
     Args:
         features: input and output channels U.
         state_size: 2P, ConvS5's ``ssm_size`` (P complex channels are kept, one per conjugate pair).
         kernel_b, kernel_c: sizes of the input (B) and output (C) convolutions.
         blocks: HiPPO-N blocks on the diagonal of the initial hidden-state matrix.
-        state_kernel: ``"3x3"`` (ConvT3) or ``"1x1"`` (ConvS5, no spatial parameters).
+        state_kernel: ``"3x3"`` (ConvT3), ``"1x1"`` (ConvS5, no spatial parameters) or
+            ``"3x3_shared"`` (MiniT3: one 3x3 spatial kernel for all channels, 3 parameters).
         discretization: ``"zoh"`` (default, the paper's continuous-time form) or ``"direct"``
             (the discrete state update itself is a 3x3 convolution; see `convt3.params`).
         lambda_param: ``"softplus"`` (ConvT3's Hurwitz map) or ``"clip"`` (ConvS5's).
@@ -82,7 +83,8 @@ class ConvT3SSM(nn.Module):
             seed = int(torch.randint(0, 2**31 - 1, ()).item())  # follows torch.manual_seed
         init = init_ssm_params(
             np.random.default_rng(seed), features, state_size, kernel_b, kernel_c, blocks,
-            dt_min, dt_max, spatial=state_kernel == "3x3", lambda_param=lambda_param,
+            dt_min, dt_max, spatial=state_kernel != "1x1", lambda_param=lambda_param,
+            shared_spatial=state_kernel == "3x3_shared",
         )  # fmt: skip
         dtype = torch.get_default_dtype()
 
@@ -108,7 +110,10 @@ class ConvT3SSM(nn.Module):
         """``(P, H, W)`` eigenvalues ``eps`` of the spatial kernels (None for 1x1)."""
         if self.corner_logits is None:
             return None
-        corners = 4 * torch.softmax(self.corner_logits, -1)
+        logits: torch.Tensor = self.corner_logits
+        if self.state_kernel == "3x3_shared":  # MiniT3: [l_1, l_2, l_3, 0] for every channel
+            logits = F.pad(logits, (0, 1)).expand(self.P, 4)
+        corners = 4 * torch.softmax(logits, -1)
         if self.discretization == "direct":
             corners = corners / corners.max(-1, keepdim=True).values
         pp, pm, mp, mm = corners.unbind(-1)

@@ -18,7 +18,12 @@ from torch import nn
 from convt3._checks import check_choice, check_int
 from convt3.torch.layer import ConvT3SSM
 
-MODELS = ("convt3", "convs5", "convlstm")
+MODELS = ("convt3", "minit3", "convs5", "convlstm")
+SSM_KINDS = {  # model -> (state_kernel, lambda_param); MiniT3 is ConvT3 with one shared kernel
+    "convt3": ("3x3", "softplus"),
+    "minit3": ("3x3_shared", "softplus"),
+    "convs5": ("1x1", "clip"),
+}
 
 
 def channel_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -67,7 +72,7 @@ class ConvSSMBlock(nn.Module):
 class PredictorConfig:
     """A small encoder / sequence model / decoder for next-frame prediction."""
 
-    model: str = "convt3"  # convt3 | convs5 | convlstm
+    model: str = "convt3"  # convt3 | minit3 | convs5 | convlstm
     in_channels: int = 1  # frame channels plus known inputs (e.g. forcing)
     out_channels: int = 1  # predicted frame channels (the first out_channels of the input)
     d_model: int = 8
@@ -107,8 +112,7 @@ class FramePredictor(nn.Module):
                 ConvLSTMCell(d, config.state_size) for _ in range(config.n_layers)
             )
         else:
-            kernel = "3x3" if config.model == "convt3" else "1x1"
-            lam = "softplus" if config.model == "convt3" else "clip"
+            kernel, lam = SSM_KINDS[config.model]
             self.layers = nn.ModuleList(
                 ConvSSMBlock(
                     d,
