@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -18,7 +19,7 @@ def test_top_level_import_and_help_need_neither_torch_nor_jax():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr + out.stdout
-    assert out.stdout.strip() == "0.2.0"
+    assert out.stdout.strip() == importlib.metadata.version("convt3")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         import convt3
 

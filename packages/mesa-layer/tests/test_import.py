@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -16,7 +17,7 @@ def test_top_level_import_is_framework_free():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr + out.stdout
-    assert out.stdout.strip() == "0.3.0"
+    assert out.stdout.strip() == importlib.metadata.version("mesa-layer")
 
 
 def test_main_api_from_the_top_level():
