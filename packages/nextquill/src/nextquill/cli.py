@@ -23,7 +23,7 @@ main = make_main(
             "nextquill.experiments.planted",
             help="Planted-preference users, tiny Llama: ContextSFT vs L_n only vs L_p only vs "
             "NextQuill (paper and code forms), 3 seeds; micro takes seconds, tiny about 4 "
-            "CPU-minutes, small (ContextSFT, L_n only, NextQuill; 5 seeds) about 20, paper "
+            "CPU-minutes, small (ContextSFT, L_n only, NextQuill; 5 seeds) about 13, paper "
             "adds SmolLM2-135M + LoRA on Shakespeare characters and your reviews (hours).",
             options=_options,
         )
