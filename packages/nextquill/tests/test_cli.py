@@ -38,3 +38,18 @@ def test_micro_reproduce_writes_the_table(tmp_path):
     assert set(metrics["metrics"]["results"]) == {"sft", "nextquill"}
     assert (run / "planted.png").exists()
     assert "ContextSFT" in (run / "report.md").read_text()
+
+
+@pytest.mark.slow  # about 16 s of CPU
+def test_micro_ablation_writes_one_row_per_variant(tmp_path):
+    from nextquill.cli import main
+    from nextquill.experiments.ablation import VARIANTS
+
+    assert main(["reproduce", "--scale", "micro", "--ablate", "--out", str(tmp_path)]) == 0
+    (run,) = (tmp_path / "nextquill").iterdir()
+    metrics = json.loads((run / "metrics.json").read_text())["metrics"]
+    results = metrics["ablation"]
+    assert list(results) == [v.label for v in VARIANTS]
+    base, alpha = results[VARIANTS[0].label], results[VARIANTS[1].label]
+    assert alpha["ln"] == base["ln"]  # L_n only does not depend on alpha: trained once
+    assert set(metrics["theta_d"]) == {"1", "2"}

@@ -93,3 +93,16 @@ def test_no_import_cycle_between_the_experiments():
         tree = ast.parse(inspect.getsource(mod))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "nextquill.experiments.planted" not in imported, mod.__name__
+
+
+def test_small_is_the_papers_ablation_with_a_trained_theta_d():
+    """small compares NextQuill with L_n only (paper form) and ContextSFT over >= 3 seeds,
+    with theta_D trained on D for 4x an arm's steps, as tiny does."""
+    from nextquill.experiments.planted import PAIRS, SCALES
+
+    small, tiny = SCALES["small"], SCALES["tiny"]
+    assert {"sft", "ln", "nextquill"} <= set(small.arms)
+    assert ("nextquill", "ln") in PAIRS
+    assert small.seeds >= 3 and not small.smollm2
+    assert small.reference_steps == 4 * small.steps
+    assert tiny.reference_steps == 4 * tiny.steps

@@ -1,4 +1,4 @@
-"""``--scale small``'s SmolLM2 run end to end on a handful of speeches (needs the llm extra)."""
+"""``--scale paper``'s SmolLM2 run end to end on a handful of speeches (needs the llm extra)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_smollm2_arms_run(tmp_path):
     from shared_core.cli import ReproduceArgs
     from shared_core.report import Run
 
-    cfg = replace(SCALES["small"], smollm2_steps=1, smollm2_batch=1, eval_examples=2)
+    cfg = replace(SCALES["paper"], smollm2_steps=1, smollm2_batch=1, eval_examples=2)
     with Run("nextquill", cfg, out=tmp_path) as run:
         out = run_smollm2(run, cfg, ReproduceArgs(device="cpu", out=tmp_path, config=cfg))
         run.finish("smoke")

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+
 from shared_core.cli import lazy_reproduce_command, make_main
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ablate",
+        action="store_true",
+        help="instead of the arms: NextQuill vs L_n only (paper form) under one change each "
+        "(alpha 0.5, delta 0.2, theta_D trained 2x longer); tiny takes about 5 CPU-minutes",
+    )
+
 
 main = make_main(
     "nextquill",
@@ -11,8 +23,9 @@ main = make_main(
             "nextquill.experiments.planted",
             help="Planted-preference users, tiny Llama: ContextSFT vs L_n only vs L_p only vs "
             "NextQuill (paper and code forms), 3 seeds; micro takes seconds, tiny about 4 "
-            "minutes, small adds SmolLM2-135M + LoRA on Shakespeare characters (about an hour), "
-            "paper longer (CPU, 1 thread).",
+            "CPU-minutes, small (ContextSFT, L_n only, NextQuill; 5 seeds) about 13, paper "
+            "adds SmolLM2-135M + LoRA on Shakespeare characters and your reviews (hours).",
+            options=_options,
         )
     ],
     description="NextQuill (ICLR 2026): causal preference alignment for LLM personalisation.",

@@ -76,13 +76,16 @@ SCALES: dict[str, Config] = {
         eval_examples=8,
     ),
     "tiny": Config(steps=150, reference_steps=600),
+    # the paper's ablation (full NextQuill vs data-side weighting alone, paper form, theta_D
+    # trained on D) with more seeds; tiny already shows the other arms. 753 CPU-s (0.2.1).
     "small": Config(
         world=WorldConfig(users=400, test_users=80),
-        steps=600,
-        reference_steps=2400,
+        arms=("sft", "ln", "nextquill"),
+        seeds=5,
+        steps=400,
+        reference_steps=1600,
         batch=32,
         eval_examples=256,
-        smollm2=True,
     ),
     "paper": Config(
         world=WorldConfig(users=2000, test_users=200, reviews_per_user=9, max_history=8),
@@ -186,11 +189,16 @@ def _train(
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
-    """Train every arm on every seed, print and write the table, plot, optionally SmolLM2."""
+    """Train every arm on every seed, print and write the table, plot, optionally SmolLM2
+    (``--ablate``: `nextquill.experiments.ablation` instead)."""
     from nextquill.model import word_tokenizer
     from nextquill.world import make_world
     from shared_core.report import Run
 
+    if args.extra.get("ablate"):
+        from nextquill.experiments import ablation
+
+        return ablation.reproduce(args)
     config: Config = args.config
     unknown = [a for a in config.arms if a not in LABELS]
     if unknown:
@@ -279,23 +287,30 @@ def paired_differences(
     """``{(arm, base): {key: (mean, low, high)}}``: the per-seed difference arm − base of each
     metric in `keys`, its mean and Student-t 95 % interval (for every pair of `PAIRS` whose
     two arms ran; the interval is (mean, mean) with one seed)."""
-    from scipy import stats
-
     out: dict[tuple[str, str], dict[str, tuple[float, float, float]]] = {}
     for arm, base in PAIRS:
         if arm not in results or base not in results:
             continue
-        out[arm, base] = {}
-        for key in keys:
-            d = np.array(
+        out[arm, base] = {
+            key: t_interval(
                 [a[key] - b[key] for a, b in zip(results[arm], results[base], strict=True)]
             )
-            mean = float(d.mean())
-            half = 0.0
-            if len(d) > 1:
-                half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
-            out[arm, base][key] = (mean, mean - half, mean + half)
+            for key in keys
+        }
     return out
+
+
+def t_interval(diffs: list[float]) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean of per-seed `diffs` and its Student-t 95 % interval
+    ((mean, mean) with one seed)."""
+    from scipy import stats
+
+    d = np.asarray(diffs, dtype=float)
+    mean = float(d.mean())
+    half = 0.0
+    if len(d) > 1:
+        half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+    return mean, mean - half, mean + half
 
 
 def _plot(run: Any, results: dict[str, list[dict[str, float]]], config: Config) -> None:

@@ -1,4 +1,4 @@
-"""``--scale small``: SmolLM2-135M-Instruct with LoRA, personalised to Shakespeare's characters.
+"""``--scale paper``: SmolLM2-135M-Instruct with LoRA, personalised to Shakespeare's characters.
 
 A user is a character: the history block is the character's three earlier speeches, x is the
 preceding speech (who said it and what), the target is the character's next speech
