@@ -253,9 +253,10 @@ def test_l1_term_gives_sparser_encoder_means_on_a_planted_sparse_world() -> None
             ]
 
         fit(model, lambda m, b: m.loss(b), batch, train_config(300), show_progress=False)
-        mu, _ = model.encode(x)
+        xd = x.to(next(model.parameters()).device)  # fit trains on the session's device
+        mu, _ = model.encode(xd)
         frac[beta] = float((mu.abs() < 1e-3).float().mean())
-        err[beta] = float((model.reconstruct(x) - x).pow(2).mean() / x.var(0).mean())
+        err[beta] = float((model.reconstruct(xd) - xd).pow(2).mean() / xd.var(0).mean())
     assert frac[None] > 0.03 and frac[0.0] < 0.005, frac
     assert frac[None] > 10 * frac[0.0]
     assert err[None] < 0.5, err  # sparse, not collapsed: half the variance still explained

@@ -227,7 +227,12 @@ class HeavyTailVAE(nn.Module):
         ):  # t3VAE's encoder_reparameterize: std = sqrt(nu/(nu+n)) e^{logvar/2}
             nu_n = c.nu + c.n
             std = math.sqrt(c.nu / nu_n) * scale
-            v = torch._standard_gamma(torch.full(mu.shape[:1], nu_n / 2, dtype=mu.dtype)) * 2.0
+            v = (
+                torch._standard_gamma(
+                    torch.full(mu.shape[:1], nu_n / 2, dtype=mu.dtype, device=mu.device)
+                )
+                * 2.0
+            )
             return mu + std * torch.randn_like(mu) * torch.sqrt(nu_n / v).unsqueeze(-1)
         return sympareto_rsample(mu, scale, c.encoder_nu)
 
@@ -301,15 +306,22 @@ class HeavyTailVAE(nn.Module):
         shape = (num, c.m)
         nu, s = c.nu, c.recon_sigma
         if c.family == "vae":
-            z = torch.randn(shape, dtype=p.dtype)
+            z = torch.randn(shape, dtype=p.dtype, device=p.device)
         elif c.family == "laplace":
             z = laplace_noise(shape, p)
         elif c.family == "t3vae":
-            v = torch._standard_gamma(torch.full((num,), nu / 2, dtype=p.dtype)) * 2.0
-            z = torch.randn(shape, dtype=p.dtype) * torch.sqrt(nu / v).unsqueeze(-1)
+            v = (
+                torch._standard_gamma(torch.full((num,), nu / 2, dtype=p.dtype, device=p.device))
+                * 2.0
+            )
+            z = torch.randn(shape, dtype=p.dtype, device=p.device) * torch.sqrt(nu / v).unsqueeze(
+                -1
+            )
         else:
             z = SymPareto(
-                torch.zeros(shape, dtype=p.dtype), torch.ones(shape, dtype=p.dtype), nu
+                torch.zeros(shape, dtype=p.dtype, device=p.device),
+                torch.ones(shape, dtype=p.dtype, device=p.device),
+                nu,
             ).sample()
         x_mean = self.decode(z)
         if not decoder_noise:
@@ -320,14 +332,20 @@ class HeavyTailVAE(nn.Module):
             return x_mean + s * laplace_noise(x_mean.shape, x_mean)
         if c.family == "t3vae":
             nu_m = nu + c.m
-            v = torch._standard_gamma(torch.full((num,), nu_m / 2, dtype=p.dtype)) * 2.0
+            v = (
+                torch._standard_gamma(torch.full((num,), nu_m / 2, dtype=p.dtype, device=p.device))
+                * 2.0
+            )
             std = s * torch.sqrt((nu + z.pow(2).sum(-1)) / nu_m)
             scale = (std * torch.sqrt(nu_m / v)).unsqueeze(-1)
             return x_mean + scale * torch.randn_like(x_mean)
         spread = 1.0 + z.abs().sum(-1, keepdim=True) / nu  # (1 + ||z||_1 / nu)
         if c.family == "pareto-t":
             dof = c.t_decoder_dof
-            v = torch._standard_gamma(torch.full((num,), dof / 2, dtype=p.dtype)) * 2.0
+            v = (
+                torch._standard_gamma(torch.full((num,), dof / 2, dtype=p.dtype, device=p.device))
+                * 2.0
+            )
             t = torch.randn_like(x_mean) * torch.sqrt(dof / v).unsqueeze(-1)
             return x_mean + s * spread.sqrt() * t
         noise = SymPareto(torch.zeros_like(x_mean), torch.ones_like(x_mean), nu + c.m).sample()
