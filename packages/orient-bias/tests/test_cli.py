@@ -73,7 +73,9 @@ def test_reproduce_micro_end_to_end(tmp_path, capsys):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["run"]["scale"] == "micro" and metrics["run"]["threads"] == 1
     tables = metrics["tables"]
-    assert len(tables["finding 1: published vs randomly rotated (test set)"]) == 6
+    assert len(tables["finding 1: published vs randomly rotated (test set)"]) == 8
+    assert len(tables["finding 1: MPNN under noise and pre-rotation (test set)"]) == 6
+    assert len(tables["KL to Haar (k = 5) at the paper's n"]) == 3
     assert len(tables["finding 2: properties from orientation alone (test set)"]) == 12
     assert (run_dir / "mollweide_axes.png").exists()
 

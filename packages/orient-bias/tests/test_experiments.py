@@ -24,7 +24,9 @@ def _aligned_poses(n: int):
 
 
 def test_finding1_detects_planted_alignment_and_control_is_chance():
-    cfg = classify.ClassifyConfig(net_epochs=3, net_hidden=16, n_bootstrap=100)
+    cfg = classify.ClassifyConfig(
+        models=("logistic", "hgb", "pointcloud"), net_epochs=3, net_hidden=16, n_bootstrap=100
+    )
     rows = classify.run(_aligned_poses(200), cfg)
     pub = {r["model"]: r for r in rows if r["dataset"] == "QM9 as published"}
     ctl = [r for r in rows if r["dataset"] != "QM9 as published"]
@@ -65,3 +67,21 @@ def test_tanimoto_nearest_matches_rdkit_and_invalid_smiles():
         assert ref[nn[i]] == pytest.approx(ref.max(), abs=1e-6)
     with pytest.raises(ValueError, match="invalid SMILES"):
         fingerprints(np.array(["CCO", "C1CC"]))
+
+
+def test_finding1_mpnn_needs_bonds_and_known_models():
+    with pytest.raises(ValueError, match="models"):
+        classify.ClassifyConfig(models=("svm",))
+    with pytest.raises(ValueError, match="bonds"):
+        classify.classify(_aligned_poses(20), "x", classify.ClassifyConfig(models=("mpnn",)))
+
+
+def test_kl_rows_and_sign_check_on_planted_alignment():
+    from orient_bias.experiments import kl
+
+    poses = _aligned_poses(300)  # every pose in its principal frame: far from Haar
+    rows, check = kl.run(poses, kl.KLConfig(sizes=(200, None)))
+    by = {(r["n"], r["frames"]): r["kl_to_haar_nats"] for r in rows}
+    assert by[(300, "published, our frames")] > 2.0
+    assert abs(by[(300, "randomly rotated (control)")]) < 0.5
+    assert check["molecules"] == 300 and check["frames_differ"] == 0

@@ -12,6 +12,7 @@ from orient_bias.frames import (
     PROLATE,
     SPHERICAL,
     Poses,
+    authors_frames,
     centre,
     pad,
     principal_frames,
@@ -189,3 +190,42 @@ def test_pad_round_trip():
     for b, m in enumerate(mols):
         np.testing.assert_array_equal(p.positions[b, : len(m)], m.positions)
         np.testing.assert_array_equal(p.numbers[b, len(m) :], 0)
+
+
+def test_authors_rule_equals_ours_without_ties_and_differs_on_a_tie():
+    poses = pad([asymmetric_molecule(s) for s in range(30)])
+    np.testing.assert_allclose(authors_frames(poses), principal_frames(poses).axes, atol=1e-10)
+    # a centrosymmetric molecule (|max+| = |max-| on both axes): the official rule takes the
+    # first extreme atom, ours the lab rule; both remain proper rotations
+    c = np.array([[2.0, 0.3, 0], [-2.0, -0.3, 0], [0.2, 1.0, 0.1], [-0.2, -1.0, -0.1],
+                  [0, 0.05, 0.5], [0, -0.05, -0.5]])  # fmt: skip
+    A = authors_frames(_pose(c))[0]
+    np.testing.assert_allclose(A @ A.T, np.eye(3), atol=1e-12)
+    assert np.linalg.det(A) == pytest.approx(1.0)
+
+
+def test_linear_and_tied_frames_are_stable_under_1e_12_noise():
+    """A linear molecule along a lab axis (QM9's acetylene, index 3): PC2 comes from the lab
+    axis most orthogonal to PC1, where y and z tie exactly. Ties are decided within tol, so
+    1e-12 Å of noise leaves the frame unchanged (without the tolerance, PC2 jumps by 90°)."""
+    x = np.array([[0.5995, 0.0, 1.0], [-0.5995, 0.0, 1.0], [-1.6616, 0.0, 1.0], [1.6616, 0.0, 1.0]])
+    c = np.array([[2.0, 0.3, 0], [-2.0, -0.3, 0], [0.2, 1.0, 0.1], [-0.2, -1.0, -0.1],
+                  [0, 0.05, 0.5], [0, -0.05, -0.5]])  # fmt: skip
+    rng = np.random.default_rng(0)
+    for pos, z in ((x, np.array([6, 6, 1, 1])), (c, np.full(6, 6))):
+        base = principal_frames(_pose(pos, z)).axes
+        for _ in range(20):
+            noisy = principal_frames(_pose(pos + 1e-12 * rng.standard_normal(pos.shape), z)).axes
+            np.testing.assert_allclose(noisy, base, atol=1e-6)
+
+
+def test_qm9_frames_are_stable_under_1e_12_noise(qm9_csv):
+    from orient_bias.data import parse_qm9pack_csv
+
+    arrays, _ = parse_qm9pack_csv(qm9_csv, limit=3000)
+    poses = Poses(arrays["positions"], arrays["numbers"], arrays["names"])
+    rng = np.random.default_rng(0)
+    noise = 1e-12 * rng.standard_normal(poses.positions.shape) * poses.mask[..., None]
+    a = principal_frames(poses).axes
+    b = principal_frames(Poses(poses.positions + noise, poses.numbers, poses.names)).axes
+    assert not np.any(np.abs(a - b).max((1, 2)) > 1e-6)

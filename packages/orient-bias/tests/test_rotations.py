@@ -127,3 +127,30 @@ def test_torch_sampler_on_device_matches_float64_cpu(device, dtype, ratio):
     )
     assert_close(f"random_rotations_torch {dtype}", ref, fast, ratio)
     assert_close(f"rotation_angle {dtype}", rotation_angle(ref), rotation_angle(fast), 20 * ratio)
+
+
+def test_bounded_rotations_are_haar_conditioned_on_the_angle():
+    from orient_bias.rotations import haar_angle_cdf, random_rotations_bounded, rotation_angle
+
+    R = random_rotations_bounded(4000, 60.0, 0)
+    np.testing.assert_allclose(np.linalg.det(R), 1.0, atol=1e-12)
+    np.testing.assert_allclose(
+        R @ np.swapaxes(R, 1, 2), np.broadcast_to(np.eye(3), R.shape), atol=1e-12
+    )
+    w = rotation_angle(R)
+    a = np.radians(60.0)
+    assert w.max() <= a + 1e-12
+    # the angle follows the Haar CDF restricted to [0, α]
+    assert kstest(w, lambda t: haar_angle_cdf(t) / haar_angle_cdf(a)).pvalue > 1e-3
+    # axes uniform: the mean rotation axis is ~0
+    axes = np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], 1)
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    assert np.abs(axes.mean(0)).max() < 0.06
+    np.testing.assert_allclose(
+        random_rotations_bounded(3, 0.0, 1), np.broadcast_to(np.eye(3), (3, 3, 3))
+    )
+    np.testing.assert_array_equal(
+        random_rotations_bounded(5, 90.0, 7), random_rotations_bounded(5, 90.0, 7)
+    )
+    with pytest.raises(ValueError, match="max_angle"):
+        random_rotations_bounded(3, 181.0)

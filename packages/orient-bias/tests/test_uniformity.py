@@ -21,10 +21,10 @@ def test_pairwise_geodesic_matches_loop():
             assert D[i, j] == pytest.approx(np.arccos(np.clip(c, -1, 1)), abs=1e-7)
 
 
-def test_knn_kl_matches_reference_and_blocks():
+def test_knn_kl_matches_reference():
     R = random_rotations(300, 0)
     ref = knn_kl_reference(pairwise_geodesic(R, R), k=5)
-    assert knn_kl_to_haar(R, 5, block=64) == pytest.approx(ref, abs=1e-9)
+    assert knn_kl_to_haar(R, 5) == pytest.approx(ref, abs=1e-9)
 
 
 def test_uniform_vs_concentrated():

@@ -3,8 +3,10 @@ Molecular Dataset Is Probably Aligned" (ICLR 2026).
 
 The names below are imported on first use, so ``import orient_bias`` (and the console
 script's ``--help``) stays fast. The audit, frames, features and scikit-learn classifiers
-need only NumPy/SciPy/scikit-learn; the torch models (`PointCloudNet`, `OrientationMLP`),
-`train`/`predict` and `RandomRotation`/`RotatedDataset` need the ``torch`` extra.
+need only NumPy/SciPy/scikit-learn; the torch models (the paper's `RotationVariantMPNN`,
+`PointCloudNet`, `OrientationMLP`), `train`/`predict`, `train_detector`/`score_detector`
+and `RandomRotation`/`RotatedDataset` need the ``torch`` extra; `bond_matrix` needs RDKit
+(``chem``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from shared_core.lazy import lazy_exports
 if TYPE_CHECKING:
     from orient_bias.audit import AuditConfig, AuditResult, audit_molecules, audit_poses
     from orient_bias.augment import RandomRotation, RotatedDataset
+    from orient_bias.bonds import bond_matrix
     from orient_bias.classifiers import (
         fit_feature_classifier,
         fit_feature_regressor,
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
         pair_permutation_pvalue,
     )
     from orient_bias.data import QM9_TARGETS, QM9Subset, load_qm9, parse_qm9pack_csv, sample_rows
+    from orient_bias.detect import DetectConfig, perturb, score_detector, train_detector
     from orient_bias.features import FEATURE_NAMES, orientation_features
     from orient_bias.frames import (
         ASYMMETRIC,
@@ -34,12 +38,14 @@ if TYPE_CHECKING:
         SPHERICAL,
         Frames,
         Poses,
+        authors_frames,
         centre,
         pad,
         principal_frames,
     )
     from orient_bias.io import LoadResult, load_aselmdb, load_npz, load_path, load_qmugs
     from orient_bias.model import OrientationMLP, PointCloudNet
+    from orient_bias.mpnn import RotationVariantMPNN
     from orient_bias.rotations import (
         geodesic_angle,
         haar_angle_cdf,
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
         matrix_to_quaternion,
         quaternion_to_matrix,
         random_rotations,
+        random_rotations_bounded,
         random_rotations_torch,
         rotation_6d,
         rotation_angle,
@@ -70,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     "SPHERICAL": "orient_bias.frames",
     "AuditConfig": "orient_bias.audit",
     "AuditResult": "orient_bias.audit",
+    "DetectConfig": "orient_bias.detect",
     "Frames": "orient_bias.frames",
     "LoadResult": "orient_bias.io",
     "OrientationMLP": "orient_bias.model",
@@ -78,9 +86,12 @@ _EXPORTS: dict[str, str] = {
     "QM9Subset": "orient_bias.data",
     "RandomRotation": "orient_bias.augment",
     "RotatedDataset": "orient_bias.augment",
+    "RotationVariantMPNN": "orient_bias.mpnn",
     "TrainConfig": "orient_bias.train",
     "audit_molecules": "orient_bias.audit",
     "audit_poses": "orient_bias.audit",
+    "authors_frames": "orient_bias.frames",
+    "bond_matrix": "orient_bias.bonds",
     "centre": "orient_bias.frames",
     "fit_feature_classifier": "orient_bias.classifiers",
     "fit_feature_regressor": "orient_bias.classifiers",
@@ -102,15 +113,19 @@ _EXPORTS: dict[str, str] = {
     "pair_permutation_pvalue": "orient_bias.classifiers",
     "pairwise_geodesic": "orient_bias.uniformity",
     "parse_qm9pack_csv": "orient_bias.data",
+    "perturb": "orient_bias.detect",
     "predict": "orient_bias.train",
     "principal_frames": "orient_bias.frames",
     "quaternion_to_matrix": "orient_bias.rotations",
     "random_rotations": "orient_bias.rotations",
+    "random_rotations_bounded": "orient_bias.rotations",
     "random_rotations_torch": "orient_bias.rotations",
     "rotation_6d": "orient_bias.rotations",
     "rotation_angle": "orient_bias.rotations",
     "sample_rows": "orient_bias.data",
+    "score_detector": "orient_bias.detect",
     "train": "orient_bias.train",
+    "train_detector": "orient_bias.detect",
     "uniformity_stats": "orient_bias.uniformity",
 }
 """Public name -> the module that defines it."""
@@ -126,6 +141,7 @@ __all__ = [
     "SPHERICAL",
     "AuditConfig",
     "AuditResult",
+    "DetectConfig",
     "Frames",
     "LoadResult",
     "OrientationMLP",
@@ -134,9 +150,12 @@ __all__ = [
     "QM9Subset",
     "RandomRotation",
     "RotatedDataset",
+    "RotationVariantMPNN",
     "TrainConfig",
     "audit_molecules",
     "audit_poses",
+    "authors_frames",
+    "bond_matrix",
     "centre",
     "fit_feature_classifier",
     "fit_feature_regressor",
@@ -158,15 +177,19 @@ __all__ = [
     "pair_permutation_pvalue",
     "pairwise_geodesic",
     "parse_qm9pack_csv",
+    "perturb",
     "predict",
     "principal_frames",
     "quaternion_to_matrix",
     "random_rotations",
+    "random_rotations_bounded",
     "random_rotations_torch",
     "rotation_6d",
     "rotation_angle",
     "sample_rows",
+    "score_detector",
     "train",
+    "train_detector",
     "uniformity_stats",
 ]
 

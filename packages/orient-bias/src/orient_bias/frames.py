@@ -15,14 +15,19 @@ Deterministic policy (``tol`` is relative to the largest eigenvalue λ1):
    ``|projection|`` lies on the positive side. A tie (``|max⁺ - max⁻| <= tol·sqrt(λ1)``,
    e.g. a centrosymmetric molecule) is broken by the sign of the third moment
    ``Σ w p³``; if that vanishes too, by the **lab rule**: the largest-magnitude lab
-   component of the axis is made positive (lowest index on ties). The paper breaks
-   exact ties at random instead.
+   component of the axis is made positive (lowest index among components within ``tol``
+   of the largest). The paper breaks exact ties at random instead.
+
+Every tie is decided with a tolerance, so a pose and the same pose moved by 1e-12 Å get the
+same frame unless a molecule sits within ~1e-12 of a tolerance boundary itself (e.g.
+``|max⁺ - max⁻|`` exactly ``tol·sqrt(λ1)``); on all of QM9 none does (tests).
 2. **Handedness:** PC3 = PC1 × PC2, so the frame is a proper rotation (det +1).
 3. **Degenerate eigenvalues** (``(λi - λj)/λ1 <= tol``) leave the axes inside the
    degenerate subspace undefined by the molecule; they are taken from the lab frame:
    - ``PROLATE`` (λ2 ≈ λ3, incl. ``LINEAR`` where λ2 ≈ λ3 ≈ 0): PC1 is the unique axis,
      sign by rule 1; PC2 is the normalised projection of the lab axis e_k most
-     orthogonal to PC1 (smallest ``|PC1_k|``, lowest k on ties); PC3 = PC1 × PC2.
+     orthogonal to PC1 (smallest ``|PC1_k|``, lowest k among components within ``tol``
+     of the smallest); PC3 = PC1 × PC2.
    - ``OBLATE`` (λ1 ≈ λ2): PC3 (the normal) is the unique axis, sign by rule 1;
      PC1 is the projection of the lab axis most orthogonal to PC3; PC2 = PC3 × PC1.
    - ``SPHERICAL`` (all three equal): the lab frame itself, axes = identity.
@@ -48,6 +53,7 @@ __all__ = [
     "Frames",
     "Poses",
     "atomic_masses",
+    "authors_frames",
     "centre",
     "pad",
     "principal_frames",
@@ -208,9 +214,12 @@ class Frames:
         return np.einsum("bij,bnj->bni", self.axes, x)
 
 
-def _lab_sign(v: np.ndarray) -> np.ndarray:
-    """+1/-1 per row so that the largest-magnitude component of ``v`` (..., 3) is positive."""
-    k = np.abs(v).argmax(-1)  # argmax returns the lowest index on ties
+def _lab_sign(v: np.ndarray, tol: float) -> np.ndarray:
+    """+1/-1 per row so that the largest-magnitude component of ``v`` (..., 3) is positive;
+    components within `tol` of the largest count as tied, and the lowest index wins (so a
+    pose 1e-12 away from a tie gets the same sign)."""
+    a = np.abs(v)
+    k = (a >= a.max(-1, keepdims=True) - tol).argmax(-1)  # first index within tol of the max
     return np.where(np.take_along_axis(v, k[..., None], -1)[..., 0] < 0, -1.0, 1.0)
 
 
@@ -233,13 +242,15 @@ def _axis_signs(
     s_m3 = np.where(m3 >= 0, 1.0, -1.0)
     tie = np.abs(hi - lo) <= tol * scale[:, None]
     tie3 = np.abs(m3) <= tol * scale[:, None] ** 3
-    s_lab = _lab_sign(np.swapaxes(V, 1, 2))
+    s_lab = _lab_sign(np.swapaxes(V, 1, 2), tol)
     return np.where(tie, np.where(tie3, s_lab, s_m3), s_max)
 
 
-def _in_plane(u: np.ndarray) -> np.ndarray:
-    """Projection of the lab axis most orthogonal to unit ``u`` (B, 3), normalised."""
-    k = np.abs(u).argmin(-1)
+def _in_plane(u: np.ndarray, tol: float) -> np.ndarray:
+    """Projection of the lab axis most orthogonal to unit ``u`` (B, 3), normalised; components
+    within `tol` of the smallest count as tied and the lowest index wins."""
+    a = np.abs(u)
+    k = (a <= a.min(-1, keepdims=True) + tol).argmax(-1)
     e = np.eye(3)[k]
     a = e - (e * u).sum(-1, keepdims=True) * u
     return a / np.linalg.norm(a, axis=-1, keepdims=True)
@@ -293,12 +304,35 @@ def principal_frames(poses: Poses, weighting: str = "none", tol: float = 1e-4) -
     pro = (kind == PROLATE) | (kind == LINEAR)
     if pro.any():  # unique axis PC1; PC2 from the lab
         u = pc1[pro]
-        a = _in_plane(u)
+        a = _in_plane(u, tol)
         axes[pro] = np.stack([u, a, np.cross(u, a)], 1)
     obl = kind == OBLATE
     if obl.any():  # unique normal PC3; PC1 from the lab
         u = pc3[obl]
-        a = _in_plane(u)
+        a = _in_plane(u, tol)
         axes[obl] = np.stack([a, np.cross(u, a), u], 1)
     axes[kind == SPHERICAL] = np.eye(3)
     return Frames(axes=axes, eigenvalues=lam, kind=kind, centroid=c)
+
+
+def authors_frames(poses: Poses) -> np.ndarray:
+    """``(B, 3, 3)`` principal axes by the official code's rule alone, for comparison.
+
+    ``mol_aligned/orientations.py::compute_pca_batched`` (unweighted, ``"max"``): PC1 and
+    PC2 point to the atom with the largest ``|projection|`` however close the runner-up is,
+    PC3 makes the frame right-handed; no tie tolerance and no degenerate-top policy (an
+    exact tie, sign 0, is broken at random there; here it counts as positive).
+    `principal_frames` differs only where its ``tol`` declares a tie or a degeneracy.
+    """
+    if not isinstance(poses, Poses):
+        raise TypeError(f"poses: expected a Poses batch (see `pad`), got {type(poses).__name__}")
+    mask = poses.mask[..., None]
+    n = np.maximum(mask.sum(1), 1)
+    x = (poses.positions - (poses.positions * mask).sum(1)[:, None] / n[:, None]) * mask
+    _, V = np.linalg.eigh(np.matmul(np.swapaxes(x, 1, 2), x) / n[..., None])
+    V = V[:, :, ::-1]  # columns by decreasing eigenvalue
+    P = np.matmul(x, V)  # (B, N, 3) projections
+    V = V * np.where(P.max(1) >= -P.min(1), 1.0, -1.0)[:, None, :]
+    axes = np.swapaxes(V, 1, 2).copy()
+    axes[:, 2] = np.cross(axes[:, 0], axes[:, 1])
+    return axes

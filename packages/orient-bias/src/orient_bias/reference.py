@@ -44,10 +44,8 @@ def _sign_reference(
     m3 = sum(w * q**3 for w, q in zip(ws, proj, strict=True)) / sum(ws)
     if abs(m3) > tol * scale**3:
         return 1.0 if m3 > 0 else -1.0
-    best = 0
-    for k in range(1, 3):
-        if abs(v[k]) > abs(v[best]):
-            best = k
+    top = max(abs(t) for t in v)
+    best = next(k for k in range(3) if abs(v[k]) >= top - tol)
     return -1.0 if v[best] < 0 else 1.0
 
 
@@ -55,11 +53,9 @@ def _cross(a: list[float], b: list[float]) -> list[float]:
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
-def _in_plane_reference(u: list[float]) -> list[float]:
-    k = 0
-    for j in range(1, 3):
-        if abs(u[j]) < abs(u[k]):
-            k = j
+def _in_plane_reference(u: list[float], tol: float) -> list[float]:
+    low = min(abs(t) for t in u)
+    k = next(j for j in range(3) if abs(u[j]) <= low + tol)
     e = [1.0 if j == k else 0.0 for j in range(3)]
     d = sum(e[j] * u[j] for j in range(3))
     a = [e[j] - d * u[j] for j in range(3)]
@@ -93,11 +89,11 @@ def principal_frame_reference(
         return np.eye(3), np.array(lam), SPHERICAL
     if r12 <= tol:
         u = [_sign_reference(vecs[2], pts, ws, scale, tol) * t for t in vecs[2]]
-        a = _in_plane_reference(u)
+        a = _in_plane_reference(u, tol)
         return np.array([a, _cross(u, a), u]), np.array(lam), OBLATE
     if r23 <= tol:
         u = [_sign_reference(vecs[0], pts, ws, scale, tol) * t for t in vecs[0]]
-        a = _in_plane_reference(u)
+        a = _in_plane_reference(u, tol)
         kind = LINEAR if lam[1] / lam[0] <= tol else PROLATE
         return np.array([u, a, _cross(u, a)]), np.array(lam), kind
     v1 = [_sign_reference(vecs[0], pts, ws, scale, tol) * t for t in vecs[0]]

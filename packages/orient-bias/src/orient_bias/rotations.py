@@ -30,6 +30,7 @@ __all__ = [
     "matrix_to_quaternion",
     "quaternion_to_matrix",
     "random_rotations",
+    "random_rotations_bounded",
     "random_rotations_torch",
     "rotation_6d",
     "rotation_angle",
@@ -123,6 +124,35 @@ def random_rotations(n: int, rng: np.random.Generator | int | None = None) -> np
     g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     u = g.random((3, n))
     return quaternion_to_matrix(_shoemake(u[0], u[1], u[2], np))
+
+
+def random_rotations_bounded(
+    n: int, max_angle: float, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
+    """``n`` Haar rotations conditioned on a rotation angle ω <= `max_angle` (degrees), ``(n, 3, 3)``.
+
+    The paper's "pre-rotation up to α" (official ``UniformRandomRotateAngleBounded``, which
+    rejection-samples Haar rotations until ω <= α). Sampled exactly instead of by rejection: ω
+    from the Haar angle density restricted to [0, α] (inverse CDF of (ω - sin ω)/π by
+    bisection), axis uniform on the sphere; a Haar rotation's axis is uniform and independent
+    of its angle, so the law is the same. ``max_angle = 0`` gives identities.
+    """
+    n = _check_n(n)
+    if not (isinstance(max_angle, int | float) and 0 <= max_angle <= 180):
+        raise ValueError(f"max_angle: expected degrees in [0, 180], got {max_angle!r}")
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    alpha = math.radians(max_angle)
+    target = g.random(n) * (alpha - math.sin(alpha))  # ω - sin ω, uniform on [0, F(α)]
+    lo, hi = np.zeros(n), np.full(n, alpha)
+    for _ in range(60):  # bisection of the increasing ω - sin ω
+        mid = (lo + hi) / 2
+        below = mid - np.sin(mid) < target
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    omega = (lo + hi) / 2
+    axis = g.standard_normal((n, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    q = np.concatenate([np.cos(omega / 2)[:, None], np.sin(omega / 2)[:, None] * axis], 1)
+    return quaternion_to_matrix(q)
 
 
 def random_rotations_torch(

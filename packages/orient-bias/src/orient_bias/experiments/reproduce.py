@@ -1,9 +1,12 @@
 """``orient-bias reproduce``: the paper's three findings on QM9, one after the other.
 
-1. `classify`: published poses are told apart from randomly rotated ones;
+1. `classify`: published poses are told apart from randomly rotated ones (the paper's
+   MPNN and our feature/point-cloud classifiers), and `robustness`: the MPNN under
+   coordinate noise and pre-rotations;
 2. `regress`: chemical properties are regressed from the orientation alone;
 3. `similarity`: chemically similar molecules share poses (and the orientations are far
-   from Haar-uniform).
+   from Haar-uniform), and `kl`: the k-NN KL to Haar at the paper's n, with our sign rule
+   and the official one.
 
 Each finding draws its own seeded subset of QM9 (uniform over the three qm9pack parts) and
 writes its rows, plots and metrics into one `shared_core.report.Run`. The finding modules
@@ -31,6 +34,9 @@ class ReproduceConfig:
     n_classify: int = 4000  # finding 1: molecules (each published + rotated)
     n_regress: int = 16000  # finding 2
     n_similarity: int = 4000  # finding 3 (the Tanimoto matrix is N²)
+    mpnn_epochs: int = 25  # the paper's MPNN, finding 1
+    robust_epochs: int = 10  # the MPNN per robustness setting (finding 1's molecules)
+    kl_sizes: tuple[int | None, ...] = (4000, 50000, None)  # KL at these n (None: all QM9)
     net_epochs: int = 20  # point-cloud classifier
     regress_epochs: int = 30  # orientation-only MLP
     rows_per_part: int | None = None  # read only the first rows of each qm9pack part (micro)
@@ -39,11 +45,28 @@ class ReproduceConfig:
 SCALES: dict[str, ReproduceConfig] = {
     # ~20 s: 900 molecules read from the heads of the three parts, a few epochs; checks the
     # pipeline end to end, not the effect sizes
-    "micro": ReproduceConfig(300, 600, 300, net_epochs=2, regress_epochs=3, rows_per_part=300),
+    "micro": ReproduceConfig(
+        300,
+        600,
+        300,
+        mpnn_epochs=1,
+        robust_epochs=1,
+        kl_sizes=(None,),
+        net_epochs=2,
+        regress_epochs=3,
+        rows_per_part=300,
+    ),
     "tiny": ReproduceConfig(),
-    "small": ReproduceConfig(n_classify=20000, n_regress=50000, n_similarity=10000),
+    "small": ReproduceConfig(
+        n_classify=20000, n_regress=50000, n_similarity=10000, mpnn_epochs=20, robust_epochs=12
+    ),
     "paper": ReproduceConfig(
-        n_classify=130831, n_regress=130831, n_similarity=30000, regress_epochs=50
+        n_classify=130831,
+        n_regress=130831,
+        n_similarity=30000,
+        mpnn_epochs=100,
+        robust_epochs=100,
+        regress_epochs=50,
     ),
 }
 
@@ -53,13 +76,22 @@ def _load(n: int, cfg: ReproduceConfig, seed: int) -> QM9Subset:
 
 
 def finding1(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
-    """Published vs randomly rotated poses: three classifiers, and the pre-rotated control."""
-    from orient_bias.experiments import classify
+    """Published vs randomly rotated poses: the paper's MPNN and our three classifiers, the
+    pre-rotated control, and the MPNN's robustness sweep."""
+    from orient_bias.bonds import bond_matrix
+    from orient_bias.experiments import classify, robustness
 
     data = _load(cfg.n_classify, cfg, seed)
-    config = classify.ClassifyConfig(net_epochs=cfg.net_epochs, seed=seed, device=device)
-    for row in classify.run(data.poses, config):
+    bonds, fallback = bond_matrix(data.poses)
+    run.log(bonds_connectivity_only=fallback, bonds_molecules=len(data))
+    config = classify.ClassifyConfig(
+        mpnn_epochs=cfg.mpnn_epochs, net_epochs=cfg.net_epochs, seed=seed, device=device
+    )
+    for row in classify.run(data.poses, config, bonds):
         run.add_row("finding 1: published vs randomly rotated (test set)", **row)
+    rcfg = robustness.RobustnessConfig(epochs=cfg.robust_epochs, seed=seed, device=device)
+    for row in robustness.run(data.poses, bonds, rcfg):
+        run.add_row("finding 1: MPNN under noise and pre-rotation (test set)", **row)
 
 
 def finding2(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
@@ -74,8 +106,9 @@ def finding2(run: Run, cfg: ReproduceConfig, seed: int, device: str) -> None:
 
 
 def finding3(run: Run, cfg: ReproduceConfig, seed: int) -> None:
-    """Orientation agreement of Tanimoto nearest neighbours; uniformity; Mollweide maps."""
-    from orient_bias.experiments import similarity
+    """Orientation agreement of Tanimoto nearest neighbours; uniformity; Mollweide maps; the
+    KL to Haar at the paper's n and the sign-rule check."""
+    from orient_bias.experiments import kl, similarity
 
     data = _load(cfg.n_similarity, cfg, seed)
     out = similarity.run(data.poses, data.smiles, similarity.SimilarityConfig(seed=seed))
@@ -90,6 +123,11 @@ def finding3(run: Run, cfg: ReproduceConfig, seed: int) -> None:
         {"PC1, QM9 as published": out["axes_published"]}, colour=out["rings"], colour_label="rings"
     ))  # fmt: skip
     run.save_figure("angles_to_mode", angle_histogram(out["angles_to_mode"]))
+    everything = load_qm9(None, seed=seed, rows_per_part=cfg.rows_per_part).poses
+    rows, check = kl.run(everything, kl.KLConfig(sizes=cfg.kl_sizes, seed=seed))
+    for row in rows:
+        run.add_row("KL to Haar (k = 5) at the paper's n", **row)
+    run.add_row("sign rule: our frames vs the official code's", **check)
 
 
 def reproduce(
