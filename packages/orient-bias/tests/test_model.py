@@ -69,12 +69,14 @@ def test_training_resumes_from_checkpoint_to_the_same_weights(tmp_path):
     m = OrientationMLP(hidden=16, depth=2)
     arrays = (torch.as_tensor(X), torch.as_tensor(y))
     fc = cfg.fit_config(len(X))
+    # on cfg.device ("cpu"), where train() trained `full`: fit's "auto" would pick a GPU
     fit(m, lambda net, b: torch.nn.functional.mse_loss(net(b[0]), b[1]),
         epoch_batches(arrays, 64, cfg.seed), fc, checkpoint=ckpt, stop_at=2 * 4,
-        show_progress=False)  # fmt: skip
+        show_progress=False, device=cfg.device)  # fmt: skip
     m2 = OrientationMLP(hidden=16, depth=2)
     fit(m2, lambda net, b: torch.nn.functional.mse_loss(net(b[0]), b[1]),
-        epoch_batches(arrays, 64, cfg.seed), fc, checkpoint=ckpt, show_progress=False)  # fmt: skip
+        epoch_batches(arrays, 64, cfg.seed), fc, checkpoint=ckpt, show_progress=False,
+        device=cfg.device)  # fmt: skip
     for a, b in zip(full.parameters(), m2.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert fc.steps == 16 and fc.warmup == 4  # 4 epochs of 4 batches, 1 warm-up epoch
