@@ -27,7 +27,7 @@ from toprovar import reference
 from toprovar.entropy import attention_with_entropy
 from toprovar.generation import calibrate, generate
 from toprovar.model import TinyVAR
-from toprovar.pruning import FastVARPolicy, SkipVARPolicy, ToProVARPolicy
+from toprovar.pruning import FastVARPolicy, SkipVARPolicy, ToProVARTopKPolicy
 from toprovar.vq import MultiScaleVQ
 
 from shared_core.bench import BenchTable, bench_parser, finish, measure
@@ -78,7 +78,7 @@ def main() -> None:
     for batch in [1] if args.quick else [1, 16]:
         labels = torch.arange(batch) % 10
         policies = {
-            "ToProVAR a=0.5..0.9": ToProVARPolicy(cal, 0.5, 0.9),
+            "ToProVAR a=0.5..0.9": ToProVARTopKPolicy(cal, 0.5, 0.9),
             "FastVAR drop 0.5": FastVARPolicy({3: 0.5}),
             "SkipVAR skip 1": SkipVARPolicy(1),
         }
