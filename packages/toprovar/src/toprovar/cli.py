@@ -1,4 +1,4 @@
-"""The ``toprovar`` console script: ``toprovar reproduce [--scale micro|tiny|small]``.
+"""The ``toprovar`` console script: ``toprovar reproduce [--scale micro|tiny|small|paper]``.
 
 Thin on purpose: torch and the experiments are imported only when the command runs, so
 ``--help`` stays fast.
@@ -15,11 +15,12 @@ main = make_main(
             "toprovar.experiments.reproduce",
             help=(
                 "Train a tokenizer, a tiny VAR and an evaluator on digits and faces (cached), "
-                "then generate unpruned and with ToProVAR, FastVAR and SkipVAR at several "
-                "budgets: MACs, wall speed-up, fidelity and quality (micro: seconds; tiny: "
-                "about 3 CPU-minutes with one thread; small: about an hour on CPU)."
+                "then generate unpruned and with ToProVAR (adaptive, top-k), FastVAR and SkipVAR "
+                "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (micro: "
+                "seconds; tiny: a few CPU-minutes with one thread; small: under 30 "
+                "CPU-minutes; paper: GPU-sized, not run by the maintainers)."
             ),
-            scales=("micro", "tiny", "small"),
+            scales=("micro", "tiny", "small", "paper"),
         )
     ],
     description="ToProVAR (ICLR 2026): entropy-guided token/layer/scale pruning for VAR.",
