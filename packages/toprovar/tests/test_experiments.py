@@ -69,7 +69,13 @@ def test_reproduce_micro(tmp_path, monkeypatch):
     (run,) = list((tmp_path / "toprovar").iterdir())
     metrics = json.loads((run / "metrics.json").read_text())
     rows = metrics["metrics"]["rows"]
-    assert {r["method"] for r in rows} == {"none", "ToProVAR", "ToProVAR top-k", "FastVAR", "SkipVAR"}
+    assert {r["method"] for r in rows} == {
+        "none",
+        "ToProVAR",
+        "ToProVAR top-k",
+        "FastVAR",
+        "SkipVAR",
+    }
     base = next(r for r in rows if r["method"] == "none")
     assert base["MSE vs unpruned"] == 0 and base["codes agree"] == 1
     assert all(r["MAC speed-up"] >= 1 for r in rows)

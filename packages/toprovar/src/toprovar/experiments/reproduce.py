@@ -185,8 +185,8 @@ def run_domain(
     ]
     for drops in config.fastvar_drops:
         label = ", ".join(f"{r:g} (s{n_scales + off + 1})" for off, r in drops)
-        policy = FastVARPolicy({n_scales + off: r for off, r in drops}, config.fastvar_first_layer)
-        methods.append(("FastVAR", f"drop {label}", policy))
+        fast = FastVARPolicy({n_scales + off: r for off, r in drops}, config.fastvar_first_layer)
+        methods.append(("FastVAR", f"drop {label}", fast))
     methods += [("SkipVAR", f"skip {n}", SkipVARPolicy(n)) for n in config.skip_scales]
     labels = torch.arange(config.n_eval) % n_cls
     batches = [labels[i : i + config.eval_batch] for i in range(0, len(labels), config.eval_batch)]
