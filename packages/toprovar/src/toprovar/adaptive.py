@@ -100,8 +100,10 @@ class ToProVARPolicy(PruningPolicy):
         self._side = 1
 
     def wants_entropy(self, k: int, layer: int) -> bool:
-        # scale k+1's maps give R at scale k+2, its source entropy rho and Hhat at k+1
-        return k + 2 >= self.cal.min_depth
+        if layer < self.cal.dense_layers:  # the source: rho and Hhat at a prunable scale
+            return k + 1 >= self.cal.min_depth
+        # a pruned layer's map at scale k+1 gives its R at scale k+2
+        return k + 2 >= self.cal.min_depth and k + 1 < self.cal.n_scales
 
     def observe(
         self, k: int, layer: int, entropy: torch.Tensor, idx: torch.Tensor | None = None

@@ -99,8 +99,22 @@ def attention_with_entropy(
             )
     if method not in ("sdpa", "blockwise"):
         raise ValueError(f"method: expected 'sdpa' or 'blockwise', got {method!r}")
+    return attend(q, k, v, mask, block_size, need_entropy, method)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    block_size: int,
+    need_entropy: bool,
+    method: str,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`attention_with_entropy` without its input checks (the generation's inner loop)."""
     if method == "sdpa":
         return _sdpa_entropy(q, k, v, mask, block_size, need_entropy)
+    n_k = k.shape[2]
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     scale = 1.0 / math.sqrt(q.shape[-1])
     shape = q.shape[:3]

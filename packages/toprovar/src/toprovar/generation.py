@@ -10,6 +10,7 @@ unpruned one at the same seed only where its logits moved.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -17,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from toprovar import _checks
 from toprovar.entropy import (
-    attention_with_entropy,
+    attend,
     normalise_entropy,
     pruning_depth,
     scale_sparsity,
@@ -67,6 +68,23 @@ def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     return logits
 
 
+def _per_token(
+    fn: Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor],
+    t: torch.Tensor,
+    valid: torch.Tensor | None,
+) -> torch.Tensor:
+    """``fn(tokens, row)`` on the valid tokens of ``t (B, m, d)`` only, flattened across the
+    batch, so that padding (rows keeping fewer tokens than the batch's most) costs nothing;
+    ``row(p)`` lines a per-row ``(B, 1, d)`` parameter up with those tokens."""
+    if valid is None:
+        return fn(t, lambda p: p)
+    m = t.shape[1]
+    flat = fn(t[valid], lambda p: p.expand(-1, m, -1)[valid])
+    out = flat.new_zeros(*t.shape[:2], flat.shape[-1])
+    out[valid] = flat
+    return out
+
+
 def _block_step(
     blk: Block,
     x: torch.Tensor,
@@ -81,12 +99,14 @@ def _block_step(
 ) -> torch.Tensor:
     g1, s1, b1, g2, s2, b2 = mods
     idx = policy.select(k, layer, "attn", x, side)
-    h = blk.norm1(gather_tokens(x, idx)) * (1 + s1) + b1
-    q, kk, v = (blk.split_heads(t) for t in blk.qkv(h).chunk(3, dim=-1))
+    # padding (idx < 0: images keeping fewer tokens than the batch's most): masked keys
+    valid = None if idx is None or not bool((idx < 0).any()) else idx >= 0
+    xs = gather_tokens(x, idx)
+    qkv = _per_token(lambda t, row: blk.qkv(blk.norm1(t) * (1 + row(s1)) + row(b1)), xs, valid)
+    q, kk, v = (blk.split_heads(t) for t in qkv.chunk(3, dim=-1))
     cache[0].append(kk)
     cache[1].append(v)
-    # padded rows (idx < 0: images keeping fewer tokens than the batch's most) are masked keys
-    cache[2].append(None if idx is None or not bool((idx < 0).any()) else idx >= 0)
+    cache[2].append(valid)
     keys, values = torch.cat(cache[0], 2), torch.cat(cache[1], 2)
     mask = None
     if any(m is not None for m in cache[2]):
@@ -98,15 +118,19 @@ def _block_step(
         ]
         mask = torch.cat(parts, 1)[:, None, None, :]
     want = policy.wants_entropy(k, layer)
-    out, ent = attention_with_entropy(
-        q, keys, values, mask=mask, block_size=block_size, need_entropy=want, method=attention
-    )
+    out, ent = attend(q, keys, values, mask, block_size, want, attention)
     if ent is not None:
         policy.observe(k, layer, ent.mean(1), idx)
-    y = blk.proj(out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)) * g1
+    o = out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)
+    y = _per_token(lambda t, row: blk.proj(t) * row(g1), o, valid)
     x = x + policy.restore(layer, "attn", y, idx, side)
     idx = policy.select(k, layer, "mlp", x, side)
-    y = blk.mlp(blk.norm2(gather_tokens(x, idx)) * (1 + s2) + b2) * g2
+    valid = None if idx is None or not bool((idx < 0).any()) else idx >= 0
+    y = _per_token(
+        lambda t, row: blk.mlp(blk.norm2(t) * (1 + row(s2)) + row(b2)) * row(g2),
+        gather_tokens(x, idx),
+        valid,
+    )
     return x + policy.restore(layer, "mlp", y, idx, side)
 
 
