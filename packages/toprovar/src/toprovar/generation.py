@@ -9,8 +9,8 @@ unpruned one at the same seed only where its logits moved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
