@@ -96,3 +96,9 @@ def test_function_names_are_not_shadowed_by_submodules():
     import toprovar.generation  # importing the submodule must not shadow the function
 
     assert callable(toprovar.generate) and callable(toprovar.calibrate)
+
+
+def test_min_depth_ablation_below_two_is_a_usage_error(tmp_path):
+    from toprovar.cli import main
+
+    assert main(["reproduce", "--scale", "micro", "--min-depth", "1", "--out", str(tmp_path)]) == 2

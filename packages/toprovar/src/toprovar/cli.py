@@ -6,7 +6,19 @@ Thin on purpose: torch and the experiments are imported only when the command ru
 
 from __future__ import annotations
 
+import argparse
+
 from shared_core.cli import lazy_reproduce_command, make_main
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--min-depth",
+        type=int,
+        default=None,
+        help="ablation: the earliest prunable scale (1-based, >= 2) instead of the scale's",
+    )
+
 
 main = make_main(
     "toprovar",
@@ -21,6 +33,7 @@ main = make_main(
                 "CPU-minutes; paper: GPU-sized, not run by the maintainers)."
             ),
             scales=("micro", "tiny", "small", "paper"),
+            options=_options,
         )
     ],
     description="ToProVAR (ICLR 2026): entropy-guided token/layer/scale pruning for VAR.",

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, UsageError
 from toprovar.experiments.common import ModelConfig, TrainSteps
 
 
@@ -346,6 +346,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from shared_core.report import Run
 
     config: Config = args.config
+    min_depth = args.extra.get("min_depth")
+    if min_depth is not None:
+        if not isinstance(min_depth, int) or min_depth < 2:
+            raise UsageError(f"--min-depth: expected an int >= 2, got {min_depth!r}")
+        config = replace(config, min_depth=min_depth)
     device = "cpu" if args.device == "auto" else args.device
     seed_everything(args.seed)
     torch.set_grad_enabled(True)
