@@ -90,7 +90,6 @@ SCALES: dict[str, Config] = {
         domains=("digits",),
         model=ModelConfig(scales=(1, 2, 4, 8, 16), downsample=1, dim=64, depth=6, heads=4),
         steps=TrainSteps(vq_steps=600, var_steps=1000, clf_steps=300, batch=32),
-        faces_var_steps=700,
         n_eval=200,
         skip_scales=(1, 2),
     ),
