@@ -39,8 +39,8 @@ def test_matched_mac_comparison_interpolates_fastvar():
         {"domain": "d", "method": "ToProVAR", "budget": "c", "MAC speed-up": 3.0, "m": 0.2},
     ]
     out = matched(rows, "m")
-    assert out[0]["FastVAR (interp.)"] == pytest.approx(0.5)
-    assert out[1]["FastVAR (interp.)"] is None  # outside FastVAR's measured range
+    assert out[0]["against (interp.)"] == pytest.approx(0.5)
+    assert out[1]["against (interp.)"] is None  # outside FastVAR's measured range
     assert _interp(0.5, [1.0, 2.0], [0.0, 1.0]) is None
 
 
@@ -69,7 +69,13 @@ def test_reproduce_micro(tmp_path, monkeypatch):
     (run,) = list((tmp_path / "toprovar").iterdir())
     metrics = json.loads((run / "metrics.json").read_text())
     rows = metrics["metrics"]["rows"]
-    assert {r["method"] for r in rows} == {"none", "ToProVAR", "FastVAR", "SkipVAR"}
+    assert {r["method"] for r in rows} == {
+        "none",
+        "ToProVAR",
+        "ToProVAR top-k",
+        "FastVAR",
+        "SkipVAR",
+    }
     base = next(r for r in rows if r["method"] == "none")
     assert base["MSE vs unpruned"] == 0 and base["codes agree"] == 1
     assert all(r["MAC speed-up"] >= 1 for r in rows)
@@ -90,3 +96,9 @@ def test_function_names_are_not_shadowed_by_submodules():
     import toprovar.generation  # importing the submodule must not shadow the function
 
     assert callable(toprovar.generate) and callable(toprovar.calibrate)
+
+
+def test_min_depth_ablation_below_two_is_a_usage_error(tmp_path):
+    from toprovar.cli import main
+
+    assert main(["reproduce", "--scale", "micro", "--min-depth", "1", "--out", str(tmp_path)]) == 2

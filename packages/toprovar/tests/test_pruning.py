@@ -13,7 +13,7 @@ from toprovar.pruning import (
     FastVARPolicy,
     PruningPolicy,
     SkipVARPolicy,
-    ToProVARPolicy,
+    ToProVARTopKPolicy,
     gather_tokens,
     restore_tokens,
     upsample_tokens,
@@ -65,7 +65,7 @@ def test_keep_everything_is_bit_identical_to_unpruned(models, calibration):
     ref = generate(var, vq, LABELS, seed=3)
     for policy in (
         PruningPolicy(),
-        ToProVARPolicy(calibration, 0.0, 0.0),  # P_keep = 1 everywhere
+        ToProVARTopKPolicy(calibration, 0.0, 0.0),  # P_keep = 1 everywhere
         FastVARPolicy({3: 0.0}),
     ):
         out = generate(var, vq, LABELS, policy, seed=3)
@@ -77,7 +77,7 @@ def test_scales_before_depth_are_untouched(models, calibration):
     var, vq = models
     assert calibration.depth == 3
     ref = generate(var, vq, LABELS, seed=1)
-    out = generate(var, vq, LABELS, ToProVARPolicy(calibration, 0.9, 1.0), seed=1)
+    out = generate(var, vq, LABELS, ToProVARTopKPolicy(calibration, 0.9, 1.0), seed=1)
     for k in range(calibration.depth - 1):  # scales 1..D-1 (0-based 0..D-2)
         assert torch.equal(out.codes[k], ref.codes[k])
     assert not torch.equal(out.images, ref.images)
@@ -93,9 +93,9 @@ def test_calibration_ranges(calibration):
                 assert 0.0 <= calibration.keep_ratio(k, layer, lo, hi) <= 1.0
 
 
-def _macs(models, policy) -> int:
+def _macs(models, policy, attention="blockwise") -> int:
     var, vq = models
-    return count_macs(generate, var, vq, LABELS[:2], policy)[1]
+    return count_macs(generate, var, vq, LABELS[:2], policy, attention=attention)[1]
 
 
 def test_macs_non_increasing_in_pruning_ratio(models, calibration):
@@ -104,11 +104,13 @@ def test_macs_non_increasing_in_pruning_ratio(models, calibration):
     assert fast[0] == base and all(a >= b for a, b in itertools.pairwise(fast))
     assert fast[-1] < base
     ours = [
-        _macs(models, ToProVARPolicy(calibration, lo, hi))
+        _macs(models, ToProVARTopKPolicy(calibration, lo, hi))
         for lo, hi in ((0.0, 0.0), (0.25, 0.75), (0.9, 1.0))
     ]
     assert ours[0] == base and all(a >= b for a, b in itertools.pairwise(ours))
     assert ours[-1] < base
+    # the sdpa path pays one more product for the entropy (sum_j a_ij k_j)
+    assert _macs(models, ToProVARTopKPolicy(calibration, 0.0, 0.0), "sdpa") > base
     assert _macs(models, SkipVARPolicy(1)) < _macs(models, FastVARPolicy({3: 0.9}))
 
 
@@ -123,7 +125,7 @@ def test_skipvar_decodes_the_accumulated_feature(models):
 
 def test_generation_is_seeded_and_batch_invariant(models, calibration):
     var, vq = models
-    pol = ToProVARPolicy(calibration, 0.5, 0.9)
+    pol = ToProVARTopKPolicy(calibration, 0.5, 0.9)
     a = generate(var, vq, LABELS, pol, seed=4)
     b = generate(var, vq, LABELS, pol, seed=4)
     assert torch.equal(a.images, b.images)
@@ -146,9 +148,9 @@ def test_bad_arguments_raise(models, calibration):
     with pytest.raises(ValueError, match="n_skip: expected a positive int"):
         SkipVARPolicy(0)
     with pytest.raises(TypeError, match="calibration: expected a Calibration"):
-        ToProVARPolicy(None)  # type: ignore[arg-type]
+        ToProVARTopKPolicy(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="a_max: expected >= a_min"):
-        ToProVARPolicy(calibration, 0.5, 0.2)
+        ToProVARTopKPolicy(calibration, 0.5, 0.2)
     with pytest.raises(ValueError, match="min_depth: expected >= 2"):
         calibrate(var, vq, LABELS, min_depth=1)
     with pytest.raises(ValueError, match="dense_layers: expected <= depth"):

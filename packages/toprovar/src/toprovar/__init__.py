@@ -3,9 +3,11 @@ for Visual AutoRegressive (VAR) generation.
 
 ``attention_with_entropy(q, k, v)`` is blockwise softmax attention that also returns every
 query's attention entropy, accumulated online (Flash-Attention-Entropy). From the entropies
-of an unpruned model, `calibrate` derives the pruning depth D (scale), the layer scores R
-(layer) and the token statistics; `ToProVARPolicy` then prunes a generation (`generate`), as
-`FastVARPolicy` and `SkipVARPolicy` do by their rules. `MultiScaleVQ` and `TinyVAR` are a
+of an unpruned model, `calibrate` derives tau, beta and the offline statistics;
+`ToProVARPolicy` (the paper's rule) then decides per image and online the pruning depth D
+(scale), the layer scores R (an SVD of each layer's entropy map) and samples the kept tokens
+from P_keep; `ToProVARTopKPolicy` is 0.1.0's offline, deterministic top-k variant;
+`FastVARPolicy` and `SkipVARPolicy` prune by their own rules. `MultiScaleVQ` and `TinyVAR` are a
 small, CPU-trainable VAR.
 
 The names below are imported on first use, so that ``toprovar --help`` never imports torch.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from toprovar.adaptive import ToProVARPolicy, sample_keep
     from toprovar.entropy import (
         attention_with_entropy,
         keep_probability,
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
         FastVARPolicy,
         PruningPolicy,
         SkipVARPolicy,
-        ToProVARPolicy,
+        ToProVARTopKPolicy,
         gather_tokens,
         restore_tokens,
         upsample_tokens,
@@ -59,7 +62,9 @@ _HOME = {
     "FastVARPolicy": "pruning",
     "PruningPolicy": "pruning",
     "SkipVARPolicy": "pruning",
-    "ToProVARPolicy": "pruning",
+    "ToProVARPolicy": "adaptive",
+    "ToProVARTopKPolicy": "pruning",
+    "sample_keep": "adaptive",
     "gather_tokens": "pruning",
     "restore_tokens": "pruning",
     "upsample_tokens": "pruning",
@@ -74,6 +79,7 @@ __all__ = [
     "SkipVARPolicy",
     "TinyVAR",
     "ToProVARPolicy",
+    "ToProVARTopKPolicy",
     "attention_with_entropy",
     "block_causal_mask",
     "calibrate",
@@ -85,6 +91,7 @@ __all__ = [
     "normalise_entropy",
     "pruning_depth",
     "restore_tokens",
+    "sample_keep",
     "scale_sparsity",
     "spectral_ratio",
     "upsample_tokens",

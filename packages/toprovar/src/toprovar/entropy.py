@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from toprovar import _checks
 
@@ -41,17 +42,26 @@ def attention_with_entropy(
     mask: torch.Tensor | None = None,
     block_size: int = 128,
     need_entropy: bool = True,
+    method: str = "sdpa",
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Softmax attention over key blocks with each query's attention entropy, online.
+    """Softmax attention with each query's attention entropy.
+
+    ``method="blockwise"`` is the paper's Flash-Attention-Entropy: keys in blocks of
+    `block_size`, the entropy accumulated online (module docstring). ``method="sdpa"``
+    (default, faster in eager PyTorch): without the entropy, `F.scaled_dot_product_attention`;
+    with it, queries in chunks of `block_size`, one softmax per chunk and one product with
+    ``[V, K]``, which gives the output and ``sum_j a_ij k_j``, hence ``sum_j a_ij s_ij =
+    q_i . (sum_j a_ij k_j) / sqrt(d)`` and ``H_i = log Z_i + m_i - sum_j a_ij s_ij``.
 
     Args:
         q: ``(batch, heads, n_q, dim)``; k: ``(batch, heads, n_k, dim)``; v: ``(batch,
             heads, n_k, dim_v)``. Scores are ``q k^T / sqrt(dim)``.
         mask: optional boolean, broadcastable to ``(batch, heads, n_q, n_k)``, True where
             query i may attend key j; every query needs at least one allowed key.
-        block_size: keys per block (any positive int; the result does not depend on it up to
-            rounding).
-        need_entropy: compute H (False: plain blockwise attention, H is None).
+        block_size: keys per block (blockwise) or queries per chunk (sdpa); any positive int,
+            the result does not depend on it up to rounding.
+        need_entropy: compute H (False: plain attention, H is None).
+        method: ``"sdpa"`` or ``"blockwise"``.
 
     Returns:
         ``(out (batch, heads, n_q, dim_v) in q's dtype, H (batch, heads, n_q) float32 or
@@ -87,6 +97,24 @@ def attention_with_entropy(
             raise ValueError(
                 "mask: every query needs at least one allowed key (a row is all False)"
             )
+    if method not in ("sdpa", "blockwise"):
+        raise ValueError(f"method: expected 'sdpa' or 'blockwise', got {method!r}")
+    return attend(q, k, v, mask, block_size, need_entropy, method)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    block_size: int,
+    need_entropy: bool,
+    method: str,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`attention_with_entropy` without its input checks (the generation's inner loop)."""
+    if method == "sdpa":
+        return _sdpa_entropy(q, k, v, mask, block_size, need_entropy)
+    n_k = k.shape[2]
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
     scale = 1.0 / math.sqrt(q.shape[-1])
     shape = q.shape[:3]
@@ -115,6 +143,38 @@ def attention_with_entropy(
     result = (out / z[..., None]).to(q.dtype)
     entropy = None if a is None else torch.log(z) - a / z
     return result, entropy
+
+
+def _sdpa_entropy(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    chunk: int,
+    need_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if not need_entropy:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
+    acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    qa, ka = q.to(acc_dtype), k.to(acc_dtype)
+    kv = torch.cat([v.to(acc_dtype), ka], -1)
+    kt = ka.transpose(-1, -2)
+    dv = v.shape[-1]
+    outs, ents = [], []
+    for i0 in range(0, q.shape[2], chunk):
+        qi = qa[:, :, i0 : i0 + chunk]
+        s = (qi * scale) @ kt
+        if mask is not None:
+            s.masked_fill_(~mask[..., i0 : i0 + chunk, :], -math.inf)
+        m = s.amax(-1, keepdim=True)
+        p = s.sub_(m).exp_()  # in place: the chunk's scores become its unnormalised softmax
+        z = p.sum(-1, keepdim=True)
+        o = (p @ kv).div_(z)
+        outs.append(o[..., :dv])
+        mean_score = (qi * o[..., dv:]).sum(-1) * scale  # sum_j a_ij s_ij
+        ents.append((torch.log(z) + m).squeeze(-1) - mean_score)
+    return torch.cat(outs, 2).to(q.dtype), torch.cat(ents, 2)
 
 
 def scale_sparsity(entropy: torch.Tensor) -> torch.Tensor:

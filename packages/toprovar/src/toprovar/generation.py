@@ -9,14 +9,16 @@ unpruned one at the same seed only where its logits moved.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from toprovar import _checks
 from toprovar.entropy import (
-    attention_with_entropy,
+    attend,
     normalise_entropy,
     pruning_depth,
     scale_sparsity,
@@ -48,7 +50,9 @@ class _Recorder(PruningPolicy):
     def wants_entropy(self, k: int, layer: int) -> bool:
         return True
 
-    def observe(self, k: int, layer: int, entropy: torch.Tensor) -> None:
+    def observe(
+        self, k: int, layer: int, entropy: torch.Tensor, idx: torch.Tensor | None = None
+    ) -> None:
         self.entropy[(k, layer)] = entropy
 
 
@@ -64,32 +68,69 @@ def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     return logits
 
 
+def _per_token(
+    fn: Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor],
+    t: torch.Tensor,
+    valid: torch.Tensor | None,
+) -> torch.Tensor:
+    """``fn(tokens, row)`` on the valid tokens of ``t (B, m, d)`` only, flattened across the
+    batch, so that padding (rows keeping fewer tokens than the batch's most) costs nothing;
+    ``row(p)`` lines a per-row ``(B, 1, d)`` parameter up with those tokens."""
+    if valid is None:
+        return fn(t, lambda p: p)
+    m = t.shape[1]
+    flat = fn(t[valid], lambda p: p.expand(-1, m, -1)[valid])
+    out = flat.new_zeros(*t.shape[:2], flat.shape[-1])
+    out[valid] = flat
+    return out
+
+
 def _block_step(
     blk: Block,
     x: torch.Tensor,
     mods: tuple[torch.Tensor, ...],
-    cache: list[list[torch.Tensor]],
+    cache: list[list[Any]],
     policy: PruningPolicy,
     k: int,
     layer: int,
     side: int,
     block_size: int,
+    attention: str,
 ) -> torch.Tensor:
     g1, s1, b1, g2, s2, b2 = mods
     idx = policy.select(k, layer, "attn", x, side)
-    h = blk.norm1(gather_tokens(x, idx)) * (1 + s1) + b1
-    q, kk, v = (blk.split_heads(t) for t in blk.qkv(h).chunk(3, dim=-1))
+    # padding (idx < 0: images keeping fewer tokens than the batch's most): masked keys
+    valid = None if idx is None or not bool((idx < 0).any()) else idx >= 0
+    xs = gather_tokens(x, idx)
+    qkv = _per_token(lambda t, row: blk.qkv(blk.norm1(t) * (1 + row(s1)) + row(b1)), xs, valid)
+    q, kk, v = (blk.split_heads(t) for t in qkv.chunk(3, dim=-1))
     cache[0].append(kk)
     cache[1].append(v)
+    cache[2].append(valid)
     keys, values = torch.cat(cache[0], 2), torch.cat(cache[1], 2)
-    want = idx is None and policy.wants_entropy(k, layer)
-    out, ent = attention_with_entropy(q, keys, values, block_size=block_size, need_entropy=want)
+    mask = None
+    if any(m is not None for m in cache[2]):
+        parts = [
+            m
+            if m is not None
+            else torch.ones(t.shape[0], t.shape[2], dtype=torch.bool, device=t.device)
+            for m, t in zip(cache[2], cache[0], strict=True)
+        ]
+        mask = torch.cat(parts, 1)[:, None, None, :]
+    want = policy.wants_entropy(k, layer)
+    out, ent = attend(q, keys, values, mask, block_size, want, attention)
     if ent is not None:
-        policy.observe(k, layer, ent.mean(1))
-    y = blk.proj(out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)) * g1
+        policy.observe(k, layer, ent.mean(1), idx)
+    o = out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)
+    y = _per_token(lambda t, row: blk.proj(t) * row(g1), o, valid)
     x = x + policy.restore(layer, "attn", y, idx, side)
     idx = policy.select(k, layer, "mlp", x, side)
-    y = blk.mlp(blk.norm2(gather_tokens(x, idx)) * (1 + s2) + b2) * g2
+    valid = None if idx is None or not bool((idx < 0).any()) else idx >= 0
+    y = _per_token(
+        lambda t, row: blk.mlp(blk.norm2(t) * (1 + row(s2)) + row(b2)) * row(g2),
+        gather_tokens(x, idx),
+        valid,
+    )
     return x + policy.restore(layer, "mlp", y, idx, side)
 
 
@@ -104,8 +145,13 @@ def generate(
     top_p: float = 0.0,
     seed: int = 0,
     block_size: int = 128,
+    attention: str = "sdpa",
 ) -> Generation:
     """Generate images of classes `labels` ``(B,)`` under a pruning `policy` (None: unpruned).
+
+    `attention` is `attention_with_entropy`'s method: ``"sdpa"`` (fast) or ``"blockwise"``
+    (the paper's Flash-Attention-Entropy; its entropy adds no product, so `count_macs` under it
+    counts the model's MACs only).
 
     Returns a `Generation`; ``images`` are the decoder's output (about [-1, 1]).
     """
@@ -128,16 +174,16 @@ def generate(
         )
     policy = policy or PruningPolicy()
     policy.check_scales(len(var.scales))
-    policy.reset()
+    guided = cfg > 0
+    policy.reset(copies=2 if guided else 1)
     device = labels.device
     b = len(labels)
     n_scales = len(var.scales)
-    guided = cfg > 0
     lab = torch.cat([labels, torch.full_like(labels, var.num_classes)]) if guided else labels
     cond = var.condition(lab)
     blocks = var.block_list()
     mods = [blk.modulation(cond) for blk in blocks]
-    caches: list[list[list[torch.Tensor]]] = [[[], []] for _ in blocks]
+    caches: list[list[list[Any]]] = [[[], [], []] for _ in blocks]
     gen = torch.Generator().manual_seed(seed)
     f_hat = torch.zeros(b, vq.latent, vq.side, vq.side, device=device)
     codes: list[torch.Tensor] = []
@@ -148,7 +194,9 @@ def generate(
             break
         x = var.embed(tokens if tokens is not None else cond, k, cond)
         for layer, blk in enumerate(blocks):
-            x = _block_step(blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size)
+            x = _block_step(
+                blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size, attention
+            )
         logits = var.head_logits(x, cond).double()
         if guided:
             t = cfg * k / max(1, n_scales - 1)
@@ -183,23 +231,30 @@ def calibrate(
     var: TinyVAR,
     vq: MultiScaleVQ,
     labels: torch.Tensor,
-    tau: float = 0.5,
+    tau: float | None = 0.5,
     beta: float | None = None,
     dense_layers: int = 1,
     min_depth: int = 2,
     cfg: float = 1.5,
     seed: int = 0,
+    prune_share: float = 0.9,
 ) -> Calibration:
     """ToProVAR's offline statistics from unpruned generations of `labels` (the calibration set).
 
     - ``rho_s``: mean over layers and samples (conditional rows) of the below-mean share;
-      ``D = max(min_depth, min{s : rho_s >= tau})``.
+      ``D = max(min_depth, min{s : rho_s >= tau}) `` (the top-k option's fixed depth). Per
+      image, ``rho_images`` from the source layers, as the adaptive policy computes it online.
+    - ``tau=None``: calibrated by this pre-sampling so that a share `prune_share` of the
+      calibration images reach ``rho_s >= tau`` at some prunable scale (``s >= min_depth``):
+      the ``1 - prune_share`` quantile of each image's largest such ``rho_s``.
     - ``varrho_{l,s}``: spectral ratio of each sample's entropy map; ``beta`` (None: chosen so
       that the median (layer, scale) gets R = 1/2, i.e. ``ln 2 / median(varrho - 1)``);
       ``R_{l,s}`` = mean over samples of ``exp(-beta (varrho - 1))``.
     - the source entropy (mean of the first `dense_layers` layers), normalised per sample.
     """
-    _checks.number("tau", tau, 0.0, 1.0)
+    if tau is not None:
+        _checks.number("tau", tau, 0.0, 1.0)
+    _checks.number("prune_share", prune_share, 0.0, 1.0)
     _checks.positive_int("dense_layers", dense_layers)
     if dense_layers > var.depth:
         raise ValueError(f"dense_layers: expected <= depth={var.depth}, got {dense_layers}")
@@ -212,13 +267,16 @@ def calibrate(
     generate(var, vq, labels, rec, cfg=cfg, seed=seed)
     n_scales, depth, b = len(var.scales), var.depth, len(labels)
     rho = torch.zeros(n_scales, dtype=torch.float64)
+    rho_images = torch.zeros(b, n_scales, dtype=torch.float64)
     varrho = torch.full((depth, n_scales), float("nan"), dtype=torch.float64)
     per_sample: dict[tuple[int, int], torch.Tensor] = {}
     source: list[torch.Tensor] = []
     for k, side in enumerate(var.scales):
         ents = [rec.entropy[(k, layer)][:b] for layer in range(depth)]
         rho[k] = torch.stack([scale_sparsity(e).mean() for e in ents]).mean()
-        source.append(normalise_entropy(torch.stack(ents[:dense_layers]).mean(0)).cpu())
+        raw = torch.stack(ents[:dense_layers]).mean(0)
+        rho_images[:, k] = scale_sparsity(raw).cpu()
+        source.append(normalise_entropy(raw).cpu())
         if side >= 2:
             for layer, e in enumerate(ents):
                 r = spectral_ratio(e.reshape(b, side, side))
@@ -232,6 +290,9 @@ def calibrate(
     score = torch.full((depth, n_scales), float("nan"), dtype=torch.float64)
     for (layer, k), r in per_sample.items():
         score[layer, k] = torch.exp(-beta * (r - 1.0)).mean()
+    if tau is None:
+        prunable = rho_images[:, min(min_depth, n_scales) - 1 :].amax(1)
+        tau = float(torch.quantile(prunable, 1.0 - prune_share))
     d = max(min_depth, pruning_depth(rho, tau))
     return Calibration(
         rho=rho,
@@ -242,4 +303,6 @@ def calibrate(
         tau=tau,
         dense_layers=dense_layers,
         source=source,
+        min_depth=min_depth,
+        rho_images=rho_images,
     )

@@ -36,10 +36,14 @@ SUBLAYERS = ("attn", "mlp")
 
 
 def gather_tokens(x: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
-    """``x (B, n, d)`` at ``idx (B, k)`` -> ``(B, k, d)``; ``idx=None`` returns `x` itself."""
+    """``x (B, n, d)`` at ``idx (B, k)`` -> ``(B, k, d)``; ``idx=None`` returns `x` itself.
+
+    A negative index is padding (rows of a batch keep different numbers of tokens): it gathers
+    token 0, whose result `restore_tokens` discards and whose key the attention masks out.
+    """
     if idx is None:
         return x
-    return torch.gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+    return torch.gather(x, 1, idx.clamp(min=0).unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 def upsample_tokens(cached: torch.Tensor, side_from: int, side_to: int) -> torch.Tensor:
@@ -57,6 +61,7 @@ def restore_tokens(
     """Scatter ``kept (B, k, d)`` into a copy of ``fallback (B, n, d)`` at ``idx (B, k)``.
 
     ``idx=None`` (all kept) returns `kept` itself: keep-all gather then restore is the identity.
+    Padding (negative indices) is dropped.
     """
     if idx is None:
         return kept
@@ -64,7 +69,12 @@ def restore_tokens(
         raise ValueError(
             "fallback: a pruned sublayer needs an earlier dense output to restore from"
         )
-    return fallback.scatter(1, idx.unsqueeze(-1).expand(-1, -1, kept.shape[-1]), kept)
+    n = fallback.shape[1]
+    if bool((idx < 0).any()):  # padding lands in one extra row that is cut off
+        idx = torch.where(idx < 0, n, idx)
+        fallback = torch.cat([fallback, fallback[:, :1]], 1)
+    out = fallback.scatter(1, idx.unsqueeze(-1).expand(-1, -1, kept.shape[-1]), kept)
+    return out[:, :n]
 
 
 def _sorted_topk(score: torch.Tensor, k: int) -> torch.Tensor:
@@ -78,10 +88,16 @@ class PruningPolicy:
 
     def __init__(self) -> None:
         self._dense: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
+        self.copies = 1
 
-    def reset(self) -> None:
-        """Forget the previous generation's cached outputs (called at its start)."""
+    def reset(self, copies: int = 1) -> None:
+        """Forget the previous generation's cached outputs (called at its start).
+
+        `copies`: rows per image in the batch (2 under classifier-free guidance: the
+        conditional rows first, then the unconditional ones).
+        """
         self._dense = {}
+        self.copies = copies
 
     def check_scales(self, n_scales: int) -> None:
         """Raise if the policy names a scale the model does not have (called by `generate`)."""
@@ -92,8 +108,11 @@ class PruningPolicy:
     def wants_entropy(self, k: int, layer: int) -> bool:
         return False
 
-    def observe(self, k: int, layer: int, entropy: torch.Tensor) -> None:
-        """Entropy ``(B, n)`` (mean over heads) of a dense attention at scale k, layer `layer`."""
+    def observe(
+        self, k: int, layer: int, entropy: torch.Tensor, idx: torch.Tensor | None = None
+    ) -> None:
+        """Entropy ``(B, n_kept)`` (mean over heads) of the queries ``idx`` (None: all) computed
+        at scale k, layer `layer`."""
 
     def select(
         self, k: int, layer: int, sublayer: str, x: torch.Tensor, side: int
@@ -190,6 +209,9 @@ class Calibration:
     score: ``(layers, K)`` mean layer score R = exp(-beta (varrho - 1)) (NaN for 1x1).
     beta: the beta used.
     source: per scale, ``(N, n_k)`` normalised entropy Hhat of the source layers.
+    min_depth: the earliest prunable scale (1-based, >= 2).
+    rho_images: ``(N, K)`` each calibration image's rho_s from the source layers (what the
+        adaptive policy computes online).
     """
 
     rho: torch.Tensor
@@ -200,6 +222,8 @@ class Calibration:
     tau: float
     dense_layers: int
     source: list[torch.Tensor] = field(default_factory=list)
+    min_depth: int = 2
+    rho_images: torch.Tensor | None = None
 
     @property
     def n_scales(self) -> int:
@@ -216,15 +240,19 @@ class Calibration:
         return float(p.mean())
 
 
-class ToProVARPolicy(PruningPolicy):
-    """Entropy-guided scale, layer and token pruning (see the module docstring).
+class ToProVARTopKPolicy(PruningPolicy):
+    """0.1.0's offline-calibrated, deterministic variant (an option; not the paper's rule).
+
+    D, R and the number kept at (s, l) (``round(n mean P_keep)`` over the calibration set) are
+    fixed offline; the kept tokens are the current sample's highest-``P_keep`` ones. The cost
+    is then a function of the budget only.
 
     Args:
         calibration: the unpruned model's `Calibration`.
         a_min, a_max: the token rule's pruning-probability range (``0 <= a_min <= a_max <= 1``).
     """
 
-    name = "toprovar"
+    name = "toprovar-topk"
 
     def __init__(self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75) -> None:
         super().__init__()
@@ -241,8 +269,8 @@ class ToProVARPolicy(PruningPolicy):
         self._source: torch.Tensor | None = None
         self._source_count = 0
 
-    def reset(self) -> None:
-        super().reset()
+    def reset(self, copies: int = 1) -> None:
+        super().reset(copies)
         self._source, self._source_count = None, 0
 
     def _active(self, k: int) -> bool:
@@ -251,7 +279,11 @@ class ToProVARPolicy(PruningPolicy):
     def wants_entropy(self, k: int, layer: int) -> bool:
         return self._active(k) and layer < self.cal.dense_layers
 
-    def observe(self, k: int, layer: int, entropy: torch.Tensor) -> None:
+    def observe(
+        self, k: int, layer: int, entropy: torch.Tensor, idx: torch.Tensor | None = None
+    ) -> None:
+        if layer >= self.cal.dense_layers:
+            return
         if layer == 0 or self._source is None:
             self._source, self._source_count = entropy, 1
         else:  # running mean over the dense source layers of this scale

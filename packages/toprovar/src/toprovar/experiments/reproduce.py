@@ -2,20 +2,24 @@
 
 For each domain (sklearn digits, scikit-image's LFW faces; 16x16 grey images) a tokenizer,
 a tiny VAR and an evaluator CNN are trained (`common`, cached). ToProVAR is calibrated on
-unpruned generations of a calibration set (scale depth D, layer scores R, entropy
-statistics), then the same images (same classes, same sampling random numbers) are generated
-with no pruning, ToProVAR at several ``(a_min, a_max)``, FastVAR at several drop ratios of the
-last scale, and SkipVAR (last scale skipped). Reported per method and budget:
+unpruned generations of a calibration set (pre-sampling: tau, beta, the offline statistics
+of the top-k option), then the same images (same classes, same sampling random numbers) are
+generated with no pruning, ToProVAR (the paper's per-image adaptive policy, sampled keep) and
+ToProVAR top-k (0.1.0's offline deterministic variant) at several ``(a_min, a_max)``,
+FastVAR at several drop ratios of the last scale(s), and SkipVAR (last scale skipped).
+Reported per method and budget:
 
-- cost: MACs per image (`torch.utils.flop_counter`, the primary cost), MAC speed-up and
-  wall-clock speed-up against the unpruned generation (same batches, one thread);
+- cost: MACs per image (`torch.utils.flop_counter` on single-image generations, the model's
+  MACs), MAC speed-up, and wall-clock and CPU-time speed-ups of the batched generations
+  against the unpruned one (one thread; the adaptive policy's online SVDs and entropies are
+  inside these times, and their SVD seconds are reported);
 - fidelity to the unpruned generation at the same seed: image MSE and the share of equal
   last-scale codes;
 - quality: the evaluator's accuracy on the requested class and the Frechet distance between
   its features of generated and real images.
 
-The claim is checked at matched MACs: each ToProVAR point against FastVAR's curve
-interpolated (linearly in MAC speed-up) to the same speed-up.
+The claim is checked at matched MACs: each ToProVAR point against FastVAR's (and the top-k
+variant's) curve interpolated (linearly in MAC speed-up) to the same speed-up.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, UsageError
 from toprovar.experiments.common import ModelConfig, TrainSteps
 
 
@@ -44,15 +48,24 @@ class Config:
     cfg: float = 1.5  # classifier-free guidance (VAR's linear ramp over scales)
     top_k: int = 0  # 0: sample from the full distribution
     top_p: float = 0.0
-    tau: float = 0.4  # scale rule: D = min{s : rho_s >= tau}
-    min_depth: int = 0  # D is at least this (0: the last scale only is prunable)
+    tau: float | None = None  # scale rule D = min{s : rho_s >= tau}; None: calibrated
+    prune_share: float = 0.9  # tau=None: this share of calibration images reach tau
+    min_depth: int = 3  # the earliest prunable scale (1-based): scales 1-2 stay dense
     dense_layers: int = 1  # always-dense first layers: ToProVAR's entropy source
     toprovar_budgets: tuple[tuple[float, float], ...] = (
         (0.25, 0.75), (0.5, 0.9), (0.7, 1.0), (0.85, 1.0),
     )  # fmt: skip  # (a_min, a_max)
-    fastvar_drops: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9)  # of the last scale's tokens
+    topk_budgets: tuple[tuple[float, float], ...] = (
+        (0.25, 0.75), (0.5, 0.9), (0.7, 1.0), (0.85, 1.0),
+    )  # fmt: skip  # 0.1.0's deterministic top-k at the same (a_min, a_max)
+    # FastVAR: drop ratios per scale counted from the end (-1: the last scale)
+    fastvar_drops: tuple[tuple[tuple[int, float], ...], ...] = (
+        ((-1, 0.25),), ((-1, 0.5),), ((-1, 0.75),), ((-1, 0.9),),
+        ((-2, 0.5), (-1, 0.9)), ((-2, 0.9), (-1, 0.9)),
+    )  # fmt: skip
     fastvar_first_layer: int = 1  # layers >= this are pruned (FastVAR keeps the first dense)
     skip_scales: tuple[int, ...] = (1,)  # SkipVAR: number of last scales skipped
+    n_macs: int = 10  # single-image generations whose MACs are averaged
 
 
 SCALES: dict[str, Config] = {
@@ -64,17 +77,47 @@ SCALES: dict[str, Config] = {
         n_calib=10,
         eval_batch=20,
         toprovar_budgets=((0.5, 0.9),),
-        fastvar_drops=(0.5,),
+        topk_budgets=((0.5, 0.9),),
+        fastvar_drops=(((-1, 0.5),),),
+        min_depth=2,
+        n_macs=2,
     ),
     "tiny": Config(
         steps=TrainSteps(vq_steps=300, var_steps=400, clf_steps=150, batch=32),
         faces_var_steps=250,
     ),
-    "small": Config(
-        model=ModelConfig(scales=(1, 2, 4, 8, 16), downsample=1, dim=96, depth=6, heads=4),
-        steps=TrainSteps(vq_steps=1000, var_steps=3000, clf_steps=300, batch=32),
-        faces_var_steps=1500,
-        n_eval=500,
+    "small": Config(  # <= 30 CPU-minutes with one thread (the issue's budget): digits only
+        domains=("digits",),
+        model=ModelConfig(scales=(1, 2, 4, 8, 16), downsample=1, dim=64, depth=6, heads=4),
+        steps=TrainSteps(vq_steps=600, var_steps=1000, clf_steps=300, batch=32),
+        n_eval=200,
+        skip_scales=(1, 2),
+    ),
+    # GPU-sized (not run here): Infinity-like 10-scale schedule on a 16-block, width-512 VAR
+    "paper": Config(
+        model=ModelConfig(
+            scales=(1, 2, 3, 4, 5, 6, 8, 10, 13, 16),
+            downsample=1,
+            vocab=512,
+            latent=32,
+            hidden=64,
+            dim=512,
+            depth=16,
+            heads=8,
+        ),
+        steps=TrainSteps(vq_steps=5000, var_steps=20000, clf_steps=1000, batch=64),
+        faces_var_steps=10000,
+        n_eval=2000,
+        n_calib=200,
+        min_depth=5,
+        fastvar_drops=(
+            ((-1, 0.5),),
+            ((-1, 0.75),),
+            ((-2, 0.5), (-1, 0.75)),
+            ((-3, 0.5), (-2, 0.75), (-1, 0.9)),
+        ),
+        skip_scales=(1, 2),
+        n_macs=20,
     ),
 }
 
@@ -103,10 +146,11 @@ def run_domain(
     import torch
 
     from shared_core.metrics import frechet_distance
+    from toprovar.adaptive import ToProVARPolicy
     from toprovar.data import NUM_CLASSES, load_domain
     from toprovar.experiments.common import train_classifier, train_generator, train_tokenizer
     from toprovar.generation import calibrate, count_macs, generate
-    from toprovar.pruning import FastVARPolicy, PruningPolicy, SkipVARPolicy, ToProVARPolicy
+    from toprovar.pruning import FastVARPolicy, PruningPolicy, SkipVARPolicy, ToProVARTopKPolicy
 
     model = config.model
     side = model.scales[-1] * model.downsample
@@ -127,17 +171,22 @@ def run_domain(
     calib_labels = torch.arange(config.n_calib) % n_cls
     cal = calibrate(
         var, vq, calib_labels, tau=config.tau, dense_layers=config.dense_layers,
-        min_depth=config.min_depth or n_scales, cfg=config.cfg, seed=10_000 + seed,
+        min_depth=config.min_depth, cfg=config.cfg, seed=10_000 + seed,
+        prune_share=config.prune_share,
     )  # fmt: skip
     methods: list[tuple[str, str, PruningPolicy]] = [("none", "-", PruningPolicy())]
     methods += [
-        ("ToProVAR", f"a={lo:g}..{hi:g}", ToProVARPolicy(cal, lo, hi))
+        ("ToProVAR", f"a={lo:g}..{hi:g}", ToProVARPolicy(cal, lo, hi, seed=seed))
         for lo, hi in config.toprovar_budgets
     ]
     methods += [
-        ("FastVAR", f"drop {r:g}", FastVARPolicy({n_scales - 1: r}, config.fastvar_first_layer))
-        for r in config.fastvar_drops
+        ("ToProVAR top-k", f"a={lo:g}..{hi:g}", ToProVARTopKPolicy(cal, lo, hi))
+        for lo, hi in config.topk_budgets
     ]
+    for drops in config.fastvar_drops:
+        label = ", ".join(f"{r:g} (s{n_scales + off + 1})" for off, r in drops)
+        fast = FastVARPolicy({n_scales + off: r for off, r in drops}, config.fastvar_first_layer)
+        methods.append(("FastVAR", f"drop {label}", fast))
     methods += [("SkipVAR", f"skip {n}", SkipVARPolicy(n)) for n in config.skip_scales]
     labels = torch.arange(config.n_eval) % n_cls
     batches = [labels[i : i + config.eval_batch] for i in range(0, len(labels), config.eval_batch)]
@@ -145,22 +194,33 @@ def run_domain(
     rows: list[dict[str, Any]] = []
     ref_images: torch.Tensor | None = None
     ref_codes: torch.Tensor | None = None
-    base_macs = base_wall = 0.0
+    base_macs = base_wall = base_cpu = 0.0
     for name, budget, policy in methods:
-        t0 = time.perf_counter()
-        outs = [
-            generate(var, vq, b, policy, seed=seed * 1000 + i, **kw) for i, b in enumerate(batches)
-        ]
-        wall = time.perf_counter() - t0
-        _, macs_two = count_macs(generate, var, vq, labels[:2], policy, **kw)
-        macs = macs_two / 2
+        t0, c0 = time.perf_counter(), time.process_time()
+        outs, svd_s, depths, kept = [], 0.0, [], []
+        for i, b in enumerate(batches):
+            outs.append(generate(var, vq, b, policy, seed=seed * 1000 + i, **kw))
+            if isinstance(policy, ToProVARPolicy):
+                svd_s += policy.svd_seconds
+                assert policy.depth is not None
+                depths.append(policy.depth)
+                kept.append(
+                    [policy.kept.get((n_scales - 1, layer)) for layer in range(model.depth)]
+                )
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        macs = float(np.mean([
+            count_macs(generate, var, vq, labels[j : j + 1], policy, seed=seed * 1000 + j,
+                       attention="blockwise", **kw)[1]
+            for j in range(config.n_macs)
+        ]))  # fmt: skip
         images = torch.cat([o.images for o in outs])
         last = torch.cat([o.codes[-1] for o in outs]) if len(outs[0].codes) == n_scales else None
         with torch.no_grad():
             logits = clf(images)
             feats = clf.features(images).numpy()
         if name == "none":
-            ref_images, ref_codes, base_macs, base_wall = images, last, macs, wall
+            ref_images, ref_codes = images, last
+            base_macs, base_wall, base_cpu = macs, wall, cpu
         if samples is not None:
             samples[f"{name} {budget}" if name != "none" else "unpruned"] = images[:10]
         assert ref_images is not None
@@ -169,14 +229,33 @@ def run_domain(
             if last is not None and ref_codes is not None
             else 0.0
         )
-        keep = "-"
-        if isinstance(policy, ToProVARPolicy):  # calibrated keep ratio per layer, last scale
+        keep, extra = "-", ""
+        if isinstance(policy, ToProVARPolicy):  # mean kept share per layer, last scale
+            n_last = model.scales[-1] ** 2
+            shares = []
+            for layer in range(model.depth):
+                parts = [ks[layer] for ks in kept]
+                counts = [
+                    c.double() if c is not None else torch.full((len(d),), float(n_last))
+                    for c, d in zip(parts, depths, strict=True)
+                ]
+                shares.append(float(torch.cat(counts).mean()) / n_last)
+            keep = "/".join(f"{r:.2f}" for r in shares)
+            d = torch.cat(depths)
+            extra = (
+                "D: " + ", ".join(
+                    f"{int(v) if v <= n_scales else 'none'} x{int((d == v).sum())}"
+                    for v in torch.unique(d)
+                ) + f"; SVD {svd_s:.3f} s ({100 * svd_s / wall:.1f} % of wall)"
+            )  # fmt: skip
+        elif isinstance(policy, ToProVARTopKPolicy):
             keep = "/".join(
                 f"{cal.keep_ratio(n_scales - 1, layer, policy.a_min, policy.a_max):.2f}"
                 for layer in range(model.depth)
             )
+            extra = f"D: {cal.depth} (all images)"
         elif isinstance(policy, FastVARPolicy):
-            r = 1 - policy.drop[n_scales - 1]
+            r = 1 - policy.drop.get(n_scales - 1, 0.0)
             keep = "/".join(
                 "1.00" if layer < policy.first_layer else f"{r:.2f}" for layer in range(model.depth)
             )
@@ -188,43 +267,53 @@ def run_domain(
             "MMACs/img": round(macs / 1e6, 3),
             "MAC speed-up": round(base_macs / macs, 3),
             "wall speed-up": round(base_wall / wall, 2),
+            "CPU speed-up": round(base_cpu / cpu, 2),
             "MSE vs unpruned": _sig(float(((images - ref_images) ** 2).mean())),
             "codes agree": round(agree, 3),
             "accuracy": round(float((logits.argmax(1) == labels).float().mean()), 3),
             "FD": round(frechet_distance(feats, real_feats), 3),
+            "notes": extra,
         })  # fmt: skip
     finite = ~torch.isnan(cal.score)
     rows[0]["calibration"] = (
-        f"D={cal.depth}, rho={[round(float(r), 3) for r in cal.rho]}, beta={cal.beta:.3g}, "
+        f"tau={cal.tau:.3g} (share {config.prune_share:g}), min_depth={cal.min_depth}, "
+        f"top-k D={cal.depth}, rho={[round(float(r), 3) for r in cal.rho]}, "
+        f"beta={cal.beta:.3g}, "
         f"varrho {float(cal.varrho[finite].min()):.3g}..{float(cal.varrho[finite].max()):.3g}, "
         f"R {float(cal.score[finite].min()):.3g}..{float(cal.score[finite].max()):.3g}"
     )
     return rows
 
 
-def matched(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """Each ToProVAR point against FastVAR's curve interpolated to its MAC speed-up."""
-    fast = [r for r in rows if r["method"] == "FastVAR"]
+def matched(
+    rows: list[dict[str, Any]], metric: str, method: str = "ToProVAR", against: str = "FastVAR"
+) -> list[dict[str, Any]]:
+    """Each `method` point against `against`'s curve (through the unpruned point)
+    interpolated to its MAC speed-up."""
+    peer = [r for r in rows if r["method"] == against]
     base = [r for r in rows if r["method"] == "none"]
-    xs = [1.0] + [r["MAC speed-up"] for r in fast]
-    ys = [base[0][metric]] + [r[metric] for r in fast]
+    xs = [1.0] + [r["MAC speed-up"] for r in peer]
+    ys = [base[0][metric]] + [r[metric] for r in peer]
     out = []
     for r in rows:
-        if r["method"] != "ToProVAR":
+        if r["method"] != method:
             continue
         f = _interp(r["MAC speed-up"], xs, ys)
         out.append({
-            "domain": r["domain"], "budget": r["budget"], "MAC speed-up": r["MAC speed-up"],
-            "metric": metric, "ToProVAR": r[metric],
-            "FastVAR (interp.)": None if f is None else round(f, 4),
+            "domain": r["domain"], "method": method, "budget": r["budget"],
+            "MAC speed-up": r["MAC speed-up"], "metric": metric, "value": r[metric],
+            "against": against, "against (interp.)": None if f is None else round(f, 4),
         })  # fmt: skip
     return out
 
 
-def _wins(table: list[dict[str, Any]]) -> str:
-    """'k of n': ToProVAR points below FastVAR's interpolated value (lower is better)."""
-    pts = [r for r in table if r["FastVAR (interp.)"] is not None]
-    wins = sum(r["ToProVAR"] < r["FastVAR (interp.)"] for r in pts)
+def _wins(table: list[dict[str, Any]], higher_is_better: bool = False) -> str:
+    """'k of n': points better than the peer's interpolated value."""
+    pts = [r for r in table if r["against (interp.)"] is not None]
+    if higher_is_better:
+        wins = sum(r["value"] > r["against (interp.)"] for r in pts)
+    else:
+        wins = sum(r["value"] < r["against (interp.)"] for r in pts)
     return f"{wins} of {len(pts)}"
 
 
@@ -257,6 +346,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from shared_core.report import Run
 
     config: Config = args.config
+    min_depth = args.extra.get("min_depth")
+    if min_depth is not None:
+        if not isinstance(min_depth, int) or min_depth < 2:
+            raise UsageError(f"--min-depth: expected an int >= 2, got {min_depth!r}")
+        config = replace(config, min_depth=min_depth)
     device = "cpu" if args.device == "auto" else args.device
     seed_everything(args.seed)
     torch.set_grad_enabled(True)
@@ -277,21 +371,25 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                        f"{domain}_wall_s": time.perf_counter() - t0,
                        f"{domain}_cpu_s": time.process_time() - c0})  # fmt: skip
             print(f"{domain}: calibration {rows[0]['calibration']}")
-            for metric in ("MSE vs unpruned", "FD"):
-                table = matched(rows, metric)
-                for m in table:
-                    run.add_row("ToProVAR vs FastVAR at matched MACs", **m)
-                run.log(**{f"{domain}_{metric.split()[0]}_toprovar_better": _wins(table)})
-                print(
-                    f"{domain}: ToProVAR below FastVAR in {metric} at matched MACs: {_wins(table)}"
-                )
+            pairs = (("ToProVAR", "FastVAR"), ("ToProVAR", "ToProVAR top-k"),
+                     ("ToProVAR top-k", "FastVAR"))  # fmt: skip
+            for method, against in pairs:
+                for metric in ("MSE vs unpruned", "FD", "accuracy"):
+                    table = matched(rows, metric, method, against)
+                    for m in table:
+                        run.add_row("matched MACs", **m)
+                    wins = _wins(table, higher_is_better=metric == "accuracy")
+                    slug = f"{domain}_{metric.split()[0]}_{method}_vs_{against}".replace(" ", "")
+                    run.log(**{slug: wins})
+                    print(f"{domain}: {method} better than {against} in {metric} at matched "
+                          f"MACs: {wins}")  # fmt: skip
             for metric, label in (
                 ("MSE vs unpruned", "image MSE to the unpruned generation"),
                 ("FD", "Frechet distance to real images (evaluator features)"),
                 ("accuracy", "evaluator accuracy on the requested class"),
             ):
                 series = {}
-                for method in ("ToProVAR", "FastVAR", "SkipVAR"):
+                for method in ("ToProVAR", "ToProVAR top-k", "FastVAR", "SkipVAR"):
                     # SkipVAR has one point: no line from the unpruned point through it
                     keep = (method,) if method == "SkipVAR" else (method, "none")
                     pts = [r for r in rows if r["method"] in keep]
@@ -303,7 +401,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 )  # fmt: skip
         run.log(rows=all_rows)
         run.finish(
-            "ToProVAR vs FastVAR vs SkipVAR on a tiny VAR",
+            "ToProVAR (adaptive and top-k) vs FastVAR vs SkipVAR on a tiny VAR",
             notes=(
                 f"{config.n_eval} images per method and budget, the same classes and sampling "
                 "random numbers for all methods; MACs from torch.utils.flop_counter (whole "
