@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -133,7 +134,7 @@ def test_cli_bad_scale_and_version(capsys):
         main(["reproduce", "--scale", "huge"])
     with pytest.raises(SystemExit):
         main(["--version"])
-    assert "mesa-layer 0.3.0" in capsys.readouterr().out
+    assert f"mesa-layer {importlib.metadata.version('mesa-layer')}" in capsys.readouterr().out
 
 
 def test_cli_reports_bad_device_as_one_error_line(capsys, tmp_path):

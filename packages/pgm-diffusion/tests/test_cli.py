@@ -1,3 +1,4 @@
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -21,7 +22,7 @@ def test_console_script_is_pgm_diffusion():
         [sys.executable, "-c", "from pgm.cli import main; main()", "--version"],
         capture_output=True, text=True,
     )  # fmt: skip
-    assert out.stdout.startswith("pgm-diffusion 0.3.0")
+    assert out.stdout.startswith(f"pgm-diffusion {importlib.metadata.version('pgm-diffusion')}")
 
 
 def test_reproduce_end_to_end_at_micro_scale(tmp_path, capsys):
