@@ -246,3 +246,20 @@ def test_package_options_reach_the_run_as_extra():
     assert main(["reproduce"]) == 0 and seen[-1].extra == {"llm_oracle": False, "rounds": 3}
     plain = make_main("demo", [reproduce_command(seen.append, SCALES, "demo")])
     assert plain(["reproduce"]) == 0 and seen[-1].extra == {}
+
+
+def test_lazy_scales_loads_only_on_lookup():
+    from shared_core.cli import LazyScales
+
+    calls = []
+
+    def load():
+        calls.append(1)
+        return {"micro": "m", "tiny": "t", "small": "s", "paper": "p"}
+
+    lazy = LazyScales(load)
+    assert list(lazy) == ["micro", "tiny", "small", "paper"] and "tiny" in lazy and not calls
+    assert lazy["small"] == "s" and calls == [1]
+    with pytest.raises(KeyError):
+        lazy["huge"]
+    assert calls == [1]  # an unknown name never loads

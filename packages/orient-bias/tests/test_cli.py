@@ -42,11 +42,11 @@ def test_audit_needs_exactly_one_source(tmp_path, capsys):
 
 
 def test_lazy_scales_are_the_experiment_scales():
-    from orient_bias.cli import _LazyScales
+    from orient_bias.cli import _SCALES as lazy
     from orient_bias.experiments.reproduce import SCALES
 
-    assert list(_LazyScales()) == list(SCALES)
-    assert all(_LazyScales()[k] == v for k, v in SCALES.items())
+    assert list(lazy) == list(SCALES)
+    assert all(lazy[k] == v for k, v in SCALES.items())
 
 
 def test_help_imports_neither_torch_nor_the_experiments():

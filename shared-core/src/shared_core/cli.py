@@ -256,17 +256,21 @@ class Heartbeat:
             _ACTIVE.remove(self)
 
 
-class _LazyScales(dict[str, Any]):
-    """Scale names known up front (for ``--help``); each config is read from `module` on use."""
+class LazyScales(dict[str, Any]):
+    """A package's ``SCALES`` whose names are known up front (for ``--help``) and whose
+    configs come from ``load()`` on first use, so building the CLI imports no framework.
 
-    def __init__(self, module: str, names: Sequence[str]) -> None:
+    `load` returns the mapping of every name in `names` to its config (it may import torch).
+    """
+
+    def __init__(self, load: Callable[[], Mapping[str, Any]], names: Sequence[str] = SCALES):
         super().__init__(dict.fromkeys(names))
-        self.module = module
+        self._load = load
 
     def __getitem__(self, scale: str) -> Any:
-        import importlib
-
-        return importlib.import_module(self.module).SCALES[scale]
+        if scale not in self:
+            raise KeyError(scale)
+        return self._load()[scale]
 
 
 def lazy_reproduce_command(
@@ -284,7 +288,7 @@ def lazy_reproduce_command(
     """
     import importlib
 
-    lazy = _LazyScales(module, scales)
+    lazy = LazyScales(lambda: importlib.import_module(module).SCALES, scales)
 
     def run(args: ReproduceArgs) -> Any:
         return importlib.import_module(module).reproduce(args)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared_core.cli import ReproduceArgs, make_main, reproduce_command
+from shared_core.cli import LazyScales, ReproduceArgs, make_main, reproduce_command
 
 
 def _scales() -> dict[str, Any]:
@@ -24,22 +24,12 @@ def _reproduce(args: ReproduceArgs) -> int:
     return reproduce(args)
 
 
-class _LazyScales(dict):  # type: ignore[type-arg]
-    """Scale names for --help without importing torch; configs built when a run starts."""
-
-    def __init__(self) -> None:
-        super().__init__({k: None for k in ("micro", "tiny", "small", "paper")})
-
-    def __getitem__(self, key: str) -> Any:
-        return _scales()[key]
-
-
 main = make_main(
     "context-denoising",
     [
         reproduce_command(
             _reproduce,
-            _LazyScales(),
+            LazyScales(_scales),
             help=(
                 "Train a 2-layer d=64 Llama on generated key-value retrieval with plain SFT, CDT "
                 "(the paper's beta = 5 and a 200x step) and equal-FLOPs SFT and score accuracy, "

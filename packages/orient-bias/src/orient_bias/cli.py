@@ -7,35 +7,30 @@ so ``orient-bias --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from shared_core.cli import Command, ReproduceArgs, UsageError, make_main, reproduce_command
+from shared_core.cli import (
+    Command,
+    LazyScales,
+    ReproduceArgs,
+    UsageError,
+    make_main,
+    reproduce_command,
+)
 
 PACKAGE = "orient-bias"
 REPRODUCE_EXTRAS = ("torch", "qm9", "chem")
 
 
-class _LazyScales(Mapping[str, Any]):
-    """`experiments.reproduce.SCALES`, imported on first lookup so ``--help`` stays fast."""
+def _scales() -> dict[str, Any]:
+    from orient_bias.experiments.reproduce import SCALES
 
-    NAMES = ("micro", "tiny", "small", "paper")
+    return SCALES
 
-    def __getitem__(self, name: str) -> Any:
-        from orient_bias.experiments.reproduce import SCALES
 
-        return SCALES[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.NAMES
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.NAMES)
-
-    def __len__(self) -> int:
-        return len(self.NAMES)
+_SCALES = LazyScales(_scales)  # names for --help; the configs load on first use
 
 
 def reproduce(args: ReproduceArgs) -> int:
@@ -125,7 +120,7 @@ main = make_main(
     [
         reproduce_command(
             reproduce,
-            _LazyScales(),
+            _SCALES,
             help="Run the paper's three findings on QM9 (published vs rotated classifiers, "
             "properties from orientation alone, Tanimoto neighbours share poses); with "
             "--threads 1, micro takes ~25 s and tiny ~80 s of CPU time (wall: 1.3 and 7.5 min "
