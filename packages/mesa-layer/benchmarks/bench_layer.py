@@ -22,8 +22,6 @@ On a GPU, ``gpu_check.py`` times ours against fla's Triton kernels.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -42,17 +40,12 @@ MESA_CHUNK = 32  # our default chunk length (mesa_chunk's chunk_size); fla's def
 
 def fla_naive(op: str) -> ModuleType:
     """``fla/ops/<op>/naive.py`` as a module, without importing the ``fla`` package."""
-    spec = importlib.util.find_spec("fla")
-    if spec is None or spec.origin is None:
-        raise SystemExit(
-            "needs flash-linear-attention's references: in the workspace they come with the "
-            "test group (`uv sync --package mesa-layer --group test`); with pip `pip install fla-core`"
-        )
-    path = os.path.join(os.path.dirname(spec.origin), "ops", op, "naive.py")
-    file_spec = importlib.util.spec_from_file_location(f"fla_naive_{op}", path)
-    assert file_spec is not None and file_spec.loader is not None
-    module = importlib.util.module_from_spec(file_spec)
-    file_spec.loader.exec_module(module)
+    from mesa_layer.torch.fla_path import fla_naive as load
+
+    try:
+        module: ModuleType = load(op)
+    except ModuleNotFoundError as err:
+        raise SystemExit(str(err)) from None
     return module
 
 

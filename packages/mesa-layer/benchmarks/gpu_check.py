@@ -98,14 +98,9 @@ def run_tests(out: Path | None) -> dict[str, Any]:
 
 
 def load_naive() -> Any:
-    spec = importlib.util.find_spec("fla")
-    assert spec is not None and spec.origin is not None
-    path = Path(spec.origin).parent / "ops" / "mesa_net" / "naive.py"
-    file_spec = importlib.util.spec_from_file_location("fla_mesa_naive", path)
-    assert file_spec is not None and file_spec.loader is not None
-    module = importlib.util.module_from_spec(file_spec)
-    file_spec.loader.exec_module(module)
-    return module
+    from mesa_layer.torch.fla_path import fla_naive
+
+    return fla_naive("mesa_net")
 
 
 def cuda_time(fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:

@@ -141,3 +141,26 @@ def mesa_chunk_fla(
         cu_seqlens_cpu=offsets_cpu,
     )
     return o.to(v.dtype), (h_kk, h_kv.transpose(-1, -2))
+
+
+def fla_naive(op: str = "mesa_net") -> Any:
+    """fla's pure-PyTorch reference ``fla/ops/<op>/naive.py`` as a module, loaded from its file
+    so that neither ``fla`` nor Triton is imported (the benchmarks' and tests' peer).
+
+    Raises `ModuleNotFoundError` naming the install when fla-core is absent.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("fla")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(
+            "flash-linear-attention's references are not installed: in the workspace they come "
+            "with the test group (`uv sync --package mesa-layer --group test`); with pip "
+            "`pip install fla-core`"
+        )
+    path = os.path.join(os.path.dirname(spec.origin), "ops", op, "naive.py")
+    file_spec = importlib.util.spec_from_file_location(f"fla_naive_{op}", path)
+    assert file_spec is not None and file_spec.loader is not None
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    return module
