@@ -256,14 +256,7 @@ class ToProVARTopKPolicy(PruningPolicy):
 
     def __init__(self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75) -> None:
         super().__init__()
-        if not isinstance(calibration, Calibration):
-            raise TypeError(
-                f"calibration: expected a Calibration, got {type(calibration).__name__}"
-            )
-        self.a_min = _checks.number("a_min", a_min, 0.0, 1.0)
-        self.a_max = _checks.number("a_max", a_max, 0.0, 1.0)
-        if self.a_max < self.a_min:
-            raise ValueError(f"a_max: expected >= a_min={a_min}, got {a_max}")
+        self.a_min, self.a_max = _checks.calibrated_range(calibration, a_min, a_max)
         self.cal = calibration
         self._keep: dict[tuple[int, int], float] = {}  # calibrated mean P_keep per (k, layer)
         self._source: torch.Tensor | None = None
