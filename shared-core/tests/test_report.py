@@ -126,3 +126,17 @@ def test_plot_integer_ticks_and_styles(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="styles"):
         run.plot("t", series, xlabel="x", ylabel="y", styles={"nope": {}})
+
+
+def test_plot_xticks_exactly_where_asked(tmp_path, monkeypatch):
+    run = Run("demo", {}, out=tmp_path)
+    figures = []
+    monkeypatch.setattr(run, "save_figure", lambda name, fig: figures.append(fig) or tmp_path)
+    series = {"ours": ([4, 8, 16, 32], [0.9, 0.8, 0.6, 0.4])}
+    run.plot("kv", series, xlabel="pairs", ylabel="acc", logx=True, xticks=[4, 8, 16, 32])
+    ax = figures[0].axes[0]
+    assert list(ax.get_xticks()) == [4, 8, 16, 32]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "8", "16", "32"]
+    assert ax.get_xscale() == "log"
+    with pytest.raises(ValueError, match="xticks"):
+        run.plot("t", series, xlabel="x", ylabel="y", xticks=[1], integer_x=True)

@@ -192,11 +192,14 @@ class Run:
         logy: bool = False,
         kind: str = "line",
         integer_x: bool = False,
+        xticks: Sequence[float] | None = None,
         styles: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Path:
         """Draw one PNG ``<name>.png``: a line (or ``kind="scatter"``) per labelled ``(x, y)`` series.
 
-        `integer_x` puts ticks at whole numbers only (steps, layers, seeds); `styles` maps a
+        `integer_x` puts ticks at whole numbers only (steps, layers, seeds); `xticks` puts them
+        at exactly these x values, labelled in plain numbers, on any scale (pair counts 4, 8, 16 on
+        a log axis); `styles` maps a
         series label to matplotlib keyword arguments for it (``{"ours": {"linestyle": "--"}}``),
         overriding the defaults.
         """
@@ -207,6 +210,8 @@ class Run:
 
         if kind not in ("line", "scatter"):
             raise ValueError(f"kind: expected 'line' or 'scatter', got {kind!r}")
+        if xticks is not None and integer_x:
+            raise ValueError("xticks: give either xticks or integer_x=True, not both")
         styles = styles or {}
         unknown = sorted(set(styles) - set(series))
         if unknown:
@@ -232,6 +237,9 @@ class Run:
             ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
+        if xticks is not None:
+            ax.set_xticks(list(xticks), [f"{t:g}" for t in xticks])
+            ax.minorticks_off()
         if len(series) > 1:  # outside the axes, so it never hides data
             ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
         ax.grid(alpha=0.3)

@@ -124,28 +124,28 @@ SCALES: dict[str, ReproduceConfig] = {
 def _plot_accuracy(
     run: Any, task: str, heads: list[int], by_mixer: dict[str, list[float]], chance: float
 ) -> None:
-    """Accuracy vs heads, one line per mixer, integer ticks, chance as a dashed line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
-    colour = {"softmax": "C0", "linear": "C1", "gla": "C2"}  # one colour per prior
-    for mixer, accs in by_mixer.items():
-        style = "--" if mixer.startswith("fem-") else "-"  # FEM dashed, its base read solid
-        prior = mixer.removeprefix("fem-")
-        ax.plot(heads, accs, style, color=colour[prior], marker="o", markersize=4,
-                label=LABELS[mixer])  # fmt: skip
-    ax.axhline(chance, color="gray", linestyle=":", label="chance")
-    ax.set_xticks(heads)
-    ax.set_xlabel("number of heads")
-    ax.set_ylabel("accuracy per (position, channel)")
-    ax.set_title(f"Per-channel selection ('{task}'): accuracy vs heads")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    run.save_figure(f"selection_{task}_accuracy_vs_heads", fig)
+    """Accuracy vs heads, one line per mixer (a colour per prior, FEM dashed), chance dotted."""
+    colour = {"softmax": "C0", "linear": "C1", "gla": "C2"}
+    series = {LABELS[m]: (heads, accs) for m, accs in by_mixer.items()}
+    styles: dict[str, dict[str, Any]] = {
+        LABELS[m]: {
+            "color": colour[m.removeprefix("fem-")],
+            "linestyle": "--" if m.startswith("fem-") else "-",
+            "markersize": 4,
+        }
+        for m in by_mixer
+    }
+    series["chance"] = (heads, [chance] * len(heads))
+    styles["chance"] = {"color": "gray", "linestyle": ":", "marker": ""}
+    run.plot(
+        f"selection_{task}_accuracy_vs_heads",
+        series,
+        xlabel="number of heads",
+        ylabel="accuracy per (position, channel)",
+        title=f"Per-channel selection ('{task}'): accuracy vs heads",
+        xticks=heads,
+        styles=styles,
+    )
 
 
 def reproduce(args: ReproduceArgs) -> int:

@@ -204,7 +204,15 @@ def reproduce(args: ReproduceArgs) -> int:
             **{f"{k} kv": a for k, a in zip(kv, accs, strict=True)},
             mean=sum(accs) / len(accs),
         )
-    _plot_mqar_pairs(run, rec)
+    run.plot(
+        "mqar_accuracy_vs_kv_pairs",
+        {LABELS[m]: (kv, accs) for m, accs in rec["accuracy"].items()},
+        xlabel="number of key-value pairs (log scale)",
+        ylabel="query accuracy",
+        title="MQAR: recall against the number of pairs",
+        logx=True,
+        xticks=kv,
+    )
     if rec["cg_sweep"]:
         sweep = {int(k): v for k, v in rec["cg_sweep"].items()}
         steps = [s for s, _ in sweep[kv[0]]]
@@ -250,29 +258,6 @@ def reproduce(args: ReproduceArgs) -> int:
     run.log(**timings, regression=reg, mqar=rec, lm=lmr)
     run.finish(title="mesa-layer reproduce: MesaNet vs GLA, DeltaNet and softmax attention")
     return 0
-
-
-def _plot_mqar_pairs(run: Any, rec: dict[str, Any]) -> None:
-    """Accuracy of every mixer against the number of key-value pairs (log-2 x axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    kv = rec["kv_pairs"]
-    fig, ax = plt.subplots(figsize=(7.5, 4), dpi=120)
-    for m, accs in rec["accuracy"].items():
-        ax.plot(kv, accs, marker="o", label=LABELS[m])
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(kv, [str(k) for k in kv])
-    ax.minorticks_off()
-    ax.set_xlabel("number of key-value pairs (log scale)")
-    ax.set_ylabel("query accuracy")
-    ax.set_title("MQAR: recall against the number of pairs")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    run.save_figure("mqar_accuracy_vs_kv_pairs", fig)
 
 
 def _plot_mqar_cg(
