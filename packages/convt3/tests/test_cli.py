@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from shared_core.testing import assert_import_is_light
+
 
 def test_top_level_import_and_help_need_neither_torch_nor_jax():
     code = (
@@ -31,6 +33,7 @@ def test_help_lists_the_scales():
         [sys.executable, "-m", "convt3.cli", "reproduce", "--help"], capture_output=True, text=True
     )
     assert out.returncode == 0 and "micro" in out.stdout and "paper" in out.stdout
+    assert_import_is_light("convt3.cli", heavy=("torch", "jax", "flax"))
 
 
 def test_bad_options_are_one_error_line():

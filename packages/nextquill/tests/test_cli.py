@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light
 
-def test_help_does_not_import_torch():
-    code = (
-        "import sys; from nextquill.cli import main\n"
-        "try:\n    main(['reproduce', '--help'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported by --help'"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "--scale" in out.stdout
+
+def test_help_does_not_import_torch(capsys):
+    from nextquill.cli import main
+
+    assert_import_is_light("nextquill.cli")
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert "--scale" in capsys.readouterr().out
 
 
 def test_bad_scale_is_a_usage_error(capsys):
     from nextquill.cli import main
 
-    with pytest.raises(SystemExit) as e:
-        main(["reproduce", "--scale", "huge"])
-    assert e.value.code == 2
+    assert_bad_scale_is_a_usage_error(main, capsys)
 
 
 @pytest.mark.slow

@@ -50,15 +50,9 @@ def test_lazy_scales_are_the_experiment_scales():
 
 
 def test_help_imports_neither_torch_nor_the_experiments():
-    import subprocess
-    import sys
+    from shared_core.testing import assert_import_is_light
 
-    code = (
-        "import sys, orient_bias.cli; "
-        "print('torch' in sys.modules, 'orient_bias.experiments.reproduce' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    assert_import_is_light("orient_bias.cli", heavy=("torch", "orient_bias.experiments.reproduce"))
 
 
 @pytest.mark.slow  # CI runs `orient-bias reproduce --scale micro` itself

