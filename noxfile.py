@@ -315,10 +315,19 @@ _DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX)."""
+    """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX).
+
+    The build fails on a README image that is missing or a package page with no formula
+    (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js).
+    """
     _sync(session, "--only-group", "docs")
     site = os.path.join(session.create_tmp(), "site")
     session.run("mkdocs", "build", "--strict", "--site-dir", site, env=_DOCS_ENV)
+    # every formula through the bundled KaTeX, as the browser renders it (needs node)
+    if shutil.which("node"):
+        session.run("node", ".ci/check_katex.js", site, external=True)
+    else:
+        session.log("docs: node not found, the KaTeX render check is skipped")
     session.log(f"docs: the site is in {site} (open index.html, or run `uvx nox -s docs-serve`)")
 
 
