@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RAW = "https://raw.githubusercontent.com/iclr2026-methods/methods/main/"
 IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 API = re.compile(r"(?m)^::: ([A-Za-z_]\w*)[ \t]*$")
+SNIPPET = re.compile(r'(?m)^--8<-- "([\w./-]+/README\.md)"[ \t]*$')
 # package pages still without a formula; the build fails as soon as one of them has one, so
 # the list only shrinks (their READMEs are owned by other sessions: issue 48)
 NO_FORMULA_YET = {"meld-diffusion", "msgen", "toprovar"}
@@ -100,6 +101,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     if member is None:
         return markdown
     here = posixpath.dirname(page.file.src_uri)
+    # the README is included here rather than by pymdownx.snippets (which runs later), so
+    # its image links can be rewritten for the page
+    markdown = SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(), markdown)
 
     def image(m: re.Match[str]) -> str:
         rel = _target(member, m.group(2))
