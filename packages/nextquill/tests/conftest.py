@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 

@@ -8,6 +8,10 @@ import pytest
 from shared_core.data import Molecule
 from shared_core.device import limit_threads
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 
 def asymmetric_molecule(seed: int = 0, n: int = 8) -> Molecule:
     """A random asymmetric molecule (distinct eigenvalues, no sign ties)."""

@@ -4,6 +4,10 @@ import pytest
 import torch
 from pgm import PartitionTransformer, PGMConfig
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 
 def make_model(
     pre_query: str = "learn+freqs",

@@ -7,6 +7,10 @@ import pytest
 from quality_scaling.fit import init_grid
 from quality_scaling.laws import QUALITY, ScalingData, ScalingLaw
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 TRUE = {"A": 400.0, "B": 1500.0, "E": 1.8, "alpha": 0.34, "beta": 0.30, "gamma": 0.5}
 
 

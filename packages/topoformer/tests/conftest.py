@@ -7,6 +7,10 @@ import os
 import numpy as np
 import pytest
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 
 @pytest.fixture(scope="session")
 def mutag():

@@ -7,6 +7,10 @@ from masked_diffusion import mdlm_train_config, row_batches
 
 from shared_core.train import fit
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 V, L = 4, 2
 
 
