@@ -36,6 +36,11 @@ CASES = {
     ),
     "policy prunes scale 0": (lambda: FastVARPolicy({0: 0.5}), ValueError, "drop"),
     "drop ratio 1": (lambda: FastVARPolicy({1: 1.0}), ValueError, "drop[1]"),
+    "unknown attention method": (
+        lambda: generate(_VAR, _VQ, _LABELS, attention="flash"),
+        ValueError,
+        "attention",
+    ),
     "label out of range": (
         lambda: generate(_VAR, _VQ, torch.tensor([5]), None),
         ValueError,
