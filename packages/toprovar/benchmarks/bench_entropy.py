@@ -5,8 +5,11 @@
 Table 1, attention with each query's entropy (batch 2, 4 heads, head dim 64, n queries over
 n keys, CPU):
 
-- ours: `attention_with_entropy` (default ``method="sdpa"``: one softmax per query chunk and
-  one product with ``[V, K]`` for the output and the entropy);
+- ours: `attention_with_entropy` (default ``method="sdpa"``: torch's fused CPU flash
+  attention for the output and each row's log-sum-exp, then one cache-blocked pass over the
+  scores for the entropy);
+- chunked (0.2.0): ``method="chunked"``, one softmax per query chunk and one product with
+  ``[V, K]`` for the output and the entropy (the fallback where the fused op cannot run);
 - sdpa alone: `F.scaled_dot_product_attention`, no entropy (issue 44's bar: ours at most
   1.25x of it);
 - blockwise (FAE): ``method="blockwise"``, the paper's online accumulation over key blocks;
@@ -58,6 +61,9 @@ def main() -> None:
             {
                 "ours": lambda q=q, k=k, v=v: attention_with_entropy(q, k, v),
                 "sdpa alone": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v),
+                "chunked (0.2.0)": lambda q=q, k=k, v=v: attention_with_entropy(
+                    q, k, v, method="chunked"
+                ),
                 "blockwise (FAE)": lambda q=q, k=k, v=v: attention_with_entropy(
                     q, k, v, method="blockwise"
                 ),

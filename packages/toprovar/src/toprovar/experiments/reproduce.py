@@ -405,7 +405,11 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             notes=(
                 f"{config.n_eval} images per method and budget, the same classes and sampling "
                 "random numbers for all methods; MACs from torch.utils.flop_counter (whole "
-                "generation incl. decoder, CFG doubles the transformer batch)."
+                "generation incl. decoder, CFG doubles the transformer batch). Matched MACs: "
+                "'against (interp.)' is the peer's metric interpolated linearly in MAC "
+                "speed-up (through the unpruned point) at the row's speed-up; – where that "
+                "speed-up is outside the peer's measured range. The 'k of n' metrics count "
+                "the rows beating that value among the n rows where it exists (0 of 0: none)."
             ),
         )
     return {"rows": all_rows}
