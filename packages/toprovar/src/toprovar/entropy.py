@@ -156,7 +156,7 @@ def attend(
 # CPU flash attention that also returns each row's log-sum-exp (private; None where missing)
 _FLASH_LSE = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 _LSE_DTYPES = (torch.float64, torch.float32, torch.bfloat16)
-_LSE_CHUNK = 1 << 17  # scores per second-pass chunk (512 KiB in float32: stays in cache)
+_LSE_CHUNK = 1 << 16  # scores per second-pass chunk: S and exp(S) (2 x 256 KiB) stay in L2
 
 
 def _lse_path_applies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -186,24 +186,29 @@ def _lse_entropy(
         bias = torch.zeros(mask.shape, dtype=q.dtype).masked_fill_(~mask, -math.inf)
     out, lse = _FLASH_LSE(q, k, v, 0.0, False, attn_mask=bias, scale=scale)[:2]
     acc = lse.dtype  # float64 for float64 input, else float32
-    b, h, n_q, _ = q.shape
+    b, h, n_q, d = q.shape
     n_k = k.shape[2]
-    qs, kt = q.to(acc) * scale, k.to(acc).transpose(-1, -2)
-    full = None if mask is None else mask.expand(b, h, n_q, n_k)
-    rows = max(1, _LSE_CHUNK // (h * n_k))  # queries per chunk, all heads of a batch group
-    group = max(1, _LSE_CHUNK // (h * n_q * n_k)) if rows >= n_q else 1
-    mean_score = torch.empty_like(lse)
-    for b0 in range(0, b, group):
+    qs = (q.to(acc) * scale).reshape(b * h, n_q, d)
+    kt = k.to(acc).reshape(b * h, n_k, d).transpose(1, 2)
+    neg_lse = -lse.reshape(b * h, n_q, 1)
+    full = None if mask is None else mask.expand(b, h, n_q, n_k)  # a view
+    rows = min(n_q, max(1, _LSE_CHUNK // n_k))  # queries per chunk
+    heads = max(1, _LSE_CHUNK // (rows * n_k))  # (batch, head) pairs per chunk
+    mean_score = torch.empty(b * h, n_q, dtype=acc)
+    for h0 in range(0, b * h, heads):
+        pairs = torch.arange(h0, min(b * h, h0 + heads))  # flat (batch, head) indices
         for i0 in range(0, n_q, rows):
-            sl = (slice(b0, b0 + group), slice(None), slice(i0, i0 + rows))
-            s = torch.matmul(qs[sl], kt[sl[:2]])
-            if full is not None:
-                s.masked_fill_(~full[sl], -math.inf)
-            p = torch.exp(s - lse[sl][..., None])
+            i1 = min(n_q, i0 + rows)
+            base = neg_lse[h0 : h0 + heads, i0:i1]
+            if full is not None:  # masked keys: score -inf
+                allowed = full[pairs // h, pairs % h, i0:i1]
+                base = torch.where(allowed, base, -math.inf)
+            s = torch.baddbmm(base, qs[h0 : h0 + heads, i0:i1], kt[h0 : h0 + heads])  # s - L
+            p = torch.exp(s)
             if full is not None:  # masked keys: 0 * -inf -> 0
                 s.clamp_(min=torch.finfo(acc).min)
-            mean_score[sl] = p.mul_(s).sum(-1)
-    return out, lse - mean_score
+            mean_score[h0 : h0 + heads, i0:i1] = p.mul_(s).sum(-1)  # sum_j a_ij (s_ij - L_i)
+    return out, -mean_score.reshape(b, h, n_q)
 
 
 def _sdpa_entropy(
