@@ -84,6 +84,11 @@ def attention_with_entropy(
             "q, k, v: expected (batch, heads, n_q, dim), (batch, heads, n_k, dim), "
             f"(batch, heads, n_k, dim_v), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
+    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
+        raise ValueError(
+            "q, k, v: expected non-empty tensors (batch, heads, n_q, n_k, dim >= 1), got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     _checks.positive_int("block_size", block_size)
     n_k = k.shape[2]
     if mask is not None:
@@ -167,6 +172,8 @@ def _lse_path_applies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool
         and q.dtype in _LSE_DTYPES
         and q.dtype == k.dtype == v.dtype
         and q.shape[-1] == v.shape[-1]
+        and q.numel() > 0  # the op dies (SIGFPE) on zero queries
+        and k.numel() > 0
     )
 
 
