@@ -5,14 +5,20 @@
 Table 1, attention with each query's entropy (batch 2, 4 heads, head dim 64, n queries over
 n keys, CPU):
 
-- ours: `attention_with_entropy` (default ``method="sdpa"``: one softmax per query chunk and
-  one product with ``[V, K]`` for the output and the entropy);
+- ours: `attention_with_entropy` (default ``method="sdpa"``: torch's fused CPU flash
+  attention for the output and each row's log-sum-exp, then one cache-blocked pass over the
+  scores for the entropy);
+- chunked (0.2.0): ``method="chunked"``, one softmax per query chunk and one product with
+  ``[V, K]`` for the output and the entropy (the fallback where the fused op cannot run);
 - sdpa alone: `F.scaled_dot_product_attention`, no entropy (issue 44's bar: ours at most
   1.25x of it);
 - blockwise (FAE): ``method="blockwise"``, the paper's online accumulation over key blocks;
 - sdpa + naive H: SDPA for the output plus a second pass that materialises softmax(QK^T) and
   takes -sum a log a: what a user would otherwise write;
-- naive: `toprovar.reference.attention_entropy` (one materialised softmax for both).
+- naive: `toprovar.reference.attention_entropy` (one materialised softmax for both);
+- QK^T alone: only the scores ``Q K^T`` in the same 256 KiB blocks as ours' second pass, no
+  softmax: the product an exact entropy needs beyond SDPA unless fused into its kernel (a
+  floor for ours: ``ours >= sdpa alone + QK^T alone``).
 
 Table 2, generation of a batch (1 and 16 images) with an untrained tiny VAR (4 blocks, width
 64, scales 1-2-4-8, CFG): the unpruned generation against ToProVAR (adaptive, a = 0.5..0.9;
@@ -43,6 +49,16 @@ def _sdpa_plus_entropy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Non
     (-(a * torch.log(a.clamp_min(1e-30))).sum(-1)).sum()
 
 
+def _scores_alone(q: torch.Tensor, k: torch.Tensor) -> None:
+    bh, n, d = q.shape[0] * q.shape[1], q.shape[2], q.shape[3]
+    qf, kt = q.reshape(bh, n, d), k.reshape(bh, -1, d).transpose(1, 2)
+    rows = min(n, max(1, (1 << 16) // kt.shape[-1]))
+    heads = max(1, (1 << 16) // (rows * kt.shape[-1]))
+    for h0 in range(0, bh, heads):
+        for i0 in range(0, n, rows):
+            torch.bmm(qf[h0 : h0 + heads, i0 : i0 + rows], kt[h0 : h0 + heads])
+
+
 def main() -> None:
     p = bench_parser(__doc__.splitlines()[0])
     args = p.parse_args()
@@ -58,11 +74,15 @@ def main() -> None:
             {
                 "ours": lambda q=q, k=k, v=v: attention_with_entropy(q, k, v),
                 "sdpa alone": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v),
+                "chunked (0.2.0)": lambda q=q, k=k, v=v: attention_with_entropy(
+                    q, k, v, method="chunked"
+                ),
                 "blockwise (FAE)": lambda q=q, k=k, v=v: attention_with_entropy(
                     q, k, v, method="blockwise"
                 ),
                 "sdpa + naive H": lambda q=q, k=k, v=v: _sdpa_plus_entropy(q, k, v),
                 "naive": lambda q=q, k=k, v=v: reference.attention_entropy(q, k, v),
+                "QK^T alone": lambda q=q, k=k: _scores_alone(q, k),
             },
             repeats=repeats,
             threads=args.threads,

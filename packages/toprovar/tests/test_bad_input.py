@@ -28,6 +28,8 @@ CASES = {
     "NaN query": (lambda: attention_with_entropy(_NAN, _Q, _Q), ValueError, "q"),
     "inf key": (lambda: attention_with_entropy(_Q, _INF, _Q), ValueError, "k"),
     "NaN value": (lambda: attention_with_entropy(_Q, _Q, _NAN), ValueError, "v"),
+    "no queries": (lambda: attention_with_entropy(_Q[:, :, :0], _Q, _Q), ValueError, "q, k, v"),
+    "no keys": (lambda: attention_with_entropy(_Q, _Q[:, :, :0], _Q[:, :, :0]), ValueError, "k"),
     "integer query": (lambda: attention_with_entropy(_Q.long(), _Q, _Q), TypeError, "q"),
     "policy names a missing scale": (
         lambda: generate(_VAR, _VQ, _LABELS, FastVARPolicy({7: 0.5})),
@@ -36,6 +38,11 @@ CASES = {
     ),
     "policy prunes scale 0": (lambda: FastVARPolicy({0: 0.5}), ValueError, "drop"),
     "drop ratio 1": (lambda: FastVARPolicy({1: 1.0}), ValueError, "drop[1]"),
+    "unknown attention method": (
+        lambda: generate(_VAR, _VQ, _LABELS, attention="flash"),
+        ValueError,
+        "attention",
+    ),
     "label out of range": (
         lambda: generate(_VAR, _VQ, torch.tensor([5]), None),
         ValueError,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from toprovar import reference
+from toprovar import entropy, reference
 from toprovar.entropy import attention_with_entropy
 
 from shared_core.testing import assert_close
@@ -22,7 +22,7 @@ def _inputs(b=2, h=3, nq=37, nk=53, d=16, seed=0, spread=3.0):
     return q, k, v
 
 
-METHODS = ["sdpa", "blockwise"]
+METHODS = ["sdpa", "chunked", "blockwise"]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -131,5 +131,42 @@ def test_bad_inputs_raise():
         attention_with_entropy(q, k, v, mask=torch.ones(37, 52, dtype=torch.bool))
     with pytest.raises(ValueError, match="at least one allowed key"):
         attention_with_entropy(q, k, v, mask=torch.zeros(37, 53, dtype=torch.bool))
-    with pytest.raises(ValueError, match="method: expected 'sdpa' or 'blockwise'"):
+    with pytest.raises(ValueError, match="method: expected one of"):
         attention_with_entropy(q, k, v, method="flash")
+
+
+@pytest.mark.parametrize("chunk", [1, 6 * 53, 10**9])  # 1 row, 6 rows of a head, all heads
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_lse_path_across_chunk_boundaries(monkeypatch, chunk, masked):
+    """The CPU default (flash attention's log-sum-exp + a blocked second pass over the
+    scores) equals the naive oracle however its second pass is cut into chunks."""
+    if entropy._FLASH_LSE is None:
+        pytest.skip("this torch has no _scaled_dot_product_flash_attention_for_cpu")
+    monkeypatch.setattr(entropy, "_LSE_CHUNK", chunk)
+    q, k, v = _inputs()
+    g = torch.Generator().manual_seed(3)
+    mask = torch.rand(2, 1, 37, 53, generator=g) < 0.6 if masked else None
+    if mask is not None:
+        mask[..., 5] = True
+    out_ref, h_ref = reference.attention_entropy(q, k, v, mask)
+    assert entropy._lse_path_applies(q, k, v)
+    out, h = entropy._lse_entropy(q, k, v, mask)
+    assert_close("fused-path H", h_ref, h, 1e-10)
+    assert_close("fused-path out", out_ref, out, 1e-10)
+
+
+def test_sdpa_falls_back_to_chunked_where_the_fused_op_cannot_run(monkeypatch):
+    """Without the private op (other torch versions) or with ``dim_v != dim``, ``"sdpa"`` is
+    the ``"chunked"`` path, bit for bit."""
+    q, k, v = _inputs()
+    monkeypatch.setattr(entropy, "_FLASH_LSE", None)
+    a = attention_with_entropy(q, k, v, block_size=9)
+    b = attention_with_entropy(q, k, v, block_size=9, method="chunked")
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    monkeypatch.undo()
+    wide_v = torch.cat([v, v], -1)
+    out_ref, h_ref = reference.attention_entropy(q, k, wide_v)
+    assert not entropy._lse_path_applies(q, k, wide_v)
+    out, h = attention_with_entropy(q, k, wide_v)
+    assert_close("dim_v != dim H", h_ref, h, 1e-10)
+    assert_close("dim_v != dim out", out_ref, out, 1e-10)

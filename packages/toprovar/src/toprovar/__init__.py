@@ -1,8 +1,10 @@
 """ToProVAR (Chen et al., ICLR 2026): attention-entropy-guided token, layer and scale sparsity
 for Visual AutoRegressive (VAR) generation.
 
-``attention_with_entropy(q, k, v)`` is blockwise softmax attention that also returns every
-query's attention entropy, accumulated online (Flash-Attention-Entropy). From the entropies
+``attention_with_entropy(q, k, v)`` is softmax attention that also returns every query's
+attention entropy: by default from the log-sum-exp of torch's fused CPU flash attention and
+one pass over the scores; ``method="blockwise"`` accumulates it online, as the paper's
+Flash-Attention-Entropy. From the entropies
 of an unpruned model, `calibrate` derives tau, beta and the offline statistics;
 `ToProVARPolicy` (the paper's rule) then decides per image and online the pruning depth D
 (scale), the layer scores R (an SVD of each layer's entropy map) and samples the kept tokens

@@ -34,6 +34,8 @@ import torch.nn.functional as F
 
 from toprovar import _checks
 
+METHODS = ("sdpa", "chunked", "blockwise")
+
 
 def attention_with_entropy(
     q: torch.Tensor,
@@ -48,9 +50,13 @@ def attention_with_entropy(
 
     ``method="blockwise"`` is the paper's Flash-Attention-Entropy: keys in blocks of
     `block_size`, the entropy accumulated online (module docstring). ``method="sdpa"``
-    (default, faster in eager PyTorch): without the entropy, `F.scaled_dot_product_attention`;
-    with it, queries in chunks of `block_size`, one softmax per chunk and one product with
-    ``[V, K]``, which gives the output and ``sum_j a_ij k_j``, hence ``sum_j a_ij s_ij =
+    (default, the fastest in eager PyTorch): without the entropy,
+    `F.scaled_dot_product_attention`; with it, on CPU, torch's fused flash attention for the
+    output and each row's log-sum-exp ``L_i``, then one cache-blocked pass over the scores for
+    ``sum_j a_ij s_ij = sum_j e^{s_ij - L_i} s_ij``, and ``H_i = L_i - sum_j a_ij s_ij``;
+    elsewhere (CUDA, a torch without that private op, mixed dtypes, ``dim_v != dim``) it is
+    ``"chunked"``: queries in chunks of `block_size`, one softmax per chunk and one product
+    with ``[V, K]``, which gives the output and ``sum_j a_ij k_j``, hence ``sum_j a_ij s_ij =
     q_i . (sum_j a_ij k_j) / sqrt(d)`` and ``H_i = log Z_i + m_i - sum_j a_ij s_ij``.
 
     Args:
@@ -58,10 +64,10 @@ def attention_with_entropy(
             heads, n_k, dim_v)``. Scores are ``q k^T / sqrt(dim)``.
         mask: optional boolean, broadcastable to ``(batch, heads, n_q, n_k)``, True where
             query i may attend key j; every query needs at least one allowed key.
-        block_size: keys per block (blockwise) or queries per chunk (sdpa); any positive int,
-            the result does not depend on it up to rounding.
+        block_size: keys per block (blockwise) or queries per chunk (chunked; unused by the
+            fused CPU path); any positive int, the result does not depend on it up to rounding.
         need_entropy: compute H (False: plain attention, H is None).
-        method: ``"sdpa"`` or ``"blockwise"``.
+        method: ``"sdpa"``, ``"chunked"`` or ``"blockwise"`` (`METHODS`).
 
     Returns:
         ``(out (batch, heads, n_q, dim_v) in q's dtype, H (batch, heads, n_q) float32 or
@@ -77,6 +83,11 @@ def attention_with_entropy(
         raise ValueError(
             "q, k, v: expected (batch, heads, n_q, dim), (batch, heads, n_k, dim), "
             f"(batch, heads, n_k, dim_v), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if 0 in q.shape or 0 in k.shape or 0 in v.shape:
+        raise ValueError(
+            "q, k, v: expected non-empty tensors (batch, heads, n_q, n_k, dim >= 1), got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
     _checks.positive_int("block_size", block_size)
     n_k = k.shape[2]
@@ -97,8 +108,8 @@ def attention_with_entropy(
             raise ValueError(
                 "mask: every query needs at least one allowed key (a row is all False)"
             )
-    if method not in ("sdpa", "blockwise"):
-        raise ValueError(f"method: expected 'sdpa' or 'blockwise', got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
     return attend(q, k, v, mask, block_size, need_entropy, method)
 
 
@@ -112,7 +123,9 @@ def attend(
     method: str,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """`attention_with_entropy` without its input checks (the generation's inner loop)."""
-    if method == "sdpa":
+    if method in ("sdpa", "chunked"):
+        if method == "sdpa" and need_entropy and _lse_path_applies(q, k, v):
+            return _lse_entropy(q, k, v, mask)
         return _sdpa_entropy(q, k, v, mask, block_size, need_entropy)
     n_k = k.shape[2]
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32
@@ -143,6 +156,66 @@ def attend(
     result = (out / z[..., None]).to(q.dtype)
     entropy = None if a is None else torch.log(z) - a / z
     return result, entropy
+
+
+# CPU flash attention that also returns each row's log-sum-exp (private; None where missing)
+_FLASH_LSE = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_LSE_DTYPES = (torch.float64, torch.float32, torch.bfloat16)
+_LSE_CHUNK = 1 << 16  # scores per second-pass chunk: S and exp(S) (2 x 256 KiB) stay in L2
+
+
+def _lse_path_applies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether `_lse_entropy` can run: CPU, the private op present, one dtype, equal head sizes."""
+    return (
+        _FLASH_LSE is not None
+        and q.device.type == "cpu"
+        and q.dtype in _LSE_DTYPES
+        and q.dtype == k.dtype == v.dtype
+        and q.shape[-1] == v.shape[-1]
+        and q.numel() > 0  # the op dies (SIGFPE) on zero queries
+        and k.numel() > 0
+    )
+
+
+def _lse_entropy(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Output and log-sum-exp ``L_i`` from torch's fused CPU flash attention, then one pass
+    over the scores for ``sum_j a_ij s_ij = sum_j e^{s_ij - L_i} s_ij``; ``H_i = L_i - that``.
+
+    The second pass recomputes ``S = Q K^T / sqrt(d)`` in cache-sized chunks (one ``n_q n_k
+    d`` product, one exp, one product-sum per score): nothing of size ``n_q x n_k`` is kept.
+    """
+    assert _FLASH_LSE is not None
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    bias = None
+    if mask is not None:  # the op takes an additive mask of q's dtype
+        bias = torch.zeros(mask.shape, dtype=q.dtype).masked_fill_(~mask, -math.inf)
+    out, lse = _FLASH_LSE(q, k, v, 0.0, False, attn_mask=bias, scale=scale)[:2]
+    acc = lse.dtype  # float64 for float64 input, else float32
+    b, h, n_q, d = q.shape
+    n_k = k.shape[2]
+    qs = (q.to(acc) * scale).reshape(b * h, n_q, d)
+    kt = k.to(acc).reshape(b * h, n_k, d).transpose(1, 2)
+    neg_lse = -lse.reshape(b * h, n_q, 1)
+    full = None if mask is None else mask.expand(b, h, n_q, n_k)  # a view
+    rows = min(n_q, max(1, _LSE_CHUNK // n_k))  # queries per chunk
+    heads = max(1, _LSE_CHUNK // (rows * n_k))  # (batch, head) pairs per chunk
+    mean_score = torch.empty(b * h, n_q, dtype=acc)
+    for h0 in range(0, b * h, heads):
+        pairs = torch.arange(h0, min(b * h, h0 + heads))  # flat (batch, head) indices
+        for i0 in range(0, n_q, rows):
+            i1 = min(n_q, i0 + rows)
+            base = neg_lse[h0 : h0 + heads, i0:i1]
+            if full is not None:  # masked keys: score -inf
+                allowed = full[pairs // h, pairs % h, i0:i1]
+                base = torch.where(allowed, base, -math.inf)
+            s = torch.baddbmm(base, qs[h0 : h0 + heads, i0:i1], kt[h0 : h0 + heads])  # s - L
+            p = torch.exp(s)
+            if full is not None:  # masked keys: 0 * -inf -> 0
+                s.clamp_(min=torch.finfo(acc).min)
+            mean_score[h0 : h0 + heads, i0:i1] = p.mul_(s).sum(-1)  # sum_j a_ij (s_ij - L_i)
+    return out, -mean_score.reshape(b, h, n_q)
 
 
 def _sdpa_entropy(

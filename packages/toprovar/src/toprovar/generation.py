@@ -18,6 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from toprovar import _checks
 from toprovar.entropy import (
+    METHODS,
     attend,
     normalise_entropy,
     pruning_depth,
@@ -149,7 +150,8 @@ def generate(
 ) -> Generation:
     """Generate images of classes `labels` ``(B,)`` under a pruning `policy` (None: unpruned).
 
-    `attention` is `attention_with_entropy`'s method: ``"sdpa"`` (fast) or ``"blockwise"``
+    `attention` is `attention_with_entropy`'s method: ``"sdpa"`` (fast), ``"chunked"`` or
+    ``"blockwise"``
     (the paper's Flash-Attention-Entropy; its entropy adds no product, so `count_macs` under it
     counts the model's MACs only).
 
@@ -163,6 +165,8 @@ def generate(
             f"labels: expected classes in 0..{var.num_classes - 1}, got "
             f"{int(labels.min())}..{int(labels.max())}"
         )
+    if attention not in METHODS:
+        raise ValueError(f"attention: expected one of {METHODS}, got {attention!r}")
     cfg = _checks.number("cfg", cfg, 0.0)
     if not isinstance(top_k, int) or top_k < 0:
         raise ValueError(f"top_k: expected an int >= 0 (0: off), got {top_k!r}")
