@@ -406,7 +406,8 @@ class DiffusionGenerator:
             sigma = ((1 - abar) / abar) ** 0.5
             pos = (x / abar**0.5).to(self.device)
             f = self.net.field(  # type: ignore[operator]
-                pos, g, guide, use_global=sigma < lcfg.global_start_sigma,
+                pos, g, guide, sigma=torch.full((g.num_atoms,), sigma, device=self.device),
+                use_global=sigma < lcfg.global_start_sigma,
                 w_global=lcfg.w_global, clip=lcfg.clip, clip_local=clip_local,
             )  # fmt: skip
             return -f.cpu()
@@ -425,7 +426,7 @@ def geodiff_loss(
     """GeoDiff's ``get_loss_diffusion`` (mean over atoms) for x0, noise ``(N, 3)``, abar ``(N, 1)``."""
     sigma = ((1 - abar) / abar).sqrt()
     x = x0 + noise * sigma
-    s_glob, s_loc = net(x, graph, guide)
+    s_glob, s_loc = net(x, graph, guide, sigma[:, 0])
     i, j = graph.pairs
     d = (x[i] - x[j]).norm(dim=-1)
     target = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma[i, 0]
@@ -469,7 +470,8 @@ def langevin_sample(
     for k in levels.tolist():
         sigma = float(sigmas[k])
         f = net.field(
-            x.to(dev), graph, guide, use_global=sigma < cfg.global_start_sigma,
+            x.to(dev), graph, guide, sigma=torch.full((graph.num_atoms,), sigma, device=dev),
+            use_global=sigma < cfg.global_start_sigma,
             w_global=cfg.w_global, clip=cfg.clip, clip_local=clip_local,
         ).cpu()  # fmt: skip
         a = step_lr * (sigma / 0.01) ** 2

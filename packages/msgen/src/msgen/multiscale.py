@@ -57,11 +57,18 @@ def hierarchy(graph: MolGraph, scales: Sequence[str]) -> Hierarchy:
 
 
 def upsample_guide(
-    h: Hierarchy, level: int, parent_pos: np.ndarray, *, tau: float = TAU, seed: int = 0
+    h: Hierarchy,
+    level: int,
+    parent_pos: np.ndarray,
+    *,
+    tau: float = TAU,
+    seed: int = 0,
+    anchor: str = "bonded",
 ) -> np.ndarray:
     """Upsample ``(k, |A_{level-1}|, 3)`` parent conformers onto ``A_level``: ``(k, |A_level|, 3)``.
 
     The guide of stage `level` (public ``Chemical_upsampling``, tau in Å); needs no generator.
+    anchor: ``"bonded"`` or ``"centroid"`` (`msgen.upsampling.upsample`).
     """
     if not isinstance(h, Hierarchy):
         raise TypeError(
@@ -77,14 +84,17 @@ def upsample_guide(
         raise ValueError(
             f"parent_pos: expected finite (k, {want}, 3) coordinates, got shape {pos.shape}"
         )
-    return _upsample(h, level, pos, float(tau), seed)
+    return _upsample(h, level, pos, float(tau), seed, anchor)
 
 
-def _upsample(h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int) -> np.ndarray:
+def _upsample(
+    h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int, anchor: str = "bonded"
+) -> np.ndarray:
     child = h.level_graph(level)
     plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
     gen = torch.Generator().manual_seed(seed)
-    return upsample(plan, torch.tensor(np.asarray(pos, dtype=np.float64)), tau, gen).numpy()
+    x = torch.tensor(np.asarray(pos, dtype=np.float64))
+    return upsample(plan, x, tau, gen, anchor=anchor).numpy()
 
 
 class MSGEN:

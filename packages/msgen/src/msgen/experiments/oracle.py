@@ -8,6 +8,11 @@ guide can help either. Both samplers (the paper's Langevin ``ld`` and our ``ddpm
 evaluated on the same trained networks.
 
     python -m msgen.experiments.oracle --seeds 0 1 2 --out oracle.json
+
+Ablation switches (defaults: the public code): ``--tau`` (upsampling distance), ``--anchor
+centroid`` (the public upsampling as it runs), ``--guide-edges heavy`` (guide features only
+on heavy-heavy edges), ``--time-input`` (both arms read log sigma), ``--ld-steps`` (Langevin
+levels; several values are all evaluated on the same trained networks).
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ import torch
 
 from msgen.data import qm9_conformers
 from msgen.diffusion import DiffusionConfig, DiffusionGenerator
-from msgen.epsnet import EpsNetConfig
+from msgen.epsnet import GUIDE_EDGES, EpsNetConfig
 from msgen.evaluation import evaluate, random_conformers
 from msgen.experiments.conformers import train_config
 from msgen.multiscale import hierarchy, upsample_guide
+from msgen.upsampling import ANCHORS
 from shared_core.cli import nonneg_int, positive_int
 
 
@@ -49,12 +55,17 @@ class OracleConfig:
     samplers: tuple[str, ...] = ("ld", "ddpm")
     guide_augmentation: bool = True  # the public conditioning augmentation of the guide
     single_scale: bool = True  # also train the unguided arm
+    anchor: str = "bonded"  # upsampling anchors (msgen.upsampling.upsample)
+    ld_steps: tuple[int, ...] = (250,)  # Langevin levels, each evaluated
 
 
 def _generator(cfg: OracleConfig, guided: bool) -> DiffusionGenerator:
+    epsnet = dataclasses.replace(
+        cfg.epsnet, guided=guided, guide_edges=cfg.epsnet.guide_edges if guided else "all"
+    )
     return DiffusionGenerator(
         DiffusionConfig(
-            epsnet=dataclasses.replace(cfg.epsnet, guided=guided), batch_size=cfg.batch_size,
+            epsnet=epsnet, batch_size=cfg.batch_size,
             train=train_config(cfg.steps, cfg.lr), guide_augmentation=cfg.guide_augmentation,
         )
     )  # fmt: skip
@@ -70,7 +81,9 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
         for i, g in enumerate(graphs):
             h = hierarchy(g, ("heavy",))
             parent = np.repeat(h.level_graph(0).positions[None], k, axis=0)  # type: ignore[index]
-            out.append(upsample_guide(h, 1, parent, tau=cfg.tau, seed=s * 7919 + i))
+            out.append(
+                upsample_guide(h, 1, parent, tau=cfg.tau, seed=s * 7919 + i, anchor=cfg.anchor)
+            )
         return out
 
     result: dict[str, Any] = {"seed": seed, "metrics": {}, "cpu_s": {}, "final_loss": {}}
@@ -87,8 +100,14 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
         hist = gen.fit(train, train_guides, seed=seed)
         result["cpu_s"][f"{name} train"] = time.process_time() - t0
         result["final_loss"][name] = float(np.mean(hist.losses[-50:]))
-        for sampler in cfg.samplers:
+        runs = [(smp, n) for smp in cfg.samplers for n in (cfg.ld_steps if smp == "ld" else (0,))]
+        for sampler, levels in runs:
             gen.config = dataclasses.replace(gen.config, sampler=sampler)
+            if levels:
+                lcfg = dataclasses.replace(gen.config.langevin, steps=levels)
+                gen.config = dataclasses.replace(gen.config, langevin=lcfg)
+                if levels != OracleConfig.ld_steps[0]:
+                    sampler = f"ld{levels}"
             t0 = time.process_time()
             samples = gen.sample(test, cfg.samples, test_guides, seed=seed)
             result["cpu_s"][f"{name} sample {sampler}"] = time.process_time() - t0
@@ -112,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-augmentation", action="store_true", help="clean guides in training")
     p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
+    p.add_argument("--tau", type=float, default=OracleConfig.tau, help="upsampling distance, Å")
+    p.add_argument("--anchor", choices=ANCHORS, default=OracleConfig.anchor)
+    p.add_argument("--guide-edges", choices=GUIDE_EDGES, default="all")
+    p.add_argument("--time-input", action="store_true", help="both arms read log sigma")
+    p.add_argument("--ld-steps", type=positive_int, nargs="+", default=list(OracleConfig.ld_steps))
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -122,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         samplers=tuple(a.samplers),
         guide_augmentation=not a.no_augmentation,
         single_scale=not a.oracle_only,
+        tau=a.tau,
+        anchor=a.anchor,
+        ld_steps=tuple(a.ld_steps),
+        epsnet=dataclasses.replace(
+            OracleConfig().epsnet, guide_edges=a.guide_edges, time_input=a.time_input
+        ),
     )
     results = []
     for s in a.seeds:
