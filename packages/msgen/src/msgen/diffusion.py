@@ -245,6 +245,7 @@ class DiffusionGenerator:
         self.abar = torch.cumprod(1.0 - betas, dim=0)
         self.abar_paper = torch.cumprod(1.0 - torch.from_numpy(sigmoid_betas()), dim=0)
         self.history: FitResult | None = None
+        self.fitted = False  # set by `fit`; set it by hand after loading weights into `net`
 
     @property
     def guided(self) -> bool:
@@ -309,6 +310,7 @@ class DiffusionGenerator:
             self.net, loss_fn, batch_fn, cfg.train, desc=f"msgen {stage} {cfg.network}",
             show_progress=False, device=str(self.device),
         )  # fmt: skip
+        self.fitted = True
         return self.history
 
     @torch.no_grad()
@@ -320,13 +322,22 @@ class DiffusionGenerator:
         *,
         seed: int = 0,
     ) -> list[np.ndarray]:
-        """`num_samples` conformers per graph with the configured sampler (guides used clean)."""
+        """`num_samples` conformers per graph with the configured sampler (guides used clean).
+
+        Raises RuntimeError before `fit` (an untrained network samples noise), after the
+        arguments are checked.
+        """
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
             raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one molecular graph")
         graphs = [check_molecule(g, f"graphs[{i}]") for i, g in enumerate(graphs)]
         guide_list = _check_guides(guides, graphs, self.guided, (num_samples,))
+        if not self.fitted:
+            raise RuntimeError(
+                "sample: this DiffusionGenerator is not trained; call fit(graphs) first "
+                "(or, after loading weights into .net, set .fitted = True)"
+            )
         templates: list[PairTemplate] = []
         guide_rows: list[torch.Tensor] = []
         for gi, g in enumerate(graphs):

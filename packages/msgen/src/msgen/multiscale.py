@@ -190,9 +190,10 @@ class MSGEN:
             pos = []
             for i, (c, h) in enumerate(zip(coarse, hs, strict=True)):
                 a = np.asarray(c, dtype=np.float64)
-                if a.shape != (h.levels[0].size, 3):
+                if a.shape != (h.levels[0].size, 3) or not np.all(np.isfinite(a)):
                     raise ValueError(
-                        f"coarse: entry {i} must have shape ({h.levels[0].size}, 3), got {a.shape}"
+                        f"coarse: entry {i} must be finite with shape ({h.levels[0].size}, 3), "
+                        f"got shape {a.shape}"
                     )
                 pos.append(np.repeat(a[None], num_samples, axis=0))
         for level in range(1, len(self.stages)):
