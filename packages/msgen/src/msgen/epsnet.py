@@ -29,7 +29,9 @@ distances; ``sigma_edge = 1``). Two options of ours (off by default, for the ora
 ablations): ``time_input`` adds ``MLP_t(log sigma)`` to every edge's features ``a_e`` (the
 public code's commented-out ``edge_attr += temb_edge`` in ``dualenc.py``), and
 ``guide_edges="heavy"`` keeps the guide features only on edges between two heavy atoms (the
-coarse atoms of the heavy -> all-atoms stage), zero elsewhere. Everything it reads is a distance, a type or an element, so
+coarse atoms of the heavy -> all-atoms stage), zero elsewhere; ``guide_input="difference"``
+feeds the guide encoders ``g_e - d_e`` instead of ``g_e`` (the same information, but "move
+this edge towards its guide length" becomes a function of one input). Everything it reads is a distance, a type or an element, so
 F rotates, reflects and permutes with the atoms and ignores translations.
 """
 
@@ -48,6 +50,7 @@ from msgen.model import GraphBatch
 EDGE_TYPES = 7  # 0 radius, 1-4 bond types, 5 / 6 = two / three bonds apart
 LOCAL_HOPS = 3  # GeoDiff's ``edge_order``: local edges join atoms at most 3 bonds apart
 GUIDE_EDGES = ("all", "heavy")
+GUIDE_INPUTS = ("length", "difference")
 HYDROGEN = ELEMENTS.index(1)
 
 
@@ -62,11 +65,16 @@ class EpsNetConfig:
     guided: bool = False  # stage >= 2: ``ConditionalDualEncoderEpsNetwork``
     guide_edges: str = "all"  # "all" (public: every edge) or "heavy" (ours: heavy-heavy only)
     time_input: bool = False  # ours: log sigma through an MLP added to the edge features
+    guide_input: str = "length"  # "length" (public: g_e) or "difference" (ours: g_e - d_e)
 
     def __post_init__(self) -> None:
         if self.guide_edges not in GUIDE_EDGES:
             raise ValueError(
                 f"guide_edges: expected one of {GUIDE_EDGES}, got {self.guide_edges!r}"
+            )
+        if self.guide_input not in GUIDE_INPUTS:
+            raise ValueError(
+                f"guide_input: expected one of {GUIDE_INPUTS}, got {self.guide_input!r}"
             )
         if not isinstance(self.time_input, bool):
             raise TypeError(f"time_input: expected a bool, got {type(self.time_input).__name__}")
@@ -254,6 +262,8 @@ class DualEncoderEpsNet(nn.Module):
         i, j = pairs
         d = (x[i] - x[j]).norm(dim=-1)
         dg = None if guide is None else (guide[i] - guide[j]).norm(dim=-1)
+        if dg is not None and self.config.guide_input == "difference":
+            dg = dg - d
         etype = edge_types(graph)
         loc = local_mask(graph)
         z = graph.z

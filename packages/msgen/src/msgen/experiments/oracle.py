@@ -11,7 +11,8 @@ evaluated on the same trained networks.
 
 Ablation switches (defaults: the public code): ``--tau`` (upsampling distance), ``--anchor
 centroid`` (the public upsampling as it runs), ``--guide-edges heavy`` (guide features only
-on heavy-heavy edges), ``--time-input`` (both arms read log sigma), ``--ld-steps`` (Langevin
+on heavy-heavy edges), ``--guide-input difference`` (the guide encoders read g_e - d_e),
+``--time-input`` (both arms read log sigma), ``--ld-steps`` (Langevin
 levels; several values are all evaluated on the same trained networks).
 """
 
@@ -29,7 +30,7 @@ import torch
 
 from msgen.data import qm9_conformers
 from msgen.diffusion import DiffusionConfig, DiffusionGenerator
-from msgen.epsnet import GUIDE_EDGES, EpsNetConfig
+from msgen.epsnet import GUIDE_EDGES, GUIDE_INPUTS, EpsNetConfig
 from msgen.evaluation import evaluate, random_conformers
 from msgen.experiments.conformers import train_config
 from msgen.multiscale import hierarchy, upsample_guide
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--anchor", choices=ANCHORS, default=OracleConfig.anchor)
     p.add_argument("--guide-edges", choices=GUIDE_EDGES, default="all")
     p.add_argument("--time-input", action="store_true", help="both arms read log sigma")
+    p.add_argument("--guide-input", choices=GUIDE_INPUTS, default="length")
     p.add_argument("--ld-steps", type=positive_int, nargs="+", default=list(OracleConfig.ld_steps))
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
@@ -150,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         anchor=a.anchor,
         ld_steps=tuple(a.ld_steps),
         epsnet=dataclasses.replace(
-            OracleConfig().epsnet, guide_edges=a.guide_edges, time_input=a.time_input
+            OracleConfig().epsnet,
+            guide_edges=a.guide_edges,
+            time_input=a.time_input,
+            guide_input=a.guide_input,
         ),
     )
     results = []
