@@ -13,7 +13,8 @@ Ablation switches (defaults: the public code): ``--tau`` (upsampling distance), 
 centroid`` (the public upsampling as it runs), ``--guide-edges heavy`` (guide features only
 on heavy-heavy edges), ``--guide-input difference`` (the guide encoders read g_e - d_e),
 ``--time-input`` (both arms read log sigma), ``--ld-steps`` (Langevin
-levels; several values are all evaluated on the same trained networks).
+levels) and ``--max-step-scale`` (cap of the step's stride multiplier; ``inf`` = 0.2.0's
+sampler): several values are all evaluated on the same trained networks.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class OracleConfig:
     single_scale: bool = True  # also train the unguided arm
     anchor: str = "bonded"  # upsampling anchors (msgen.upsampling.upsample)
     ld_steps: tuple[int, ...] = (250,)  # Langevin levels, each evaluated
+    step_scales: tuple[float, ...] = (5.0,)  # LangevinConfig.max_step_scale, each evaluated
 
 
 def _generator(cfg: OracleConfig, guided: bool) -> DiffusionGenerator:
@@ -101,14 +103,17 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
         hist = gen.fit(train, train_guides, seed=seed)
         result["cpu_s"][f"{name} train"] = time.process_time() - t0
         result["final_loss"][name] = float(np.mean(hist.losses[-50:]))
-        runs = [(smp, n) for smp in cfg.samplers for n in (cfg.ld_steps if smp == "ld" else (0,))]
-        for sampler, levels in runs:
+        ld = [(n, c) for n in cfg.ld_steps for c in cfg.step_scales]
+        runs = [(smp, v) for smp in cfg.samplers for v in (ld if smp == "ld" else [(0, 0.0)])]
+        for sampler, (levels, scale) in runs:
             gen.config = dataclasses.replace(gen.config, sampler=sampler)
             if levels:
-                lcfg = dataclasses.replace(gen.config.langevin, steps=levels)
+                lcfg = dataclasses.replace(gen.config.langevin, steps=levels, max_step_scale=scale)
                 gen.config = dataclasses.replace(gen.config, langevin=lcfg)
                 if levels != OracleConfig.ld_steps[0]:
                     sampler = f"ld{levels}"
+                if scale != OracleConfig.step_scales[0]:
+                    sampler += f" scale {scale:g}"
             t0 = time.process_time()
             samples = gen.sample(test, cfg.samples, test_guides, seed=seed)
             result["cpu_s"][f"{name} sample {sampler}"] = time.process_time() - t0
@@ -141,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-input", action="store_true", help="both arms read log sigma")
     p.add_argument("--guide-input", choices=GUIDE_INPUTS, default="length")
     p.add_argument("--ld-steps", type=positive_int, nargs="+", default=list(OracleConfig.ld_steps))
+    p.add_argument(
+        "--max-step-scale", type=float, nargs="+", default=list(OracleConfig.step_scales),
+        help="cap(s) of the Langevin step's stride multiplier (inf: 0.2.0's sampler)",
+    )  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -154,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         tau=a.tau,
         anchor=a.anchor,
         ld_steps=tuple(a.ld_steps),
+        step_scales=tuple(a.max_step_scale),
         epsnet=dataclasses.replace(
             OracleConfig().epsnet,
             guide_edges=a.guide_edges,
