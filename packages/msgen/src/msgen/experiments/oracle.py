@@ -103,7 +103,12 @@ def run(cfg: OracleConfig, seed: int) -> dict[str, Any]:
         hist = gen.fit(train, train_guides, seed=seed)
         result["cpu_s"][f"{name} train"] = time.process_time() - t0
         result["final_loss"][name] = float(np.mean(hist.losses[-50:]))
-        ld = [(n, c) for n in cfg.ld_steps for c in cfg.step_scales]
+        ld, seen = [], set()
+        for n in cfg.ld_steps:
+            for c in cfg.step_scales:  # skip a cap that does not bind: the same sampler
+                if (n, min(5000 / n, c)) not in seen:
+                    seen.add((n, min(5000 / n, c)))
+                    ld.append((n, c))
         runs = [(smp, v) for smp in cfg.samplers for v in (ld if smp == "ld" else [(0, 0.0)])]
         for sampler, (levels, scale) in runs:
             gen.config = dataclasses.replace(gen.config, sampler=sampler)
