@@ -101,7 +101,7 @@ def field_r2(
     out = {}
     for sigma in FIELD_SIGMAS:
         x = x0 + sigma * torch.randn(x0.shape, generator=gen_)
-        s_glob, s_loc = net(x, graph, guide, torch.full((graph.num_atoms,), sigma))
+        _, s_loc = net(x, graph, guide, torch.full((graph.num_atoms,), sigma))
         d = (x[i] - x[j]).norm(dim=-1)
         t = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma
         want = eq_transform(torch.where(loc, t, torch.zeros_like(t)), x, graph.pairs)[heavy]
