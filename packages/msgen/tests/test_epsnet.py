@@ -19,7 +19,7 @@ from msgen.diffusion import (
 )
 from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, edge_types, eq_transform, local_mask
 from msgen.model import graph_batch_to, pack, pair_template
-from msgen.reference import epsnet_reference, eq_transform_reference
+from msgen.reference import ExactEdgeScore, epsnet_reference, eq_transform_reference
 from rdkit import Chem
 from rdkit.Chem import AllChem
 
@@ -306,35 +306,13 @@ def test_options_train_and_sample(options: dict[str, object]) -> None:
         assert all(np.isfinite(s).all() for s in out)
 
 
-class _ExactScore(torch.nn.Module):
-    """GeoDiff's per-edge target for known clean positions x0: the exact edge score."""
-
-    config = EpsNetConfig(hidden=2)
-
-    def __init__(self, x0: torch.Tensor) -> None:
-        super().__init__()
-        self.x0 = x0
-        self.dummy = torch.nn.Parameter(torch.zeros(1))
-
-    def field(self, x, graph, guide=None, *, sigma=None, use_global=True, w_global=1.0, **_):
-        i, j = graph.pairs
-        d = (x[i] - x[j]).norm(dim=-1)
-        t = ((self.x0[i] - self.x0[j]).norm(dim=-1) - d) / sigma[0]
-        loc = local_mask(graph)
-        out = eq_transform(torch.where(loc, t, 0 * t), x, graph.pairs)
-        if use_global:
-            glob = torch.where(~loc & (d <= 10.0), t, 0 * t)
-            out = out + w_global * eq_transform(glob, x, graph.pairs)
-        return out
-
-
 def test_langevin_with_the_exact_score_converges_only_with_a_capped_step() -> None:
     """A limit case: fed the exact edge score, the sampler must land on the distances of x0
     (mirror images allowed). With the step scaled by the full stride (0.2.0) it diverges."""
     g = [_conformer("CC(=O)NC"), _conformer("c1ccncc1O"), _conformer("OCC#N")]
     batch = pack([pair_template(m) for m in g])
     x0 = torch.from_numpy(np.concatenate([m.positions - m.positions.mean(0) for m in g])).float()  # type: ignore[operator]
-    net = _ExactScore(x0)
+    net = ExactEdgeScore(x0)
     ab = torch.cumprod(1 - torch.from_numpy(sigmoid_betas()), 0)
     sig = ((1 - ab) / ab).sqrt()
 
