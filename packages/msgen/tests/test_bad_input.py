@@ -157,6 +157,7 @@ CASES = {
     ),  # type: ignore[index]
     "repeated atom ids": (lambda: subgraph(_G, [0, 0]), ValueError, "atoms"),  # type: ignore[arg-type]
     "atom id out of range": (lambda: subgraph(_G, [0, 99]), ValueError, "atoms", "99"),  # type: ignore[arg-type]
+    "unknown MSGEN anchor": (lambda: MSGEN([_UN, _GU], anchor="ring"), ValueError, "anchor"),
     "unknown scale": (lambda: MSGEN([_UN, _GU], scales=("ring",)), ValueError, "scales"),
     "stage count": (lambda: MSGEN([_UN], scales=("heavy",)), ValueError, "stages"),
     "unknown guide edges": (lambda: EpsNetConfig(guide_edges="H"), ValueError, "guide_edges"),

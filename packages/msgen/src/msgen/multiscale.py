@@ -25,7 +25,7 @@ import torch
 
 from msgen.data import SCALES, check_molecule, coarse_atoms, subgraph
 from msgen.diffusion import ConformerGenerator
-from msgen.upsampling import TAU, upsample, upsampling_plan
+from msgen.upsampling import ANCHORS, TAU, upsample, upsampling_plan
 from shared_core.data import MolGraph
 
 
@@ -102,6 +102,8 @@ class MSGEN:
 
     stages: ``len(scales) + 1`` generators; ``stages[0]`` unguided, the others guided.
     tau: upsampling distance in Å (public default 3.0).
+    anchor: ``"bonded"`` (the upsampling algorithm) or ``"centroid"`` (the public code as it
+    runs; `msgen.upsampling`).
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class MSGEN:
         stages: Sequence[ConformerGenerator],
         scales: Sequence[str] = ("heavy",),
         tau: float = TAU,
+        anchor: str = "bonded",
     ) -> None:
         scales = tuple(scales)
         if (
@@ -135,11 +138,14 @@ class MSGEN:
             raise ValueError(f"tau: expected a finite distance >= 0 in Å, got {tau!r}")
         self.stages = list(stages)
         self.scales = scales
+        if anchor not in ANCHORS:
+            raise ValueError(f"anchor: expected one of {ANCHORS}, got {anchor!r}")
         self.tau = float(tau)
+        self.anchor = anchor
 
     def guide(self, h: Hierarchy, level: int, parent_pos: np.ndarray, seed: int) -> np.ndarray:
         """`upsample_guide` with this model's tau (a diverged, non-finite parent passes through)."""
-        return _upsample(h, level, parent_pos, self.tau, seed)
+        return _upsample(h, level, parent_pos, self.tau, seed, self.anchor)
 
     def fit(self, graphs: Sequence[MolGraph], *, seed: int = 0) -> list[Any]:
         """Train every stage on conformers `graphs` (true coarse scale -> upsampled guides)."""
