@@ -4,6 +4,8 @@ every edge, the loss, both samplers, seeded determinism and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -12,10 +14,12 @@ from msgen.diffusion import (
     DiffusionGenerator,
     LangevinConfig,
     geodiff_loss,
+    langevin_sample,
+    sigmoid_betas,
 )
 from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, edge_types, eq_transform, local_mask
 from msgen.model import graph_batch_to, pack, pair_template
-from msgen.reference import epsnet_reference, eq_transform_reference
+from msgen.reference import ExactEdgeScore, epsnet_reference, eq_transform_reference
 from rdkit import Chem
 from rdkit.Chem import AllChem
 
@@ -145,7 +149,7 @@ def test_loss_is_zero_for_the_exact_edge_targets_and_positive_otherwise() -> Non
     class Exact(torch.nn.Module):  # outputs GeoDiff's per-edge targets
         config = net.config
 
-        def forward(self, x, graph, guide=None):
+        def forward(self, x, graph, guide=None, sigma=None):
             i, j = graph.pairs
             sig = ((1 - 0.3) / 0.3) ** 0.5
             t = ((x0[i] - x0[j]).norm(dim=-1) - (x[i] - x[j]).norm(dim=-1)) / sig
@@ -198,6 +202,7 @@ def test_langevin_retries_with_local_clipping_after_a_nan() -> None:
         return out if clip_local is not None else out * float("nan")
 
     gen.net.field = flaky  # type: ignore[method-assign]
+    gen.fitted = True  # the retry logic does not depend on the weights
     s = gen.sample(g, 2, seed=0)
     assert calls[0] is None and calls[-1] == 20.0 and np.isfinite(s[0]).all()
 
@@ -248,3 +253,75 @@ def test_training_lowers_the_geodiff_loss_on_one_molecule() -> None:
     torch.manual_seed(0)
     losses = DiffusionGenerator(cfg).fit(g, seed=0).losses
     assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])
+
+
+def _option_net(**kw: object) -> tuple[DualEncoderEpsNet, torch.Tensor, object, torch.Tensor]:
+    _, x, batch, guide = _inputs(True, seed=3)
+    torch.manual_seed(3)
+    cfg = EpsNetConfig(hidden=8, num_convs=2, num_convs_local=2, guided=True, **kw)  # type: ignore[arg-type]
+    return DualEncoderEpsNet(cfg).double(), x, batch, guide  # type: ignore[return-value]
+
+
+def test_heavy_guide_edges_ignore_hydrogen_guides_only() -> None:
+    net, x, batch, guide = _option_net(guide_edges="heavy")
+    h = batch.z == 0  # type: ignore[attr-defined]  # ELEMENTS[0] = H
+    moved_h, moved_c = guide.clone(), guide.clone()
+    moved_h[h] += torch.randn(int(h.sum()), 3, dtype=torch.float64)
+    moved_c[~h] *= 1.3
+    with torch.no_grad():
+        a, b, c = net(x, batch, guide), net(x, batch, moved_h), net(x, batch, moved_c)  # type: ignore[arg-type]
+    for u, v in zip(a, b, strict=True):
+        assert_close("H guides moved", u, v, ratio=1e-12)
+    assert (a[0] - c[0]).abs().max() > 1e-6 and (a[1] - c[1]).abs().max() > 1e-6
+
+
+def test_time_input_reads_sigma_and_stays_equivariant() -> None:
+    net, x, batch, guide = _option_net(time_input=True)
+    n = x.shape[0]
+    s1, s2 = torch.full((n,), 0.1, dtype=torch.float64), torch.full((n,), 2.0, dtype=torch.float64)
+    R = _rotation(5, reflect=True)
+    with torch.no_grad():
+        f = net.field(x, batch, guide, sigma=s1)  # type: ignore[arg-type]
+        moved = net.field(x @ R.T + 1.0, batch, guide @ R.T, sigma=s1)  # type: ignore[arg-type]
+        other = net.field(x, batch, guide, sigma=s2)  # type: ignore[arg-type]
+    assert_close("F(Rx + s) vs R F(x), time input", f @ R.T, moved, ratio=1e-10)
+    assert (f - other).abs().max() > 1e-6
+    with pytest.raises(ValueError, match="sigma"):
+        net(x, batch, guide)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("options", [{"time_input": True}, {"guide_edges": "heavy"}])
+def test_options_train_and_sample(options: dict[str, object]) -> None:
+    g = [_conformer("CCO"), _conformer("CC#N")]
+    cfg = DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True, **options),  # type: ignore[arg-type]
+        langevin=LangevinConfig(steps=10), steps=5, batch_size=2,
+        train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+    )  # fmt: skip
+    guides = [c.positions + 0.1 for c in g]  # type: ignore[operator]
+    for sampler in ("ld", "ddpm"):
+        gen = DiffusionGenerator(dataclasses.replace(cfg, sampler=sampler))
+        gen.fit(g, guides, seed=0)
+        out = gen.sample(g, 2, [np.repeat(a[None], 2, axis=0) for a in guides], seed=0)
+        assert all(np.isfinite(s).all() for s in out)
+
+
+def test_langevin_with_the_exact_score_converges_only_with_a_capped_step() -> None:
+    """A limit case: fed the exact edge score, the sampler must land on the distances of x0
+    (mirror images allowed). With the step scaled by the full stride (0.2.0) it diverges."""
+    g = [_conformer("CC(=O)NC"), _conformer("c1ccncc1O"), _conformer("OCC#N")]
+    batch = pack([pair_template(m) for m in g])
+    x0 = torch.from_numpy(np.concatenate([m.positions - m.positions.mean(0) for m in g])).float()  # type: ignore[operator]
+    net = ExactEdgeScore(x0)
+    ab = torch.cumprod(1 - torch.from_numpy(sigmoid_betas()), 0)
+    sig = ((1 - ab) / ab).sqrt()
+
+    def dist_error(x: torch.Tensor) -> float:
+        i, j = batch.pairs
+        return float(((x[i] - x[j]).norm(dim=-1) - (x0[i] - x0[j]).norm(dim=-1)).abs().mean())
+
+    x = langevin_sample(net, batch, None, sig, LangevinConfig(steps=250), 0)  # type: ignore[arg-type]
+    assert dist_error(x) < 0.05
+    full = LangevinConfig(steps=250, max_step_scale=float("inf"))
+    bad = langevin_sample(net, batch, None, sig, full, 0, nan_ok=True)  # type: ignore[arg-type]
+    assert not bool(torch.isfinite(bad).all()) or dist_error(bad) > 1.0

@@ -139,3 +139,14 @@ def test_bad_input_raises() -> None:
         coarse_atoms(g, "side chains")
     with pytest.raises(ValueError, match="atoms"):
         subgraph(g, [0, 0])
+
+
+def test_centroid_anchor_reaches_the_pipeline_guide() -> None:
+    g = _conformer("CC(C)O")
+    ms = MSGEN([_gen(False), _gen(True)], tau=1.5, anchor="centroid")
+    h = hierarchy(g, ms.scales)
+    guide = ms.guide(h, 1, h.level_graph(0).positions[None], seed=0)[0]  # type: ignore[index]
+    heavy = heavy_atoms(g)
+    hs = np.flatnonzero(g.atomic_numbers == 1)
+    centroid = g.positions[heavy].mean(0)  # type: ignore[index]
+    np.testing.assert_allclose(np.linalg.norm(guide[hs] - centroid, axis=1), 1.5, atol=1e-12)

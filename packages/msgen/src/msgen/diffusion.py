@@ -21,8 +21,15 @@ Samplers:
   ``a = step_lr (sigma / 0.01)^2``, ``F = eq(s_loc) + w_global eq(s_glob)`` (the global
   term only below ``global_start_sigma``, clipped at ``clip``), re-centred; a NaN restarts
   once with the local term clipped at 20. The public run visits all 5,000 levels; here
-  ``ld_steps`` evenly spaced levels with ``step_lr`` multiplied by the stride, so the
-  Langevin time per unit of schedule is the public one.
+  ``steps`` evenly spaced levels with ``step_lr`` multiplied by ``min(stride,
+  max_step_scale)`` (ours; 5 by default). Scaling by the full stride (0.2.0: 20 at 250
+  levels, the public Langevin time per unit of schedule) makes the discretisation
+  unstable: the update contracts a displacement ``u`` as ``(I - 0.01 s L) u`` with ``L``
+  the edges' rigidity Laplacian and ``s`` the scale, and with the EXACT edge score
+  (``(d_0 - d) / sigma``, `msgen.reference.ExactEdgeScore`) 50 of 50 QM9 molecules diverge
+  at ``s`` = 20, 46 of 50 at ``s`` = 10 and none at ``s`` = 5 (``python -m
+  msgen.experiments.oracle --exact-score``; ``tests/test_epsnet.py``). So the better a
+  network learns the score, the worse a full-stride sampler does with it.
 - ``"ddpm"`` (ours): ancestral DDPM on the respaced chain (`ancestral_sample`), the network
   fed ``x_t / sqrt(abar_t)``.
 
@@ -93,7 +100,8 @@ class LangevinConfig:
     """The public sampler's settings (``test.py`` defaults) and our step count.
 
     steps: noise levels visited, evenly spaced over the 5,000 (the public run: all 5,000);
-    ``step_lr`` is multiplied by the stride ``5000 / steps``.
+    ``step_lr`` is multiplied by ``min(5000 / steps, max_step_scale)`` (ours: the full
+    stride is unstable, see the module docstring; ``float("inf")`` gives 0.2.0's sampler).
     """
 
     steps: int = 250
@@ -102,6 +110,7 @@ class LangevinConfig:
     clip_local_retry: float = 20.0  # local field clip of the retry after a NaN
     w_global: float = 1.0
     global_start_sigma: float = 0.5  # the global field is used below this noise level
+    max_step_scale: float = 5.0  # ours: cap of the stride multiplier of step_lr
 
     def __post_init__(self) -> None:
         if (
@@ -110,7 +119,7 @@ class LangevinConfig:
             or not 1 <= self.steps <= PAPER_STEPS
         ):
             raise ValueError(f"steps: expected an int in [1, {PAPER_STEPS}], got {self.steps!r}")
-        for name in ("step_lr", "clip", "clip_local_retry", "global_start_sigma"):
+        for name in ("step_lr", "clip", "clip_local_retry", "global_start_sigma", "max_step_scale"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0):
                 raise ValueError(f"{name}: expected a positive number, got {v!r}")
@@ -245,6 +254,7 @@ class DiffusionGenerator:
         self.abar = torch.cumprod(1.0 - betas, dim=0)
         self.abar_paper = torch.cumprod(1.0 - torch.from_numpy(sigmoid_betas()), dim=0)
         self.history: FitResult | None = None
+        self.fitted = False  # set by `fit`; set it by hand after loading weights into `net`
 
     @property
     def guided(self) -> bool:
@@ -309,6 +319,7 @@ class DiffusionGenerator:
             self.net, loss_fn, batch_fn, cfg.train, desc=f"msgen {stage} {cfg.network}",
             show_progress=False, device=str(self.device),
         )  # fmt: skip
+        self.fitted = True
         return self.history
 
     @torch.no_grad()
@@ -320,13 +331,22 @@ class DiffusionGenerator:
         *,
         seed: int = 0,
     ) -> list[np.ndarray]:
-        """`num_samples` conformers per graph with the configured sampler (guides used clean)."""
+        """`num_samples` conformers per graph with the configured sampler (guides used clean).
+
+        Raises RuntimeError before `fit` (an untrained network samples noise), after the
+        arguments are checked.
+        """
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
             raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
         if len(graphs) == 0:
             raise ValueError("graphs: expected at least one molecular graph")
         graphs = [check_molecule(g, f"graphs[{i}]") for i, g in enumerate(graphs)]
         guide_list = _check_guides(guides, graphs, self.guided, (num_samples,))
+        if not self.fitted:
+            raise RuntimeError(
+                "sample: this DiffusionGenerator is not trained; call fit(graphs) first "
+                "(or, after loading weights into .net, set .fitted = True)"
+            )
         templates: list[PairTemplate] = []
         guide_rows: list[torch.Tensor] = []
         for gi, g in enumerate(graphs):
@@ -406,7 +426,8 @@ class DiffusionGenerator:
             sigma = ((1 - abar) / abar) ** 0.5
             pos = (x / abar**0.5).to(self.device)
             f = self.net.field(  # type: ignore[operator]
-                pos, g, guide, use_global=sigma < lcfg.global_start_sigma,
+                pos, g, guide, sigma=torch.full((g.num_atoms,), sigma, device=self.device),
+                use_global=sigma < lcfg.global_start_sigma,
                 w_global=lcfg.w_global, clip=lcfg.clip, clip_local=clip_local,
             )  # fmt: skip
             return -f.cpu()
@@ -425,7 +446,7 @@ def geodiff_loss(
     """GeoDiff's ``get_loss_diffusion`` (mean over atoms) for x0, noise ``(N, 3)``, abar ``(N, 1)``."""
     sigma = ((1 - abar) / abar).sqrt()
     x = x0 + noise * sigma
-    s_glob, s_loc = net(x, graph, guide)
+    s_glob, s_loc = net(x, graph, guide, sigma[:, 0])
     i, j = graph.pairs
     d = (x[i] - x[j]).norm(dim=-1)
     target = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma[i, 0]
@@ -462,14 +483,15 @@ def langevin_sample(
     T = sigmas.numel()
     stride = T / cfg.steps
     levels = np.unique(np.round(np.linspace(T - 1, 0, cfg.steps)).astype(np.int64))[::-1]
-    step_lr = cfg.step_lr * stride
+    step_lr = cfg.step_lr * min(stride, cfg.max_step_scale)
     dtype = next(net.parameters()).dtype
     dev = graph.z.device
     x = (torch.randn(graph.num_atoms, 3, generator=gen, dtype=torch.float64) * sigmas[-1]).to(dtype)
     for k in levels.tolist():
         sigma = float(sigmas[k])
         f = net.field(
-            x.to(dev), graph, guide, use_global=sigma < cfg.global_start_sigma,
+            x.to(dev), graph, guide, sigma=torch.full((graph.num_atoms,), sigma, device=dev),
+            use_global=sigma < cfg.global_start_sigma,
             w_global=cfg.w_global, clip=cfg.clip, clip_local=clip_local,
         ).cpu()  # fmt: skip
         a = step_lr * (sigma / 0.01) ** 2

@@ -25,7 +25,13 @@ and the per-edge distance scores become a position field by ``eq_transform``:
     F_i = sum_{e=(i,j)} s_e (x_i - x_j) / d_e  -  sum_{e=(j,i)} s_e (x_j - x_i) / d_e .
 
 The network has no time input (GeoDiff's diffusion model reads the noise level from the
-distances; ``sigma_edge = 1``). Everything it reads is a distance, a type or an element, so
+distances; ``sigma_edge = 1``). Two options of ours (off by default, for the oracle-guide
+ablations): ``time_input`` adds ``MLP_t(log sigma)`` to every edge's features ``a_e`` (the
+public code's commented-out ``edge_attr += temb_edge`` in ``dualenc.py``), and
+``guide_edges="heavy"`` keeps the guide features only on edges between two heavy atoms (the
+coarse atoms of the heavy -> all-atoms stage), zero elsewhere; ``guide_input="difference"``
+feeds the guide encoders ``g_e - d_e`` instead of ``g_e`` (the same information, but "move
+this edge towards its guide length" becomes a function of one input). Everything it reads is a distance, a type or an element, so
 F rotates, reflects and permutes with the atoms and ignores translations.
 """
 
@@ -43,6 +49,9 @@ from msgen.model import GraphBatch
 
 EDGE_TYPES = 7  # 0 radius, 1-4 bond types, 5 / 6 = two / three bonds apart
 LOCAL_HOPS = 3  # GeoDiff's ``edge_order``: local edges join atoms at most 3 bonds apart
+GUIDE_EDGES = ("all", "heavy")
+GUIDE_INPUTS = ("length", "difference")
+HYDROGEN = ELEMENTS.index(1)
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,21 @@ class EpsNetConfig:
     num_convs_local: int = 4  # GIN layers (local encoder)
     cutoff: float = 10.0  # Å, global edges
     guided: bool = False  # stage >= 2: ``ConditionalDualEncoderEpsNetwork``
+    guide_edges: str = "all"  # "all" (public: every edge) or "heavy" (ours: heavy-heavy only)
+    time_input: bool = False  # ours: log sigma through an MLP added to the edge features
+    guide_input: str = "length"  # "length" (public: g_e) or "difference" (ours: g_e - d_e)
 
     def __post_init__(self) -> None:
+        if self.guide_edges not in GUIDE_EDGES:
+            raise ValueError(
+                f"guide_edges: expected one of {GUIDE_EDGES}, got {self.guide_edges!r}"
+            )
+        if self.guide_input not in GUIDE_INPUTS:
+            raise ValueError(
+                f"guide_input: expected one of {GUIDE_INPUTS}, got {self.guide_input!r}"
+            )
+        if not isinstance(self.time_input, bool):
+            raise TypeError(f"time_input: expected a bool, got {type(self.time_input).__name__}")
         for name in ("hidden", "num_convs", "num_convs_local"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -186,23 +208,46 @@ class DualEncoderEpsNet(nn.Module):
         head = [3 * h, 2 * h, h, h // 2, 1] if config.guided else [2 * h, h, h // 2, 1]
         self.grad_global_dist_mlp = mlp(head)
         self.grad_local_dist_mlp = mlp(head)
+        self.time_mlp = mlp([1, h, h]) if config.time_input else None
 
     def edge_attr(
-        self, d: torch.Tensor, etype: torch.Tensor, dg: torch.Tensor | None, local: bool
+        self,
+        d: torch.Tensor,
+        etype: torch.Tensor,
+        dg: torch.Tensor | None,
+        local: bool,
+        temb: torch.Tensor | None = None,
+        gmask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``(E, H)`` or, guided, ``(E, 2H)`` edge features of lengths d and guide lengths dg."""
+        """``(E, H)`` or, guided, ``(E, 2H)`` edge features of lengths d and guide lengths dg.
+
+        temb ``(E, H)``: time features added to the length features (``time_input``);
+        gmask ``(E,)``: edges that keep their guide features (``guide_edges="heavy"``).
+        """
         enc = self.edge_encoder_local if local else self.edge_encoder_global
         cond = self.edge_condition_local if local else self.edge_condition_global
         a = enc(d, etype)
+        if temb is not None:
+            a = a + temb
         if cond is None:
             return a
         assert dg is not None
-        return torch.cat([a, cond(dg, etype)], dim=-1)
+        ag = cond(dg, etype)
+        if gmask is not None:
+            ag = ag * gmask[:, None].to(ag.dtype)
+        return torch.cat([a, ag], dim=-1)
 
     def forward(
-        self, x: torch.Tensor, graph: GraphBatch, guide: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        graph: GraphBatch,
+        guide: torch.Tensor | None = None,
+        sigma: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Edge scores for positions x ``(N, 3)`` (Å); guide ``(N, 3)`` for guided networks."""
+        """Edge scores for positions x ``(N, 3)`` (Å); guide ``(N, 3)`` for guided networks.
+
+        sigma ``(N,)``: each atom's noise level, read only with ``time_input``.
+        """
         n = graph.num_atoms
         if x.shape != (n, 3):
             raise ValueError(f"x: expected shape ({n}, 3) for {n} atoms, got {tuple(x.shape)}")
@@ -217,12 +262,25 @@ class DualEncoderEpsNet(nn.Module):
         i, j = pairs
         d = (x[i] - x[j]).norm(dim=-1)
         dg = None if guide is None else (guide[i] - guide[j]).norm(dim=-1)
+        if dg is not None and self.config.guide_input == "difference":
+            dg = dg - d
         etype = edge_types(graph)
         loc = local_mask(graph)
         z = graph.z
+        temb = None
+        if self.time_mlp is not None:
+            if sigma is None or sigma.shape != (n,):
+                raise ValueError(
+                    f"sigma: a time_input network needs the noise level of each atom, shape "
+                    f"({n},), got {None if sigma is None else tuple(sigma.shape)}"
+                )
+            temb = self.time_mlp(sigma.to(x.dtype).log()[i, None])
+        gmask = None
+        if self.config.guided and self.config.guide_edges == "heavy":
+            gmask = (z[i] != HYDROGEN) & (z[j] != HYDROGEN)
 
         # global: SchNet over every edge within the cutoff
-        a = self.edge_attr(d, etype, dg, local=False)
+        a = self.edge_attr(d, etype, dg, local=False, temb=temb, gmask=gmask)
         keep = d <= self.config.cutoff
         h = self.embedding_global(z).to(x.dtype)
         for block in self.interactions:
@@ -232,7 +290,10 @@ class DualEncoderEpsNet(nn.Module):
 
         # local: GIN over the order-3 bond graph
         lp = pairs[:, loc]
-        al = self.edge_attr(d[loc], etype[loc], None if dg is None else dg[loc], local=True)
+        al = self.edge_attr(
+            d[loc], etype[loc], None if dg is None else dg[loc], local=True,
+            temb=None if temb is None else temb[loc], gmask=None if gmask is None else gmask[loc],
+        )  # fmt: skip
         e = al if self.edge_transform is None else self.edge_transform(al)
         hl = self.embedding_local(z).to(x.dtype)
         for k, conv in enumerate(self.convs):
@@ -250,13 +311,14 @@ class DualEncoderEpsNet(nn.Module):
         graph: GraphBatch,
         guide: torch.Tensor | None = None,
         *,
+        sigma: torch.Tensor | None = None,
         use_global: bool = True,
         w_global: float = 1.0,
         clip: float | None = None,
         clip_local: float | None = None,
     ) -> torch.Tensor:
         """``(N, 3)`` = eq(s_local) [clipped] + w_global eq(s_global) [clipped] (public sampler)."""
-        s_glob, s_loc = self(x, graph, guide)
+        s_glob, s_loc = self(x, graph, guide, sigma)
         out = eq_transform(s_loc, x, graph.pairs)
         if clip_local is not None:
             out = clip_norm(out, clip_local)

@@ -131,6 +131,8 @@ def evaluate(
             f"conformers: expected one array per reference ({len(references)}), got {len(conformers)}"
         )
     refs = [None] * len(references) if conformers is None else list(conformers)
+    for i, (r, g) in enumerate(zip(references, generated, strict=True)):
+        _check_samples(r, g, f"generated[{i}]")
     rmsds = [rmsd_matrix(r, g, c) for r, g, c in zip(references, generated, refs, strict=True)]
     out: dict[str, Any] = {}
     for d in thresholds:

@@ -25,7 +25,7 @@ import torch
 
 from msgen.data import SCALES, check_molecule, coarse_atoms, subgraph
 from msgen.diffusion import ConformerGenerator
-from msgen.upsampling import TAU, upsample, upsampling_plan
+from msgen.upsampling import ANCHORS, TAU, upsample, upsampling_plan
 from shared_core.data import MolGraph
 
 
@@ -57,11 +57,18 @@ def hierarchy(graph: MolGraph, scales: Sequence[str]) -> Hierarchy:
 
 
 def upsample_guide(
-    h: Hierarchy, level: int, parent_pos: np.ndarray, *, tau: float = TAU, seed: int = 0
+    h: Hierarchy,
+    level: int,
+    parent_pos: np.ndarray,
+    *,
+    tau: float = TAU,
+    seed: int = 0,
+    anchor: str = "bonded",
 ) -> np.ndarray:
     """Upsample ``(k, |A_{level-1}|, 3)`` parent conformers onto ``A_level``: ``(k, |A_level|, 3)``.
 
     The guide of stage `level` (public ``Chemical_upsampling``, tau in Å); needs no generator.
+    anchor: ``"bonded"`` or ``"centroid"`` (`msgen.upsampling.upsample`).
     """
     if not isinstance(h, Hierarchy):
         raise TypeError(
@@ -77,14 +84,17 @@ def upsample_guide(
         raise ValueError(
             f"parent_pos: expected finite (k, {want}, 3) coordinates, got shape {pos.shape}"
         )
-    return _upsample(h, level, pos, float(tau), seed)
+    return _upsample(h, level, pos, float(tau), seed, anchor)
 
 
-def _upsample(h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int) -> np.ndarray:
+def _upsample(
+    h: Hierarchy, level: int, pos: np.ndarray, tau: float, seed: int, anchor: str = "bonded"
+) -> np.ndarray:
     child = h.level_graph(level)
     plan = upsampling_plan(child.edge_index, h.parent_in_child(level), child.num_atoms)
     gen = torch.Generator().manual_seed(seed)
-    return upsample(plan, torch.tensor(np.asarray(pos, dtype=np.float64)), tau, gen).numpy()
+    x = torch.tensor(np.asarray(pos, dtype=np.float64))
+    return upsample(plan, x, tau, gen, anchor=anchor).numpy()
 
 
 class MSGEN:
@@ -92,6 +102,8 @@ class MSGEN:
 
     stages: ``len(scales) + 1`` generators; ``stages[0]`` unguided, the others guided.
     tau: upsampling distance in Å (public default 3.0).
+    anchor: ``"bonded"`` (the upsampling algorithm) or ``"centroid"`` (the public code as it
+    runs; `msgen.upsampling`).
     """
 
     def __init__(
@@ -99,6 +111,7 @@ class MSGEN:
         stages: Sequence[ConformerGenerator],
         scales: Sequence[str] = ("heavy",),
         tau: float = TAU,
+        anchor: str = "bonded",
     ) -> None:
         scales = tuple(scales)
         if (
@@ -125,11 +138,14 @@ class MSGEN:
             raise ValueError(f"tau: expected a finite distance >= 0 in Å, got {tau!r}")
         self.stages = list(stages)
         self.scales = scales
+        if anchor not in ANCHORS:
+            raise ValueError(f"anchor: expected one of {ANCHORS}, got {anchor!r}")
         self.tau = float(tau)
+        self.anchor = anchor
 
     def guide(self, h: Hierarchy, level: int, parent_pos: np.ndarray, seed: int) -> np.ndarray:
         """`upsample_guide` with this model's tau (a diverged, non-finite parent passes through)."""
-        return _upsample(h, level, parent_pos, self.tau, seed)
+        return _upsample(h, level, parent_pos, self.tau, seed, self.anchor)
 
     def fit(self, graphs: Sequence[MolGraph], *, seed: int = 0) -> list[Any]:
         """Train every stage on conformers `graphs` (true coarse scale -> upsampled guides)."""
@@ -180,9 +196,10 @@ class MSGEN:
             pos = []
             for i, (c, h) in enumerate(zip(coarse, hs, strict=True)):
                 a = np.asarray(c, dtype=np.float64)
-                if a.shape != (h.levels[0].size, 3):
+                if a.shape != (h.levels[0].size, 3) or not np.all(np.isfinite(a)):
                     raise ValueError(
-                        f"coarse: entry {i} must have shape ({h.levels[0].size}, 3), got {a.shape}"
+                        f"coarse: entry {i} must be finite with shape ({h.levels[0].size}, 3), "
+                        f"got shape {a.shape}"
                     )
                 pos.append(np.repeat(a[None], num_samples, axis=0))
         for level in range(1, len(self.stages)):

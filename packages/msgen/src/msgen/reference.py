@@ -8,6 +8,9 @@
 - `epsnet_reference`: GeoDiff's dual-encoder edge scores (`msgen.epsnet`) as loops over
   atoms and edges with the SAME weights in float64, topological distances by breadth-first
   search, and `eq_transform_reference` (GeoDiff's ``eq_transform``) edge by edge.
+- `ExactEdgeScore`: GeoDiff's per-edge training target for known clean positions, served
+  through the network's ``field`` interface: the score a perfectly trained network would
+  give, to test the samplers without training (`msgen.experiments.oracle --exact-score`).
 - `best_rmsd_bruteforce`: heavy-atom RMSD minimised over every symmetry-equivalent atom map
   (graph automorphisms) with the Kabsch superposition; the oracle of RDKit's ``GetBestRMS``.
 """
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from msgen.epsnet import DualEncoderEpsNet
+from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform, local_mask
 from msgen.model import EGNNDenoiser, GraphBatch, rbf, time_features
 from shared_core.data import MolGraph
 
@@ -223,6 +226,44 @@ def eq_transform_reference(
         out[i] += u * score[p]
         out[j] -= u * score[p]
     return out
+
+
+class ExactEdgeScore(torch.nn.Module):
+    """``field(x, ...)`` from the exact edge score ``(d_0 - d) / sigma`` of clean positions x0.
+
+    Local edges always, global edges (non-local, within the 10 Å cutoff) when
+    ``use_global``, both through ``eq_transform``, as `DualEncoderEpsNet.field` does with
+    learned scores.
+    """
+
+    def __init__(self, x0: torch.Tensor, cutoff: float = 10.0) -> None:
+        super().__init__()
+        self.config = EpsNetConfig(hidden=2, cutoff=cutoff)
+        self.x0 = x0
+        self.dummy = torch.nn.Parameter(torch.zeros(1))  # the samplers read the dtype
+
+    def field(
+        self,
+        x: torch.Tensor,
+        graph: GraphBatch,
+        guide: torch.Tensor | None = None,
+        *,
+        sigma: torch.Tensor | None = None,
+        use_global: bool = True,
+        w_global: float = 1.0,
+        **_: Any,
+    ) -> torch.Tensor:
+        assert sigma is not None
+        i, j = graph.pairs
+        d = (x[i] - x[j]).norm(dim=-1)
+        t = ((self.x0[i] - self.x0[j]).norm(dim=-1) - d) / sigma[i]
+        loc = local_mask(graph)
+        zero = torch.zeros_like(t)
+        out = eq_transform(torch.where(loc, t, zero), x, graph.pairs)
+        if use_global:
+            glob = torch.where(~loc & (d <= self.config.cutoff), t, zero)
+            out = out + w_global * eq_transform(glob, x, graph.pairs)
+        return out
 
 
 def kabsch_rmsd(p: np.ndarray, q: np.ndarray) -> float:
