@@ -37,8 +37,6 @@ ARMS = (
     "meld-edges",
     "meld-fixed",
     "meld-normalised",
-    "meld-clean-ce",
-    "meld-score",
 )
 LABELS = {
     "vanilla": "MDM w/ power-law (vanilla, element-agnostic)",
@@ -48,10 +46,8 @@ LABELS = {
     "meld-edges": "MELD edges only (ablation)",
     "meld-fixed": "MELD without column permutation (ablation)",
     "meld-normalised": "MELD, rates normalised to geometric mean 1 (ours, ablation)",
-    "meld-clean-ce": "MELD, 0.2.x gradient through clean elements' cross-entropy (ablation)",
-    "meld-score": "MELD, unbiased own-term gradient (ours, ablation)",
 }
-GRADIENT = {"meld-clean-ce": "st-clean-ce", "meld-score": "score"}  # others: the paper's "st"
+MELD_CLASH_ARMS = frozenset({"meld", "meld-normalised"})  # MELD arms in the clashing study
 HAND_RATES = (
     1.0,
     2.0,
@@ -79,8 +75,11 @@ class Config:
     warmup: int = 30
     denoiser: GraphTransformerConfig = field(default_factory=GraphTransformerConfig)
     meld: MELDConfig = field(default_factory=MELDConfig)  # H: N = 9 columns, D = 64
-    arms: tuple[str, ...] = ("vanilla", "class", "meld")
+    arms: tuple[str, ...] = ("vanilla", "class", "meld", "meld-normalised")
     tau: float = 1.0  # straight-through Gumbel-softmax temperature
+    gradient: str = (
+        "st"  # MELD's mask gradient (`meld.element_terms`): "st", "st-clean-ce", "score"
+    )
     eps: float = 1e-4  # gamma(1) = eps for every arm (paper)
     samples: int = 1000
     sample_steps: int = 50
@@ -111,7 +110,6 @@ SCALES: dict[str, Config] = {
         n_reference=2000,
         steps=3000,
         batch=128,
-        arms=("vanilla", "class", "meld", "meld-fixed"),
     ),
     "paper": Config(
         n_train=120000,
@@ -185,7 +183,7 @@ def train(
             _schedule(config),
             config.denoiser.max_atoms,
             tau=config.tau,
-            gradient=GRADIENT.get(arm, "st"),
+            gradient=config.gradient,
         ),
         row_batches(data, config.batch, seed),
         tc,
@@ -286,12 +284,12 @@ def clash_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, 
             curves.setdefault("class", {})[n] = clashing_curves(
                 src, constant_rates(learned, n, config.eps), ts
             )
-        if "meld" in models:
+        for arm in sorted(MELD_CLASH_ARMS & models.keys()):
             per_pi = [
                 clashing_curves(src, position_rates(w, config.eps), ts)
-                for w in _meld_w(models["meld"], n, config.clash_columns, seed)
+                for w in _meld_w(models[arm], n, config.clash_columns, seed)
             ]
-            curves.setdefault("meld", {})[n] = combine(
+            curves.setdefault(arm, {})[n] = combine(
                 dict(enumerate(per_pi)), {i: 1.0 for i in range(len(per_pi))}
             )
     return {k: combine(v, weights) for k, v in curves.items()}
@@ -336,9 +334,9 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
     if "class" in models:
         learned = np.asarray(list(models["class"].rates.rates().values()))
         out["class"] = {"mean": at_half(_type_w(learned, rows, n))}
-    if "meld" in models:
-        vals = [at_half(np.stack([w, w])) for w in _meld_w(models["meld"], n, 256, seed)]
-        out["meld"] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
+    for arm in sorted(MELD_CLASH_ARMS & models.keys()):
+        vals = [at_half(np.stack([w, w])) for w in _meld_w(models[arm], n, 256, seed)]
+        out[arm] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
     return out
 
 
@@ -418,6 +416,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             "hand": "hand-made per-type rates",
             "class": "learned class-level rates",
             "meld": "learned MELD rates (mean over pi)",
+            "meld-normalised": "learned MELD rates, normalised (mean over pi)",
         }
         for key, c in clash.items():
             mid = int(np.argmin(np.abs(c.t - 0.5)))
