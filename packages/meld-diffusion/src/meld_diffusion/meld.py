@@ -23,7 +23,8 @@ The masks are Bernoulli draws, so phi gets gradients through a straight-through 
 ``m = 1[u < p_i]`` (the draw of ``masked_diffusion.q_xt``), the backward pass the gradient of
 ``sigmoid((logit p_i - logit u) / tau)`` (``-logit u`` is the difference of two Gumbels). ``m``
 multiplies the terms and mixes the denoiser's one-hot input ``(1 - m) onehot(g_0) + m
-onehot(mask)``.
+onehot(mask)``; an element that is still clean contributes exactly zero (MDM's carry-over), so
+its untrained cross-entropy never reaches phi (`element_terms` has the alternatives).
 
 Sampling is exact: the rates are known before generation (they depend on pi only), so each
 step of ``masked_diffusion.ancestral_sample`` reveals element i with probability
