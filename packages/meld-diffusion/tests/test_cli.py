@@ -32,8 +32,9 @@ def test_micro_reproduce_end_to_end(tmp_path):
     (run,) = (tmp_path / "meld-diffusion").iterdir()
     assert json.loads((run / "config.json").read_text())["status"] == "complete"
     metrics = json.loads((run / "metrics.json").read_text())["metrics"]["results"]
-    assert set(metrics) >= {"vanilla", "class", "meld", "clash_vanilla", "clash_meld"}
-    assert set(metrics["phenylenediamine_pair"]) == {"vanilla", "hand", "class", "meld"}
-    for arm in ("vanilla", "class", "meld"):
+    meld = {"meld", "meld-normalised"}
+    assert set(metrics) >= {"vanilla", "class", "clash_vanilla", "clash_meld-normalised"} | meld
+    assert set(metrics["phenylenediamine_pair"]) == {"vanilla", "hand", "class"} | meld
+    for arm in ("vanilla", "class", *meld):
         assert {"validity", "uniqueness", "nspdk", "scaffold"} <= set(metrics[arm])
-    assert (run / "state_clashing.png").is_file()
+    assert (run / "state_clashing.png").is_file() and (run / "training_loss.png").is_file()

@@ -79,6 +79,15 @@ def check_graph_batch(
             f"{name}: expected a (batch, {seq_len(max_atoms)}) token tensor for max_atoms="
             f"{max_atoms}, got {shape}"
         )
+    if x.shape[0] == 0:
+        raise ValueError(f"{name}: expected at least one graph row, got an empty batch")
+    if torch.is_floating_point(x) or x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"{name}: expected integer tokens, got dtype {x.dtype}")
+    if int(x.min()) < 0 or int(x.max()) >= VOCAB_SIZE:
+        raise ValueError(
+            f"{name}: expected clean tokens in [0, {VOCAB_SIZE}), got range "
+            f"[{int(x.min())}, {int(x.max())}]"
+        )
     if not isinstance(n_atoms, torch.Tensor) or n_atoms.shape != (x.shape[0],):
         shape = (
             tuple(n_atoms.shape) if isinstance(n_atoms, torch.Tensor) else type(n_atoms).__name__
@@ -138,6 +147,10 @@ def decode(
         raise ValueError(
             f"rows, n_atoms: expected shapes (b, {seq_len(n)}) and (b,), got {rows.shape} and "
             f"{counts.shape}"
+        )
+    if counts.size and (counts.min() < 1 or counts.max() > n):
+        raise ValueError(
+            f"n_atoms: expected atom counts in [1, max_atoms={n}], got {counts.min()}..{counts.max()}"
         )
     if rows.size and (rows.min() < 0 or rows.max() >= VOCAB_SIZE):
         raise ValueError(

@@ -77,22 +77,46 @@ def fcd_available() -> bool:
     return importlib.util.find_spec("fcd_torch") is not None
 
 
+def _pairs(name: str, rows: object, counts: object) -> None:
+    if (rows is None) != (counts is None):
+        raise ValueError(
+            f"{name}: expected train_rows and train_counts together (or neither), got one of them"
+        )
+
+
 def sample_metrics(
     rows: np.ndarray,
     n_atoms: np.ndarray,
     max_atoms: int,
     *,
-    train_smiles: Sequence[str],
-    train_rows: np.ndarray,
-    train_counts: np.ndarray,
-    reference_smiles: Sequence[str],
+    train_smiles: Sequence[str] | None = None,
+    train_rows: np.ndarray | None = None,
+    train_counts: np.ndarray | None = None,
+    reference_smiles: Sequence[str] | None = None,
+    fcd: bool | None = None,
 ) -> dict[str, Any]:
-    """All sample metrics of generated rows (see the module docstring)."""
+    """The sample metrics of generated rows (see the module docstring) that the inputs allow.
+
+    Validity, connectedness and uniqueness need the samples only; ``novelty`` needs
+    `train_smiles`; ``atom_tv`` / ``bond_tv`` need `train_rows` and `train_counts`;
+    ``desc_fd``, ``nspdk``, ``scaffold`` and ``fcd`` need `reference_smiles`. `fcd`: True
+    computes the ChemNet FCD (ValueError when ``fcd_torch`` is missing), False skips it, None
+    (default) computes it when ``fcd_torch`` is installed.
+    """
     from meld_diffusion.graph_metrics import nspdk_mmd, scaffold_similarity
     from shared_core import mol_metrics as mm
     from shared_core.metrics import frechet_distance
 
+    _pairs("train_rows", train_rows, train_counts)
+    if fcd is not None and not isinstance(fcd, bool):
+        raise TypeError(f"fcd: expected True, False or None, got {fcd!r}")
+    if fcd and not fcd_available():
+        raise ValueError("fcd: True needs fcd_torch (pip install 'meld-diffusion[fcd]')")
+    if fcd and reference_smiles is None:
+        raise ValueError("fcd: True needs reference_smiles")
     graphs = decode(rows, n_atoms, max_atoms)
+    if not graphs:
+        raise ValueError("rows: expected at least one generated row, got 0")
     canon = mm.canonical_smiles(graphs)
     valid = [s for s in canon if s is not None]
     out: dict[str, Any] = {
@@ -100,11 +124,15 @@ def sample_metrics(
         "connected": sum(1 for s in valid if "." not in s) / len(canon),
     }
     out["uniqueness"] = mm.uniqueness(valid) if valid else 0.0
-    out["novelty"] = mm.novelty(valid, list(train_smiles)) if valid else 0.0
-    ga, gb = type_histograms(rows, n_atoms, max_atoms)
-    ta, tb = type_histograms(train_rows, train_counts, max_atoms)
-    out["atom_tv"] = 0.5 * float(np.abs(ga - ta).sum())
-    out["bond_tv"] = 0.5 * float(np.abs(gb - tb).sum())
+    if train_smiles is not None:
+        out["novelty"] = mm.novelty(valid, list(train_smiles)) if valid else 0.0
+    if train_rows is not None and train_counts is not None:
+        ga, gb = type_histograms(rows, n_atoms, max_atoms)
+        ta, tb = type_histograms(train_rows, train_counts, max_atoms)
+        out["atom_tv"] = 0.5 * float(np.abs(ga - ta).sum())
+        out["bond_tv"] = 0.5 * float(np.abs(gb - tb).sum())
+    if reference_smiles is None:
+        return out
     ref = descriptor_features(list(reference_smiles))
     mu, sd = ref.mean(0), ref.std(0) + 1e-8
     out["desc_fd"] = (
@@ -114,7 +142,7 @@ def sample_metrics(
     )
     out["nspdk"] = nspdk_mmd(valid, list(reference_smiles))
     out["scaffold"] = scaffold_similarity(valid, list(reference_smiles))
-    if fcd_available() and len(valid) >= 2:
+    if (fcd_available() if fcd is None else fcd) and len(valid) >= 2:
         from fcd_torch import FCD
 
         out["fcd"] = float(FCD(device="cpu", n_jobs=1)(valid, list(reference_smiles)))

@@ -23,7 +23,8 @@ The masks are Bernoulli draws, so phi gets gradients through a straight-through 
 ``m = 1[u < p_i]`` (the draw of ``masked_diffusion.q_xt``), the backward pass the gradient of
 ``sigmoid((logit p_i - logit u) / tau)`` (``-logit u`` is the difference of two Gumbels). ``m``
 multiplies the terms and mixes the denoiser's one-hot input ``(1 - m) onehot(g_0) + m
-onehot(mask)``.
+onehot(mask)``; an element that is still clean contributes exactly zero (MDM's carry-over), so
+its untrained cross-entropy never reaches phi (`element_terms` has the alternatives).
 
 Sampling is exact: the rates are known before generation (they depend on pi only), so each
 step of ``masked_diffusion.ancestral_sample`` reveals element i with probability
@@ -100,6 +101,14 @@ def _times(
     sampling_eps: float,
 ) -> torch.Tensor:
     if t is not None:
+        if (
+            not isinstance(t, torch.Tensor)
+            or not torch.is_floating_point(t)
+            or t.shape != (x0.shape[0],)
+        ):
+            raise ValueError(f"t: expected a floating ({x0.shape[0]},) tensor, got {t!r:.60}")
+        if not bool(((t > 0) & (t <= 1)).all()):
+            raise ValueError(f"t: expected times in (0, 1], got {t.tolist()[:8]}")
         return t
     return sample_t(x0.shape[0], sampling_eps=sampling_eps, generator=generator, device=x0.device)
 
@@ -185,6 +194,45 @@ def _nll(logits: torch.Tensor, x0: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return -logp.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1), logp
 
 
+GRADIENTS = ("st", "st-clean-ce", "score")
+
+
+def _check_gradient(gradient: object) -> None:
+    if gradient not in GRADIENTS:
+        raise ValueError(f"gradient: expected one of {GRADIENTS}, got {gradient!r}")
+
+
+def element_terms(
+    hard: torch.Tensor,
+    m: torch.Tensor,
+    p: torch.Tensor,
+    weight: torch.Tensor,
+    nll: torch.Tensor,
+    gradient: str,
+) -> torch.Tensor:
+    """The NELBO terms ``1[masked] w_i(t) CE_i`` (batch, L); `gradient` decides how they reach p.
+
+    All three have the same value; they differ in the gradient of the mask indicator:
+
+    - ``"st"`` (default): straight-through over the mask (``m``), with the MDM convention that
+      an element that is still clean contributes exactly zero (MDLM's carry-over unmasking): its
+      term is ``m * 0``, so neither its value nor its gradient involves its cross-entropy.
+    - ``"st-clean-ce"`` (0.2.x, kept as an ablation): ``m * weight * CE`` for every element, so
+      a clean element's straight-through gradient carries its cross-entropy ``CE_i`` -- a
+      quantity the NELBO never contains and nothing trains (it multiplies a hard 0).
+    - ``"score"`` (ours): the element's own term ``hard * weight * CE * p / sg(p)``, whose
+      gradient ``hard * weight * CE / p`` is an unbiased estimate of ``d E[m_i c_i] / d p_i``
+      (``c_i``, the cross-entropy of element i when masked, does not depend on ``m_i``); the
+      denoiser still sees the straight-through input.
+    """
+    if gradient == "st-clean-ce":
+        return m * weight * nll
+    if gradient == "st":
+        return m * weight * torch.where(hard, nll, torch.zeros_like(nll))
+    ratio = p / p.detach().clamp_min(torch.finfo(p.dtype).tiny)
+    return torch.where(hard, weight * nll * ratio, torch.zeros_like(nll))
+
+
 def meld_loss(
     model: nn.Module,
     x0: torch.Tensor,
@@ -198,13 +246,15 @@ def meld_loss(
     generator: torch.Generator | None = None,
     sampling_eps: float = 1e-3,
     tau: float = 1.0,
+    gradient: str = "st",
 ) -> GraphLossOutput:
     """MELD's NELBO (module docstring) for a `GraphMDM` with `ElementRates`.
 
     Draws, from `generator`: t (antithetic), the column assignment pi (``rand(batch, N_H)``,
     `ElementRates.columns`), then the mask uniforms ``u = rand(x0.shape)``, the draw
     ``masked_diffusion.q_xt`` makes. Pass `t`, `columns` (batch, max_atoms) or `u` to fix them.
-    `tau` changes gradients only, never the loss value.
+    `tau` and `gradient` (`element_terms`: "st", "st-clean-ce" or "score") change gradients
+    only, never the loss value.
 
     Raises ValueError when max_atoms exceeds H's column count (naming N and the maximum).
     """
@@ -212,6 +262,7 @@ def meld_loss(
     if not isinstance(schedule, ElementwiseSchedule):
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
     _check_tau(tau)
+    _check_gradient(gradient)
     rates = _rates_of(model, ElementRates)
     check_columns(max_atoms, rates.cfg.n_columns)
     t = _times(x0, t, generator, sampling_eps)
@@ -227,7 +278,7 @@ def meld_loss(
     check_logits(logits, x_t, VOCAB_SIZE)
     nll, _ = _nll(logits, x0)
     weight = schedule.weight(t.to(nll.dtype), w.to(nll.dtype))
-    terms = m.to(nll.dtype) * weight * nll
+    terms = element_terms(hard, m.to(nll.dtype), p.to(nll.dtype), weight, nll, gradient)
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, w, columns)
 
@@ -405,15 +456,18 @@ def graph_loss_fn(
     *,
     tau: float = 1.0,
     sampling_eps: float = 1e-3,
+    gradient: str = "st",
 ) -> Callable[[nn.Module, dict[str, object]], tuple[torch.Tensor, dict[str, float]]]:
     """``loss_fn(model, batch)`` for `shared_core.train.fit` and `masked_diffusion.row_batches`.
 
     `model` is a `GraphMDM`; the batch's ``x0`` holds graph rows with the atom count appended as
     a last column (`with_counts`). Rates None trains vanilla MDM on ``schedule.base``;
-    `ElementRates` MELD; `ClassRates` the class-level schedule. Noise comes from
-    ``masked_diffusion.noise_generator``.
+    `ElementRates` MELD (`gradient`: `element_terms`); `ClassRates` the class-level schedule.
+    Noise comes from ``masked_diffusion.noise_generator``.
     """
     from masked_diffusion import noise_generator
+
+    _check_gradient(gradient)
 
     def loss_fn(
         model: nn.Module, batch: dict[str, object]
@@ -426,8 +480,10 @@ def graph_loss_fn(
         kw = {"max_atoms": max_atoms, "generator": g, "sampling_eps": sampling_eps}
         if rates is None:
             return vanilla_loss(model, x0, n_atoms, schedule.base, **kw).loss, {}  # type: ignore[arg-type]
-        loss = meld_loss if isinstance(rates, ElementRates) else class_loss
-        out = loss(model, x0, n_atoms, schedule, tau=tau, **kw)  # type: ignore[arg-type]
+        if isinstance(rates, ElementRates):
+            out = meld_loss(model, x0, n_atoms, schedule, tau=tau, gradient=gradient, **kw)  # type: ignore[arg-type]
+        else:
+            out = class_loss(model, x0, n_atoms, schedule, tau=tau, **kw)  # type: ignore[arg-type]
         log_w = out.w.detach().log()[valid_positions(n_atoms, max_atoms)]
         return out.loss, {"log_w_mean": float(log_w.mean()), "log_w_std": float(log_w.std())}
 

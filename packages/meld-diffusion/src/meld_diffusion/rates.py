@@ -101,8 +101,10 @@ class ElementRates(nn.Module):
 
     def embeddings(self, columns: torch.Tensor) -> torch.Tensor:
         """``h_i = H[:, columns[b, i]]``: (batch, max_atoms, D)."""
-        if not isinstance(columns, torch.Tensor) or columns.ndim != 2:
-            raise ValueError(f"columns: expected a (batch, max_atoms) tensor, got {columns!r:.60}")
+        if not isinstance(columns, torch.Tensor) or columns.ndim != 2 or columns.numel() == 0:
+            raise ValueError(
+                f"columns: expected a non-empty (batch, max_atoms) tensor, got {columns!r:.60}"
+            )
         check_columns(columns.shape[1], self.cfg.n_columns)
         if columns.dtype != torch.long or int(columns.min()) < 0:
             raise ValueError("columns: expected long column indices >= 0")

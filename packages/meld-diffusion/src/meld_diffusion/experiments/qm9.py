@@ -27,9 +27,17 @@ import numpy as np
 
 from meld_diffusion.model import GraphTransformerConfig
 from meld_diffusion.rates import MELDConfig
-from shared_core.cli import ReproduceArgs
+from shared_core.cli import ReproduceArgs, phase
 
-ARMS = ("vanilla", "class", "meld", "meld-nodes", "meld-edges", "meld-fixed", "meld-normalised")
+ARMS = (
+    "vanilla",
+    "class",
+    "meld",
+    "meld-nodes",
+    "meld-edges",
+    "meld-fixed",
+    "meld-normalised",
+)
 LABELS = {
     "vanilla": "MDM w/ power-law (vanilla, element-agnostic)",
     "class": "class-level learned (GenMD4-style)",
@@ -39,6 +47,7 @@ LABELS = {
     "meld-fixed": "MELD without column permutation (ablation)",
     "meld-normalised": "MELD, rates normalised to geometric mean 1 (ours, ablation)",
 }
+MELD_CLASH_ARMS = frozenset({"meld", "meld-normalised"})  # MELD arms in the clashing study
 HAND_RATES = (
     1.0,
     2.0,
@@ -66,8 +75,11 @@ class Config:
     warmup: int = 30
     denoiser: GraphTransformerConfig = field(default_factory=GraphTransformerConfig)
     meld: MELDConfig = field(default_factory=MELDConfig)  # H: N = 9 columns, D = 64
-    arms: tuple[str, ...] = ("vanilla", "class", "meld")
+    arms: tuple[str, ...] = ("vanilla", "class", "meld", "meld-normalised")
     tau: float = 1.0  # straight-through Gumbel-softmax temperature
+    gradient: str = (
+        "st"  # MELD's mask gradient (`meld.element_terms`): "st", "st-clean-ce", "score"
+    )
     eps: float = 1e-4  # gamma(1) = eps for every arm (paper)
     samples: int = 1000
     sample_steps: int = 50
@@ -98,7 +110,6 @@ SCALES: dict[str, Config] = {
         n_reference=2000,
         steps=3000,
         batch=128,
-        arms=("vanilla", "class", "meld", "meld-fixed"),
     ),
     "paper": Config(
         n_train=120000,
@@ -168,7 +179,12 @@ def train(
     tc = TrainConfig(steps=config.steps, lr=config.lr, warmup=config.warmup, weight_decay=0.0)
     result = fit(
         model,
-        graph_loss_fn(_schedule(config), config.denoiser.max_atoms, tau=config.tau),
+        graph_loss_fn(
+            _schedule(config),
+            config.denoiser.max_atoms,
+            tau=config.tau,
+            gradient=config.gradient,
+        ),
         row_batches(data, config.batch, seed),
         tc,
         desc=f"{arm} train",
@@ -268,12 +284,12 @@ def clash_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, 
             curves.setdefault("class", {})[n] = clashing_curves(
                 src, constant_rates(learned, n, config.eps), ts
             )
-        if "meld" in models:
+        for arm in sorted(MELD_CLASH_ARMS & models.keys()):
             per_pi = [
                 clashing_curves(src, position_rates(w, config.eps), ts)
-                for w in _meld_w(models["meld"], n, config.clash_columns, seed)
+                for w in _meld_w(models[arm], n, config.clash_columns, seed)
             ]
-            curves.setdefault("meld", {})[n] = combine(
+            curves.setdefault(arm, {})[n] = combine(
                 dict(enumerate(per_pi)), {i: 1.0 for i in range(len(per_pi))}
             )
     return {k: combine(v, weights) for k, v in curves.items()}
@@ -318,9 +334,9 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
     if "class" in models:
         learned = np.asarray(list(models["class"].rates.rates().values()))
         out["class"] = {"mean": at_half(_type_w(learned, rows, n))}
-    if "meld" in models:
-        vals = [at_half(np.stack([w, w])) for w in _meld_w(models["meld"], n, 256, seed)]
-        out["meld"] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
+    for arm in sorted(MELD_CLASH_ARMS & models.keys()):
+        vals = [at_half(np.stack([w, w])) for w in _meld_w(models[arm], n, 256, seed)]
+        out[arm] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
     return out
 
 
@@ -335,6 +351,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
 
     config: Config = args.config
     device = str(resolve_device(args.device))
+    phase("loading QM9")
     results: dict[str, Any] = {}
     with Run("meld-diffusion", config, out=args.out) as run:
         t0 = time.perf_counter()
@@ -354,14 +371,17 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         models: dict[str, Any] = {}
         losses: dict[str, list[float]] = {}
         for arm in config.arms:
+            phase(f"{arm}: training ({config.steps} steps)")
             t1, c1 = time.perf_counter(), time.process_time()
             models[arm], losses[arm] = train(
                 arm, config, train_rows, train_counts, args.seed, device
             )
             train_s, train_cpu = time.perf_counter() - t1, time.process_time() - c1
+            phase(f"{arm}: sampling {config.samples} graphs")
             t2, c2 = time.perf_counter(), time.process_time()
             rows = generate(arm, models[arm], counts, config, args.seed + 2)
             sample_s, sample_cpu = time.perf_counter() - t2, time.process_time() - c2
+            phase(f"{arm}: metrics (validity, FCD, NSPDK, scaffolds)")
             m = sample_metrics(
                 rows, counts.numpy(), config.denoiser.max_atoms,
                 train_smiles=train_smiles, train_rows=train_rows, train_counts=train_counts,
@@ -389,12 +409,14 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             )
             for name, value in m["learned_rates"].items():
                 run.add_row("learned_rates", arm=arm, element=name, w=round(value, 3))
+        phase("exact state clashing")
         clash = clash_study(config, models, args.seed)
         names = {
             "vanilla": LABELS["vanilla"],
             "hand": "hand-made per-type rates",
             "class": "learned class-level rates",
             "meld": "learned MELD rates (mean over pi)",
+            "meld-normalised": "learned MELD rates, normalised (mean over pi)",
         }
         for key, c in clash.items():
             mid = int(np.argmin(np.abs(c.t - 0.5)))
@@ -463,10 +485,15 @@ def _plots(
     axes[2].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     fig.tight_layout()
     run.save_figure("state_clashing", fig)
-    run.plot(
-        "training_loss",
-        {LABELS[a]: (list(range(1, len(v) + 1)), v) for a, v in losses.items()},
-        xlabel="training step",
-        ylabel="training loss (nats per element; each arm its own NELBO)",
-        title="Training loss (not comparable across arms: different forward processes)",
-    )
+    fig, ax = plt.subplots(figsize=(7, 4.8), dpi=120)
+    for arm, v in losses.items():
+        k = max(1, len(v) // 50)  # running mean over 2 % of the steps
+        smooth = np.convolve(v, np.ones(k) / k, mode="valid")
+        ax.plot(np.arange(k, len(v) + 1), smooth, label=LABELS[arm])
+    ax.set_xlabel("training step")
+    ax.set_ylabel("NELBO per element (nats), running mean")
+    ax.set_title("Training loss (each arm its own NELBO)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8)
+    fig.tight_layout()
+    run.save_figure("training_loss", fig)
