@@ -84,6 +84,8 @@ def convt3_sequential(
     """
     if discretization not in ("zoh", "direct"):
         raise ValueError(f"discretization: expected 'zoh' or 'direct', got {discretization!r}")
+    if not np.all(np.isfinite(u)):
+        raise ValueError("u: contains NaN or infinite values")
     N, T, _, H, W = u.shape
     P = Lambda.shape[0]
     K = ptt_kernel(coefficients, alpha_h, alpha_w)  # (P, 3, 3)

@@ -93,11 +93,19 @@ def sine_basis(n: int, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.n
     return Q, Q_inv, np.cos(j * np.pi / (n + 1))
 
 
+def check_quads(name: str, value: np.ndarray) -> np.ndarray:
+    """A finite float64 array of shape ``(..., 4)`` (corner values or coefficients)."""
+    e = np.asarray(value, dtype=np.float64)
+    if e.shape[-1:] != (4,):
+        raise ValueError(f"{name}: expected shape (..., 4), got {e.shape}")
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    return e
+
+
 def corners_to_coefficients(corners: np.ndarray) -> np.ndarray:
     """``(..., 4)`` corner values ``(++, +-, -+, --)`` -> ``(..., 4)`` coefficients ``(a, b, c, d)``."""
-    e = np.asarray(corners, dtype=np.float64)
-    if e.shape[-1:] != (4,):
-        raise ValueError(f"corners: expected shape (..., 4), got {e.shape}")
+    e = check_quads("corners", corners)
     pp, pm, mp, mm = e[..., 0], e[..., 1], e[..., 2], e[..., 3]
     return np.stack(
         [
@@ -122,7 +130,7 @@ def ptt_kernel(coefficients: np.ndarray, alpha_h: float = 1.0, alpha_w: float = 
 
     ``K[1 + dy, 1 + dx]`` multiplies ``x[i + dy, j + dx]``, as in ``conv2d`` with zero padding.
     """
-    coef = np.asarray(coefficients, dtype=np.float64)
+    coef = check_quads("coefficients", coefficients)
     a, b, c, d = coef[..., 0], coef[..., 1], coef[..., 2], coef[..., 3]
     lh, uh = off_diagonals(alpha_h)
     lw, uw = off_diagonals(alpha_w)
@@ -137,7 +145,9 @@ def ptt_kernel(coefficients: np.ndarray, alpha_h: float = 1.0, alpha_w: float = 
 
 def closed_form_eigenvalues(coefficients: np.ndarray, H: int, W: int) -> np.ndarray:
     """``(..., 4)`` coefficients -> ``(..., H, W)`` eigenvalues ``eps(theta_m, phi_n)`` of the PTT operator."""
-    coef = np.asarray(coefficients, dtype=np.float64)
+    coef = check_quads("coefficients", coefficients)
+    check_grid("H", H)
+    check_grid("W", W)
     ch = np.cos(np.arange(1, H + 1) * np.pi / (H + 1))[:, None]
     cw = np.cos(np.arange(1, W + 1) * np.pi / (W + 1))[None, :]
     a, b, c, d = (coef[..., i, None, None] for i in range(4))

@@ -201,6 +201,16 @@ def pool_groups(
             f"group_ids: expected shape (batch, atoms) = {tuple(nodes.shape[:2])}, got "
             f"{tuple(group_ids.shape)}"
         )
+    if not nodes.is_floating_point():
+        raise TypeError(f"nodes: expected a floating-point tensor, got {nodes.dtype}")
+    if not bool(torch.isfinite(nodes).all()):
+        raise ValueError("nodes: contains NaN or infinite values")
+    if group_ids.is_floating_point() or group_ids.is_complex() or group_ids.dtype == torch.bool:
+        raise TypeError(f"group_ids: expected an integer tensor, got {group_ids.dtype}")
+    if group_ids.numel() and int(group_ids.min()) < -1:
+        raise ValueError(
+            f"group_ids: expected ids >= 0 (-1 on padding), got {int(group_ids.min())}"
+        )
     g_max = int(group_ids.max().item()) + 1 if group_ids.numel() else 0
     width = g_max if num_groups is None else num_groups
     if width < g_max:
@@ -240,6 +250,8 @@ def local_tokens(
     Returns ``(batch, budget, dim)`` features and a ``(batch, budget)`` bool mask; the number
     of real tokens of molecule ``b`` is ``min(budget, #fragments_b + #groups_b)``.
     """
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"budget: expected an int >= 0, got {budget!r}")
     parts: list[tuple[torch.Tensor, torch.Tensor]] = []
     for ids in (brics_ids, entropy_ids):
         if ids is not None:

@@ -50,6 +50,15 @@ def clip_values(v: torch.Tensor, beta: torch.Tensor, cap: float = DEFAULT_CAP) -
     (~1.95) but only 0.4 at beta = 100. A model whose values are large where beta is large
     reads clipped values; compare ``(v.abs() > cap / beta)`` to see how many.
     """
+    if not isinstance(v, torch.Tensor) or v.ndim != 4:
+        got = tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__
+        raise ValueError(f"v: expected a tensor (batch, heads, time, d_v), got {got}")
+    if not isinstance(beta, torch.Tensor) or beta.shape != (v.shape[1], v.shape[3]):
+        got = tuple(beta.shape) if isinstance(beta, torch.Tensor) else type(beta).__name__
+        raise ValueError(
+            f"beta: expected shape (heads, d_v) = {(v.shape[1], v.shape[3])}, got {got}"
+        )
+    check_positive("cap", cap)
     limit = (cap / beta)[None, :, None, :].to(v.dtype)
     return torch.minimum(torch.maximum(v, -limit), limit)
 

@@ -32,6 +32,7 @@ def decay_scan(
     *,
     chunk_size: int = 32,
     state: torch.Tensor | None = None,
+    check: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``h_t = exp(a_t) h_{t-1} + u_t`` per channel, as a numerically stable chunked scan.
 
@@ -40,6 +41,8 @@ def decay_scan(
         u: inputs ``(B, T, N)``.
         chunk_size: positions per chunk (memory ``B * T * chunk_size * N``).
         state: ``h`` before the first position ``(B, N)``; None is zero.
+        check: refuse NaN or positive `log_decay` and non-finite `u` (one device sync; the
+            TDC layer, whose decays are ``-softplus`` by construction, skips it).
 
     Returns:
         ``(h (B, T, N), h_T (B, N))``.
@@ -59,6 +62,14 @@ def decay_scan(
         )
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size: expected a positive int, got {chunk_size!r}")
+    if check:
+        if bool(torch.isnan(log_decay).any()) or bool((log_decay > 0).any()):
+            raise ValueError(
+                "log_decay: expected entries <= 0 (decays exp(a) in [0, 1]), got NaN or a "
+                f"positive entry (max {float(log_decay.max())})"
+            )
+        if not bool(torch.isfinite(u).all()):
+            raise ValueError("u: expected finite inputs, got NaN or inf")
     B, T, N = u.shape
     C = min(chunk_size, T)
     pad = (-T) % C
@@ -105,5 +116,5 @@ class TimeDecayCondition(nn.Module):
         xn = self.norm(x)
         sc = F.softplus(self.shortcut(xn)) + 1e-8
         sc = F.normalize(sc, dim=-1, eps=1e-8) * math.sqrt(sc.shape[-1])
-        h, last = decay_scan(-F.softplus(self.decay(xn)), self.value(xn), state=state)
+        h, last = decay_scan(-F.softplus(self.decay(xn)), self.value(xn), state=state, check=False)
         return (sc * self.out_norm(h)) @ self.out_proj, last

@@ -10,7 +10,7 @@ import numpy as np
 
 def as_points(name: str, points: Any, k: int | None = None) -> np.ndarray:
     """A finite ``(n, k)`` float64 array of objective vectors (``n`` may be 0)."""
-    arr = np.asarray(points, dtype=np.float64)
+    arr = as_floats(name, points)
     if arr.ndim != 2:
         raise ValueError(
             f"{name}: expected a 2-D array (points, objectives), got shape {arr.shape}"
@@ -24,9 +24,19 @@ def as_points(name: str, points: Any, k: int | None = None) -> np.ndarray:
     return arr
 
 
+def as_floats(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array, or a ValueError naming `name`."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{name}: expected numbers (an array of floats), got {value!r:.200}"
+        ) from err
+
+
 def as_ref(name: str, ref: Any, k: int) -> np.ndarray:
     """A finite reference point of length ``k``."""
-    arr = np.asarray(ref, dtype=np.float64)
+    arr = as_floats(name, ref)
     if arr.shape != (k,):
         raise ValueError(f"{name}: expected shape ({k},) to match the points, got {arr.shape}")
     if not np.all(np.isfinite(arr)):

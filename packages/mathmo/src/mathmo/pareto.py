@@ -17,7 +17,7 @@ import numpy as np
 # C call on the fronts the search sees (tens of points); pinned to moocore 0.3.x in pyproject.
 from moocore._moocore import _hypervolume as _moocore_hv
 
-from mathmo._checks import as_points, as_ref
+from mathmo._checks import as_floats, as_points, as_ref
 
 
 def non_dominated(points: np.ndarray) -> np.ndarray:
@@ -51,8 +51,15 @@ def hypervolume_gain(
     front: np.ndarray, candidate: np.ndarray, ref: np.ndarray | None = None
 ) -> float:
     """``HV(front + {candidate}) - HV(front)``: what evaluating ``candidate`` would add."""
-    c = np.asarray(candidate, dtype=np.float64).reshape(1, -1)
-    f = np.asarray(front, dtype=np.float64).reshape(-1, c.shape[1])
+    c = as_points("candidate", as_floats("candidate", candidate).reshape(1, -1))
+    f = as_floats("front", front)
+    if f.size == 0:
+        f = f.reshape(0, c.shape[1])
+    if f.ndim == 2 and f.shape[1] != c.shape[1]:
+        raise ValueError(
+            f"candidate: expected {f.shape[1]} objectives (the front's columns), got {c.shape[1]}"
+        )
+    f = as_points("front", f)
     return (
         hypervolume(np.vstack([f, c]), ref) - hypervolume(f, ref) if len(f) else hypervolume(c, ref)
     )

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mathmo._checks import nonneg_float, positive_int
+from mathmo._checks import as_points, nonneg_float, positive_int
 from mathmo.mose import mose_score
 from mathmo.operators import Evaluation, Operators, ProgrammaticOperators
 from mathmo.pareto import hypervolume, hypervolume_gain, non_dominated
@@ -91,13 +91,28 @@ def pareto_ucb(values: dict[str, list[np.ndarray]], c: float, d: float) -> dict[
             f"values: expected a dict of framework name -> list of objective vectors, "
             f"got {type(values).__name__}"
         )
+    nonneg_float("c", c)
+    nonneg_float("d", d)
+    stacked = {}
+    for name, ys in values.items():
+        try:
+            y = np.stack([np.asarray(v, dtype=np.float64) for v in ys]) if len(ys) else None
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"values[{name!r}]: expected a list of equal-length objective vectors ({err})"
+            ) from err
+        stacked[name] = np.zeros((0, 1)) if y is None else as_points(f"values[{name!r}]", y)
+    widths = {y.shape[1] for y in stacked.values() if len(y)}
+    if len(widths) > 1:
+        raise ValueError(
+            f"values: expected objective vectors of one length, got lengths {sorted(widths)}"
+        )
     n_total = sum(len(v) for v in values.values())
     out = {}
-    for name, ys in values.items():
-        if not ys:
+    for name, y in stacked.items():
+        if not len(y):
             continue
-        y = np.stack(ys)
-        n_f = len(ys)
+        n_f = len(y)
         log_n = math.log(max(n_total, 1))
         out[name] = (
             y.mean(axis=0) + c * np.sqrt(y.var(axis=0) * log_n / n_f) + d * math.sqrt(log_n / n_f)
@@ -109,6 +124,8 @@ def select_framework(
     frameworks: list[str], history: list[Evaluation], c: float, d: float, rng: np.random.Generator
 ) -> str:
     """Upper level: an unvisited framework if any, else uniform over non-dominated UCB vectors."""
+    if len(frameworks) == 0:
+        raise ValueError("frameworks: expected at least one framework name, got none")
     values: dict[str, list[np.ndarray]] = {f: [] for f in frameworks}
     for e in history:
         if e.candidate.framework in values:

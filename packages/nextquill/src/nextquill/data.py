@@ -257,8 +257,15 @@ def review_examples(
     (``utils/templates.Qwen2PromptTemplate``); the history block is the
     ``[User's Past Reviews]`` section, which the counterfactual pass drops.
     """
+    if isinstance(max_history, bool) or not isinstance(max_history, int) or max_history < 0:
+        raise ValueError(f"max_history: expected an int >= 0, got {max_history!r}")
     out = []
-    for row in rows:
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping) or "data" not in row or "profile" not in row:
+            raise TypeError(
+                f"rows[{i}]: expected a mapping with 'data' and 'profile' (read_reviews' rows), "
+                f"got {row!r:.120}"
+            )
         data = row["data"]
         profile = sorted(row["profile"], key=lambda p: p.get("timestamp", 0), reverse=True)
         title, desc = _item(data, meta)

@@ -116,6 +116,8 @@ def preference_weights(
     data-parallel batch passes its global sum, so its micro-batches' weights sum to 1 together.
     """
     w = raw_weights(dce, delta, lam, eps)
+    if total is not None and not float(total) > 0:
+        raise ValueError(f"total: expected a positive sum of weights, got {float(total)}")
     return w / (w.sum() if total is None else total)
 
 
@@ -151,10 +153,21 @@ def nextquill_from_logits(
         )
     if logits_with.shape[0] == 0:
         raise ValueError("targets: expected at least one response token, got none")
+    for name, t in (("logits_with", logits_with), ("logits_without", logits_without)):
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name}: contains NaN or infinite values")
+    vocab = logits_with.shape[1]
+    if bool(((targets < 0) | (targets >= vocab)).any()):
+        raise ValueError(
+            f"targets: expected token ids in 0..{vocab - 1}, got "
+            f"{int(targets.min())}..{int(targets.max())}"
+        )
     if dce is None:
         dce = data_side_effect(logits_with.detach(), logits_without.detach(), targets)
     elif dce.shape != targets.shape:
         raise ValueError(f"dce: expected shape {tuple(targets.shape)}, got {tuple(dce.shape)}")
+    elif not bool(torch.isfinite(dce).all()):
+        raise ValueError("dce: contains NaN or infinite values")
     dce = dce.detach()
     w = preference_weights(dce, cfg.delta, cfg.lam, cfg.eps, weight_total)
     ce = F.cross_entropy(logits_with, targets, reduction="none")

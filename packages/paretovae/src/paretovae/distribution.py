@@ -24,7 +24,7 @@ import math
 from typing import Any, ClassVar
 
 import torch
-from torch.distributions import Distribution, constraints
+from torch.distributions import Distribution, constraints, register_kl
 from torch.distributions.utils import broadcast_all
 
 __all__ = ["SymPareto", "laplace_noise", "sympareto_log_normaliser", "sympareto_rsample"]
@@ -79,8 +79,9 @@ class SymPareto(Distribution):
     Gamma mixing variable carries torch's implicit gradient). As torch's StudentT, `mean` is
     nan where ``nu <= 1`` and `variance` inf where ``1 < nu <= 2``, nan where ``nu <= 1``.
     `cdf` / `icdf` exist in 1-D (closed form; ``NotImplementedError`` for n > 1, where the
-    l1-ball probabilities have no closed form). No `kl_divergence` is registered: the KL between
-    two symPareto laws has no closed form (the gamma-power divergence is the package's).
+    l1-ball probabilities have no closed form). `kl_divergence` of two symPareto laws raises a
+    ``NotImplementedError`` that says so: it has no closed form (the gamma-power divergence,
+    `paretovae.gamma_power_divergence`, is the package's).
     """
 
     arg_constraints: ClassVar[dict[str, constraints.Constraint]] = {
@@ -216,3 +217,14 @@ class SymPareto(Distribution):
 
     def __repr__(self) -> str:
         return f"SymPareto(n={self.n}, batch_shape={tuple(self.batch_shape)})"
+
+
+@register_kl(SymPareto, SymPareto)
+def _kl_sympareto(p: SymPareto, q: SymPareto) -> torch.Tensor:
+    """Registered so that ``kl_divergence`` says why there is none (issue 46)."""
+    raise NotImplementedError(
+        "kl_divergence(p, q): the KL between two SymPareto laws has no closed form; use "
+        "paretovae.gamma_power_divergence(p, q) (the paper's closed-form gamma-power "
+        "divergence) or a Monte-Carlo estimate, (p.log_prob(x) - q.log_prob(x)).mean() with "
+        "x = p.rsample((n,))"
+    )

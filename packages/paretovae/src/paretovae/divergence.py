@@ -98,6 +98,16 @@ def _check_pair(
         check_positive_tensor(name, t)
     if mu_q.ndim < 1:
         raise ValueError(f"mu_q: expected shape (*batch, d), got {tuple(mu_q.shape)}")
+    for name, t in (("sigma_q", sigma_q), ("mu_p", mu_p), ("sigma_p", sigma_p)):
+        try:
+            shape = torch.broadcast_shapes(mu_q.shape, t.shape)
+        except RuntimeError:
+            shape = None
+        if shape != mu_q.shape:
+            raise ValueError(
+                f"{name}: expected a shape broadcastable to mu_q's {tuple(mu_q.shape)}, "
+                f"got {tuple(t.shape)}"
+            )
 
 
 def sympareto_gamma_divergence(

@@ -57,6 +57,15 @@ def _check_batch(module: nn.Module, batch: int, name: str) -> None:
         )
 
 
+def _check_tokens(x: object, name: str) -> None:
+    """A floating-point tensor of finite token values (Topo-Scan counts, maybe scaled)."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{name}: expected a floating-point torch.Tensor of tokens, got {got}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name}: expected finite token values, got NaN or inf")
+
+
 PAPER_TEXT_CONFIG = TopoFormerConfig(d_model=32, dropout=0.5)
 """The paper's stated graph-classification setting (note, "Loss & Training": Transformer
 hidden dimension 32, dropout 0.5). The default `TopoFormerConfig` follows the authors' code
@@ -86,6 +95,7 @@ class TopoSequenceEncoder(nn.Module):
         self.fc = nn.Linear(num_tokens * d, d)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        _check_tokens(tokens, "tokens")
         if tokens.ndim != 3 or tokens.shape[1] != self.num_tokens:
             raise ValueError(
                 f"tokens: expected shape (batch, {self.num_tokens}, "
@@ -153,6 +163,8 @@ class TopoFormer(nn.Module):
             raise ValueError(
                 f"sequences: expected {len(self.encoders)} token tensors, got {len(sequences)}"
             )
+        for i, x in enumerate(sequences):
+            _check_tokens(x, f"sequences[{i}]")
         if len(sequences) and sequences[0].ndim >= 1:
             _check_batch(self, sequences[0].shape[0], "sequences")
         parts = [enc(x) for enc, x in zip(self.encoders, sequences, strict=True)]
@@ -160,6 +172,7 @@ class TopoFormer(nn.Module):
             if extra is None or extra.ndim != 2 or extra.shape[1] != self.extra_features:
                 got = None if extra is None else tuple(extra.shape)
                 raise ValueError(f"extra: expected shape (batch, {self.extra_features}), got {got}")
+            _check_tokens(extra, "extra")
             parts.append(self.mlp(extra))
         elif extra is not None:
             raise ValueError("extra: this model has no extra branch (extra_features=0)")

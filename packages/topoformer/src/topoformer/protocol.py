@@ -74,6 +74,8 @@ def select(val: Sequence[float], test: Sequence[float], higher_is_better: bool =
         raise ValueError(
             f"val, test: expected two equal-length 1-D score lists, got {v.shape}, {t.shape}"
         )
+    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(t))):
+        raise ValueError(f"val, test: expected finite scores, got {v.tolist()} and {t.tolist()}")
     sign = 1.0 if higher_is_better else -1.0
     best = int(np.argmax(sign * v))
     opt = float(t.max() if higher_is_better else t.min())

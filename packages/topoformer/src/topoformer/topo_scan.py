@@ -41,7 +41,12 @@ TOKEN_FIELDS = ("b0", "b1", "num_vertices", "num_edges")
 
 
 def _check_values(values: Any, name: str = "values") -> np.ndarray:
-    f = np.asarray(values, dtype=np.float64)
+    try:
+        f = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{name}: expected numeric filtration values, got {values!r:.200}"
+        ) from err
     if f.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array of filtration values, got shape {f.shape}")
     if not np.all(np.isfinite(f)):

@@ -176,18 +176,33 @@ class ConvT3SSM(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``u`` ``(N, T, U, H, W)`` real, `state` ``(N, P, H, W)`` complex eigenbasis state or None.
 
+        `u` of an integer dtype is cast to the parameters' dtype; a complex `u` or a real
+        `state` (a pixel-space field passed without `to_eigenbasis`) is refused.
+
         Returns ``(y (N, T, U, H, W), last state (N, P, H, W))``.
         """
         if not isinstance(u, torch.Tensor):
             raise TypeError(f"u: expected a torch.Tensor, got {type(u).__name__}")
         N, T, U, H, W = check_sequence_shape(u.shape, self.features, self.alpha_h, self.alpha_w)
+        if u.is_complex():
+            raise TypeError(
+                f"u: expected a real tensor (cast to the parameters' dtype), got {u.dtype}"
+            )
         if not torch.isfinite(u).all():
             raise ValueError("u: contains NaN or infinite values")
         cdtype = _complex_dtype(self.Lambda_re.dtype)
         if state is not None:
             if not isinstance(state, torch.Tensor):
                 raise TypeError(f"state: expected a torch.Tensor, got {type(state).__name__}")
+            if not state.is_complex():
+                raise TypeError(
+                    f"state: expected the complex eigen-coordinate state (a previous call's last "
+                    f"state or initial_state()), got a real {state.dtype} tensor; convert a "
+                    "pixel-space field with layer.to_eigenbasis(x) first"
+                )
             check_state_shape(state.shape, (N, self.P, H, W))
+            if not torch.isfinite(torch.view_as_real(state)).all():
+                raise ValueError("state: contains NaN or infinite values")
         A_bar, gain = self.discretize(H, W)
         Bw = self._conv_complex_weight(self.B)  # (P, U, k, k)
         Cw = self._conv_complex_weight(self.C)  # (U, P, k, k)
