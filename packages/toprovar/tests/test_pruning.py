@@ -171,3 +171,19 @@ def test_mismatched_tokenizer_is_refused(models):
     other = MultiScaleVQ(hidden=8, latent=8, vocab=16, scales=(1, 2, 4), downsample=2)
     with pytest.raises(ValueError, match="var, vq: expected the same scales and vocab"):
         generate(var, other, LABELS)
+
+
+@pytest.mark.parametrize("need_entropy", [False, True])
+@pytest.mark.parametrize("method", ["sdpa", "blockwise"])
+def test_attention_macs_do_not_depend_on_the_torch_flop_registry(method, need_entropy):
+    # torch 2.13's FLOP counter has no formula for the fused CPU attention op (counts 0);
+    # count_macs supplies its own, so every path counts Q K^T and A V: n_q n_k (d + d_v)
+    from toprovar.entropy import attention_with_entropy
+
+    b, h, n_q, n_k, d = 2, 3, 5, 7, 4
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(b, h, n, d, generator=g) for n in (n_q, n_k, n_k))
+    _, macs = count_macs(attention_with_entropy, q, k, v, None, 128, need_entropy, method)
+    attn = b * h * n_q * n_k * 2 * d
+    extra = b * h * n_q * n_k * d if method == "sdpa" and need_entropy else 0  # 2nd pass
+    assert macs == attn + extra

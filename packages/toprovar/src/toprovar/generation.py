@@ -9,6 +9,7 @@ unpruned one at the same seed only where its logits moved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -218,14 +219,38 @@ def generate(
     return Generation(images=images, codes=codes)
 
 
+def _cpu_flash_flops(
+    query_shape: torch.Size,
+    key_shape: torch.Size,
+    value_shape: torch.Size,
+    *args: object,
+    out_shape: object = None,
+    **kwargs: object,
+) -> int:
+    """FLOPs of one fused attention call: ``Q K^T`` and ``A V``, 2 FLOPs per multiply-add
+    (``2 b h n_q n_k (d + d_v)``; a mask does not lower the count, as for the explicit paths)."""
+    *batch, n_q, d = query_shape
+    n_k, d_v = key_shape[-2], value_shape[-1]
+    return 2 * math.prod(batch) * n_q * n_k * (d + d_v)
+
+
+# torch's CPU flash-attention op (used by F.scaled_dot_product_attention on CPU and by the
+# "sdpa" entropy path) got a FLOP formula only in torch 2.15; torch 2.13's counter counts it as
+# 0. Our own formula makes `count_macs` the same on every supported torch.
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_CUSTOM_FLOPS = {} if _FLASH_CPU is None else {_FLASH_CPU: _cpu_flash_flops}
+
+
 def count_macs(fn: object, *args: object, **kwargs: object) -> tuple[object, int]:
     """Run ``fn(*args, **kwargs)`` under `torch.utils.flop_counter.FlopCounterMode`; ``(result, MACs)``.
 
-    MACs = counted FLOPs / 2 (matmuls, linears, convolutions, attention products).
+    MACs = counted FLOPs / 2 (matmuls, linears, convolutions, attention products). torch's
+    fused CPU attention op is counted with our own formula (``n_q n_k (d + d_v)`` MACs per
+    head), so the count does not depend on the torch version's FLOP registry.
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=_CUSTOM_FLOPS) as counter:
         result = fn(*args, **kwargs)
     return result, counter.get_total_flops() // 2
 
