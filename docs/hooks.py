@@ -8,6 +8,12 @@
   block per public submodule, so a name re-exported at the top level is listed once, under
   the module that defines it.
 - Code spans in tables keep their ``\\|`` escapes in Python-Markdown; the ``\\`` is dropped.
+- Lists, as GitHub (CommonMark) reads them: an item continues at the item's text indent (2
+  spaces after ``- ``), where Python-Markdown needs 4, so a 2-space continuation after a blank
+  line ended the list and showed the rest as text (such lines are shifted to 4); and a list
+  may start right after a paragraph line (a blank line is put before it).
+- ``$$...$$`` inside a paragraph (GitHub renders it as display maths, arithmatex only as a block
+  of its own) becomes a block of its own: without this, ``$`` signs leaked around the formula.
 - Formulas: a package page (``docs/packages/<name>.md``, shared-core's aside) with no LaTeX
   formula fails the build; KaTeX renders them offline (``docs/katex``).
 """
@@ -74,6 +80,69 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+DISPLAY_LINE = re.compile(r"^([ \t]*)\$\$[^$]+\$\$[ \t]*$")
+INLINE_DISPLAY = re.compile(r"\$\$([^$\n]+)\$\$")
+FENCE = re.compile(r"^[ \t]*(```|~~~)")
+
+
+def _display_blocks(markdown: str) -> str:
+    """``$$...$$`` on a line of a paragraph becomes a block of its own (blank lines around it, at
+    its indentation, so it stays in its list item); ``$$...$$`` amid text becomes inline
+    ``$\\displaystyle ...$``. Fenced code is left alone."""
+    lines = markdown.split("\n")
+    out: list[str] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if FENCE.match(line):
+            fenced = not fenced
+        if fenced:
+            out.append(line)
+            continue
+        m = DISPLAY_LINE.match(line)
+        if m:
+            if out and out[-1].strip():
+                out.append("")
+            out.append(line)
+            if i + 1 < len(lines) and lines[i + 1].strip():
+                out.append("")
+            continue
+        out.append(INLINE_DISPLAY.sub(lambda d: f"$\\displaystyle {d.group(1).strip()}$", line))
+    return "\n".join(out)
+
+
+LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)]) +")
+
+
+def _list_indent(markdown: str) -> str:
+    """Lines that continue a top-level list item at its text indent (under 4) get 4. A
+    top-level item right after a text line gets a blank line before it, once any blank line
+    came before (GitHub starts a list after a paragraph line, and an item after a loose
+    continuation block; Python-Markdown reads both as lazy text lines)."""
+    out: list[str] = []
+    shift = 0
+    fenced = False
+    loose = False  # a blank line since the current item began
+    for line in markdown.split("\n"):
+        item = None if fenced else LIST_ITEM.match(line)
+        if item:
+            if loose and out and out[-1].strip():
+                out.append("")
+            shift = max(0, 4 - len(item.group(0)))
+            loose = False
+        elif not line.strip():
+            loose = True
+        elif shift and line.strip():
+            indent = len(line) - len(line.lstrip(" "))
+            if indent == 0 and not fenced:
+                shift = 0
+            elif indent > 0:
+                line = " " * shift + line
+        if FENCE.match(line):
+            fenced = not fenced
+        out.append(line)
+    return "\n".join(out)
+
+
 def _page_member(page: Any) -> Path | None:
     m = re.fullmatch(r"packages/([\w-]+)\.md", page.file.src_uri)
     return MEMBERS.get(m.group(1)) if m else None
@@ -106,7 +175,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         rel = _target(member, m.group(2))
         return m.group(0) if rel is None else m.group(1) + posixpath.relpath(rel, here) + m.group(3)
 
-    markdown = IMAGE.sub(image, markdown)
+    markdown = _list_indent(_display_blocks(IMAGE.sub(image, markdown)))
     return API.sub(
         lambda m: "\n\n".join(_api_blocks(m.group(1), ROOT / member / "src" / m.group(1))),
         markdown,
