@@ -15,7 +15,8 @@
 - ``$$...$$`` inside a paragraph (GitHub renders it as display maths, arithmatex only as a block
   of its own) becomes a block of its own: without this, ``$`` signs leaked around the formula.
 - Formulas: a package page (``docs/packages/<name>.md``, shared-core's aside) with no LaTeX
-  formula fails the build; KaTeX renders them offline (``docs/katex``).
+  formula in its README part (above "API reference") fails the build, save the pages listed
+  in ``README_WITHOUT_FORMULA``; KaTeX renders them offline (``docs/katex``).
 """
 
 from __future__ import annotations
@@ -182,11 +183,28 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     )
 
 
+# package pages whose README part (above "API reference") has no formula yet, each with why;
+# listed here, a page still needs a formula in its docstrings, and a listed page whose README
+# gains one fails the build until it is taken off the list
+README_WITHOUT_FORMULA = {
+    "free-energy-mixer": "issue 48: its README writes the maths in code spans, not LaTeX",
+}
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
     html = re.sub(r"<code>[^<]*</code>", lambda m: m.group(0).replace("\\|", "|"), html)
     m = re.fullmatch(r"packages/([\w-]+)\.md", page.file.src_uri)
-    if m and m.group(1) != "shared-core" and 'class="arithmatex"' not in html:
-        _missing_formula.append(f"{page.file.src_uri} has no formula")
+    if m and m.group(1) != "shared-core":
+        readme = html.split('id="api-reference"', 1)[0]
+        if 'class="arithmatex"' not in html:
+            _missing_formula.append(f"{page.file.src_uri} has no formula")
+        elif 'class="arithmatex"' not in readme and m.group(1) not in README_WITHOUT_FORMULA:
+            _missing_formula.append(f"{page.file.src_uri} has no formula above its API reference")
+        elif 'class="arithmatex"' in readme and m.group(1) in README_WITHOUT_FORMULA:
+            _missing_formula.append(
+                f"{page.file.src_uri} has a formula now: take {m.group(1)!r} off"
+                " README_WITHOUT_FORMULA in docs/hooks.py"
+            )
     return html
 
 
