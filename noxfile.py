@@ -267,8 +267,9 @@ def docs(session: nox.Session) -> None:
     missing = [what for what, path in [("node", node), ("Chromium", browser)] if path is None]
     if missing and os.environ.get("CI"):
         session.error(
-            f"docs: {' and '.join(missing)} not found: the KaTeX and screenshot checks cannot "
-            "run (apt-get install -y chromium nodejs, or set $CHROMIUM); .ci/run installs Chromium"
+            f"docs: {' and '.join(missing)} not found under CI, so the "
+            f"{'KaTeX and ' if node is None else ''}screenshot check cannot run "
+            "(apt-get install -y chromium nodejs, or set $CHROMIUM; .ci/run installs Chromium)"
         )
     # every formula through the bundled KaTeX, as the browser renders it
     if node:
