@@ -20,10 +20,12 @@ def _vec(x: ArrayLike, name: str) -> np.ndarray:
     return a
 
 
-def _pair(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    t, p = _vec(y_true, "y_true"), _vec(y_pred, "y_pred")
+def _pair(
+    y_true: ArrayLike, y_pred: ArrayLike, pred_name: str = "y_pred"
+) -> tuple[np.ndarray, np.ndarray]:
+    t, p = _vec(y_true, "y_true"), _vec(y_pred, pred_name)
     if t.shape != p.shape:
-        raise ValueError(f"y_pred: expected shape {t.shape} like y_true, got {p.shape}")
+        raise ValueError(f"{pred_name}: expected shape {t.shape} like y_true, got {p.shape}")
     return t, p
 
 
@@ -38,7 +40,7 @@ def accuracy(y_true: ArrayLike, y_pred: ArrayLike) -> float:
 
 def roc_auc(y_true: ArrayLike, score: ArrayLike) -> float:
     """Area under the ROC curve for binary labels {0, 1}: the Mann-Whitney U statistic, ties averaged."""
-    t, s = _pair(y_true, score)
+    t, s = _pair(y_true, score, "score")
     if not np.all((t == 0) | (t == 1)):
         raise ValueError("y_true: expected binary labels 0/1")
     n_pos, n_neg = int(t.sum()), int((1 - t).sum())
@@ -185,6 +187,11 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
             f"a, b: expected (n, d) and (m, d) feature arrays with n, m >= 2, "
             f"got shapes {a.shape} and {b.shape}"
         )
+    for name, x in (("a", a), ("b", b)):
+        if not np.isfinite(x).all():
+            raise ValueError(
+                f"{name}: expected finite features, got {int((~np.isfinite(x)).sum())} NaN/inf"
+            )
     mu = a.mean(0) - b.mean(0)
     # atleast_2d: np.cov of one feature column is a 0-d array
     sa, sb = np.atleast_2d(np.cov(a, rowvar=False)), np.atleast_2d(np.cov(b, rowvar=False))

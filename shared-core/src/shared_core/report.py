@@ -52,6 +52,9 @@ def markdown_table(
     """
     if not rows:
         raise ValueError("rows: expected at least one row")
+    bad = [type(r).__name__ for r in rows if not isinstance(r, Mapping)]
+    if bad:
+        raise TypeError(f"rows: expected mappings (one dict per row), got {bad[0]}")
     if columns is None:
         columns = list(dict.fromkeys(k for r in rows for k in r))
     lines = [
