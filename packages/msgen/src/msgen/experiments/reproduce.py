@@ -26,7 +26,7 @@ SCALES: dict[str, ConformerConfig] = {
         guide_taus=(1.0, 3.0),
         param_matched_single=True,
     ),
-    # ~5 CPU-minutes with one thread: 2,000 train / 50 test QM9 molecules, 400 + 400 steps
+    # ~1 CPU-minute with one thread: 2,000 train / 50 test QM9 molecules, 400 + 400 steps
     # of a 32-wide dual encoder (3 SchNet + 3 GIN layers), Langevin over 250 noise levels
     "tiny": ConformerConfig(),
     # <= 30 CPU-minutes with one thread (0.3.1): 5,000 train / 100 test QM9 molecules,
@@ -112,9 +112,7 @@ def reproduce(args: ReproduceArgs) -> int:
             geom_test=os.path.join(geom, "test_data_1k.pkl"), n_test=200,
         )  # fmt: skip
     require_extra("msgen", "data", "rdkit", "msgen reproduce")
-    require_extra(
-        "msgen", "data", "qm9pack", "msgen reproduce (QM9 geometries)", no_deps="qm9pack==1.0.3"
-    )
+    require_extra("msgen", "data", "qm9pack", "msgen reproduce (QM9 geometries)")
     if cfg.geom_train:
         require_extra("msgen", "geom", "torch_geometric", "msgen reproduce on GEOM pickles")
     if args.device not in ("auto", "cpu"):
