@@ -94,34 +94,52 @@ CASES = {
         lambda: _UN.fit([molecule("CCO")]),
         ValueError,
         "graphs[0]",
+        "'CCO'",
+        "no 3-D coordinates",
     ),
     "MSGEN training molecule without coordinates": (
         lambda: _MS.fit([molecule("CCO")]),
         ValueError,
         "graphs[0]",
+        "'CCO'",
+        "no 3-D coordinates",
     ),
-    "disconnected fragments (fit)": (lambda: _UN.fit([_conformer("C.O")]), ValueError, "graphs[0]"),
+    "disconnected fragments (fit)": (
+        lambda: _UN.fit([_conformer("C.O")]),
+        ValueError,
+        "graphs[0]",
+        "'C.O'",
+        "disconnected fragments",
+    ),
     "disconnected fragments (sample)": (
         lambda: _UN.sample([molecule("CCO.O")], 1),
         ValueError,
         "graphs[0]",
+        "'CCO.O'",
+        "disconnected fragments",
     ),
     "disconnected fragments (MSGEN)": (
         lambda: _MS.sample([molecule("CCO.O")], 1),
         ValueError,
         "graphs[0]",
+        "'CCO.O'",
+        "disconnected fragments",
     ),
     "unknown element (sample)": (
         lambda: _UN.sample([molecule("C[Se]C")], 1),
         ValueError,
         "graphs[0]",
         "34",
+        "'C[Se]C'",
+        "featuriser",
     ),
     "unknown element (MSGEN fit)": (
         lambda: _MS.fit([_conformer("C[Se]C")]),
         ValueError,
         "graphs[0]",
         "34",
+        "'C[Se]C'",
+        "featuriser",
     ),
     "not a molecule": (lambda: _UN.sample(["CCO"], 1), TypeError, "graphs[0]"),  # type: ignore[list-item]
     "invalid SMILES": (lambda: molecule("C1CC"), ValueError, "smiles"),
@@ -175,4 +193,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input(case: str) -> None:
-    assert_bad_input(*CASES[case])  # type: ignore[arg-type]
+    """Entries past the fourth: more text the message must hold (the molecule's SMILES, why)."""
+    message = assert_bad_input(*CASES[case][:4])  # type: ignore[arg-type]
+    for text in CASES[case][4:]:
+        assert text in message, f"{case}: {text!r} not in {message!r}"

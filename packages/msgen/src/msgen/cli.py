@@ -14,10 +14,10 @@ main = make_main(
         lazy_reproduce_command(
             "msgen.experiments.reproduce",
             help=(
-                "Train MSGEN (heavy atoms -> upsampling -> guided all atoms) and the same EGNN "
+                "Train MSGEN (heavy atoms -> upsampling -> guided all atoms) and the same GeoDiff "
                 "diffusion model alone on real QM9 geometries; compare COV/MAT and bond quality "
-                "with RDKit ETKDG (micro: seconds, tiny: ~5 CPU-minutes with one thread, small: "
-                "hours on CPU, paper: GPU-sized)."
+                "with RDKit ETKDG (micro: seconds, tiny: ~1 CPU-minute with one thread, small: "
+                "<= 30 CPU-minutes, paper: GPU-sized)."
             ),
         )
     ],

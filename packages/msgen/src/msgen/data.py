@@ -248,7 +248,7 @@ def qm9_conformers(
     from shared_core.data import load, mol_graph, require_extra
 
     require_extra("msgen", "data", "rdkit", "QM9 conformers")
-    require_extra("msgen", "data", "qm9pack", "QM9 conformers", no_deps="qm9pack==1.0.3")
+    require_extra("msgen", "data", "qm9pack", "QM9 conformers")
     molecules = load("qm9", limit=pool)
     order = np.random.default_rng(seed).permutation(len(molecules))
     kept: list[MolGraph] = []

@@ -256,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         "--exact-score", action="store_true",
         help="only the sampler check with the exact edge score (no training; --n-test molecules)",
     )  # fmt: skip
+    p.add_argument("--hidden", type=positive_int, default=OracleConfig().epsnet.hidden,
+                   help="network width of both arms (public: 128)")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -276,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         step_scales=tuple(a.max_step_scale),
         epsnet=dataclasses.replace(
             OracleConfig().epsnet,
+            hidden=a.hidden,
             guide_edges=a.guide_edges,
             time_input=a.time_input,
             guide_input=a.guide_input,
