@@ -44,6 +44,10 @@ def mesa_exact(
     """
     import torch
 
+    from mesa_layer.torch._checks import check_inputs, check_state
+
+    check_inputs(q, k, v, g, beta, Lambda)
+    check_state(initial_state, q.shape[0], q.shape[2], q.shape[3], v.shape[-1])
     B, T, NH, K = q.shape
     V = v.shape[-1]
     if initial_state is None:

@@ -42,6 +42,11 @@ def as_denoiser(model: torch.nn.Module, vocab_size: int) -> Denoiser:
     `masked_diffusion.nelbo` run on a PGM unchanged, at full-length cost.
     """
 
+    cfg = getattr(model, "cfg", None)
+    own = getattr(cfg, "vocab_size", None)
+    if isinstance(own, int) and own != vocab_size:
+        raise ValueError(f"vocab_size: expected the model's vocabulary {own}, got {vocab_size!r}")
+
     def denoise(x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         masked = x_t == vocab_size
         return model(x_t.masked_fill(masked, 0), masked)
@@ -121,6 +126,10 @@ def pgm_loss(
         )
     groups = q_xt(x0, t, schedule, vocab_size, generator=generator) == vocab_size
     logits = model(x0, groups)
+    if logits.shape[-1] != vocab_size:
+        raise ValueError(
+            f"vocab_size: expected the model's vocabulary {logits.shape[-1]}, got {vocab_size}"
+        )
     terms = partition_terms(logits, x0, groups, t, schedule)
     return PartitionLoss(loss=terms.mean(), terms=terms, t=t, groups=groups, logits=logits)
 

@@ -105,6 +105,12 @@ class PGMConfig:
                 raise TypeError(
                     f"{name}: expected a bool, got {type(getattr(self, name)).__name__}"
                 )
+        if (
+            isinstance(self.rope_base, bool)
+            or not isinstance(self.rope_base, (int, float))
+            or not 1.0 < self.rope_base < float("inf")
+        ):
+            raise ValueError(f"rope_base: expected a finite float > 1, got {self.rope_base!r}")
         if self.pre_query not in PRE_QUERY_MODES:
             raise ValueError(
                 f"pre_query: expected one of {PRE_QUERY_MODES}, got {self.pre_query!r}"
@@ -129,8 +135,27 @@ def masked_attention(
         (batch, heads, Lq, d). A query with no allowed key gets exactly 0 (an empty group carries
         no information), and disallowed keys get exactly zero weight and zero gradient.
     """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor) or x.ndim != 4:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name}: expected a (batch, heads, length, d) tensor, got {shape}")
+    if k.shape[:3] != v.shape[:3] or k.shape[:2] != q.shape[:2] or k.shape[-1] != q.shape[-1]:
+        raise ValueError(
+            f"v: expected q, k, v as (batch, heads, Lq, d), (batch, heads, Lk, d), "
+            f"(batch, heads, Lk, d_v), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     if allow is None:
         return F.scaled_dot_product_attention(q, k, v)
+    want = (q.shape[0], q.shape[2], k.shape[2])
+    if not isinstance(allow, torch.Tensor) or allow.dtype != torch.bool or allow.shape != want:
+        what = (
+            f"{allow.dtype} {tuple(allow.shape)}"
+            if isinstance(allow, torch.Tensor)
+            else type(allow).__name__
+        )
+        raise ValueError(
+            f"allow: expected a bool tensor of shape (batch, Lq, Lk) = {want}, got {what}"
+        )
     bias = torch.zeros(allow.shape, dtype=q.dtype, device=q.device).masked_fill(~allow, _NEG)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[:, None])
     return torch.where(allow.any(-1)[:, None, :, None], out, torch.zeros_like(out))
@@ -292,6 +317,8 @@ class PartitionTransformer(nn.Module):
 
     def __init__(self, cfg: PGMConfig) -> None:
         super().__init__()
+        if not isinstance(cfg, PGMConfig):
+            raise TypeError(f"cfg: expected a PGMConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         d, n_pos = cfg.d_model, cfg.seq_len + 1
         self.embed = nn.Embedding(cfg.vocab_size + 1, d)  # + BOS (id vocab_size); no mask token
@@ -354,8 +381,10 @@ class PartitionTransformer(nn.Module):
             raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
         if x.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"{name}: expected an int64/int32 tensor, got dtype {x.dtype}")
-        if x.ndim != 2:
-            raise ValueError(f"{name}: expected shape (batch, length), got {tuple(x.shape)}")
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise ValueError(
+                f"{name}: expected shape (batch, length) with batch >= 1, got {tuple(x.shape)}"
+            )
         if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.cfg.vocab_size):
             raise ValueError(
                 f"{name}: token ids must lie in [0, {self.cfg.vocab_size - 1}], "

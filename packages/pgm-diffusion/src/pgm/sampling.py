@@ -23,6 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 from masked_diffusion import gumbel_argmax, reveal_counts
+from masked_diffusion.sampling import COUNTS
 
 from pgm.model import PartitionTransformer
 
@@ -31,6 +32,12 @@ def _check_positive(name: str, v: object) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ValueError(f"{name}: expected a positive int, got {v!r}")
     return v
+
+
+def _check_counts(counts: object) -> str:
+    if counts not in COUNTS:
+        raise ValueError(f"counts: expected one of {COUNTS}, got {counts!r}")
+    return str(counts)
 
 
 def _check_model(model: object) -> PartitionTransformer:
@@ -78,7 +85,7 @@ def pgm_ordered_sample(
         raise ValueError("order: each row must be a permutation of range(length)")
     if not temperature > 0:
         raise ValueError(f"temperature: expected > 0, got {temperature!r}")
-    target = reveal_counts(n, _check_positive("steps", steps), counts)
+    target = reveal_counts(n, _check_positive("steps", steps), _check_counts(counts))
     x = torch.full((b, n), v, dtype=torch.long, device=device)  # v = "not yet generated"
     prev = 0
     for i in range(steps):
@@ -119,7 +126,7 @@ def pgm_confidence_sample(
         raise ValueError(f"temperature: expected > 0, got {temperature!r}")
     if choice_temperature < 0:
         raise ValueError(f"choice_temperature: expected >= 0, got {choice_temperature!r}")
-    target = reveal_counts(n, _check_positive("steps", steps), counts)
+    target = reveal_counts(n, _check_positive("steps", steps), _check_counts(counts))
     x = torch.full((b, n), v, dtype=torch.long, device=device)
     for i in range(steps):
         masked = x == v

@@ -35,8 +35,14 @@ def gaussian_mixture(bins: int = 32, modes: int = 8, radius: float = 0.7, std: f
     _check_bins(bins)
     if not isinstance(modes, int) or modes < 1:
         raise ValueError(f"modes: expected a positive int, got {modes!r}")
-    if not std > 0:
-        raise ValueError(f"std: expected > 0, got {std!r}")
+    if not 0 < std < math.inf:
+        raise ValueError(f"std: expected a finite float > 0, got {std!r}")
+    if (
+        isinstance(radius, bool)
+        or not isinstance(radius, (int, float))
+        or not math.isfinite(radius)
+    ):
+        raise ValueError(f"radius: expected a finite float, got {radius!r}")
     centres = torch.linspace(-1 + 1 / bins, 1 - 1 / bins, bins, dtype=torch.float64)
     ang = torch.arange(modes, dtype=torch.float64) * 2 * math.pi / modes
     mx, my = radius * torch.cos(ang), radius * torch.sin(ang)
@@ -65,6 +71,18 @@ def sample_table(P: torch.Tensor, n: int, generator: torch.Generator | None = No
 
 def empirical_table(x: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Histogram (V,) * L of sequences x (n, L), normalised."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size: expected a positive int, got {vocab_size!r}")
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype == torch.bool:
+        raise TypeError(f"x: expected integer token ids, got dtype {x.dtype}")
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"x: expected a non-empty (n, L) tensor, got shape {tuple(x.shape)}")
+    if int(x.min()) < 0 or int(x.max()) >= vocab_size:
+        raise ValueError(
+            f"x: expected token ids in [0, {vocab_size}), got range [{int(x.min())}, {int(x.max())}]"
+        )
     n, L = x.shape
     flat = torch.zeros(n, dtype=torch.long)
     for i in range(L):

@@ -126,6 +126,8 @@ class VADD(nn.Module):
 
     def __init__(self, cfg: VADDConfig) -> None:
         super().__init__()
+        if not isinstance(cfg, VADDConfig):
+            raise TypeError(f"cfg: expected a VADDConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.decoder = MaskedDiffusionTransformer(cfg.backbone())
         self.latent_mlp: nn.Module | None = None
@@ -161,6 +163,8 @@ class VADD(nn.Module):
             raise ValueError(
                 f"z: expected shape ({x_t.shape[0]}, {self.latent_dim}), got {tuple(z.shape)}"
             )
+        if not bool(torch.isfinite(z).all()):
+            raise ValueError("z: contains NaN or infinite values")
         return self.decoder(x_t, t, cond=self.latent_mlp(z))
 
     def posterior(

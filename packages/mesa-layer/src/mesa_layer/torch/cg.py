@@ -56,6 +56,20 @@ def conjugate_gradient(
         raise ValueError(f"max_iter: expected a non-negative int, got {max_iter!r}")
     if tol is not None and not tol >= 0:
         raise ValueError(f"tol: expected a non-negative float or None, got {tol}")
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f"b: expected a torch.Tensor, got {type(b).__name__}")
+    if not b.is_floating_point():
+        raise TypeError(f"b: expected a floating-point tensor, got dtype {b.dtype}")
+    if b.ndim == 0 or b.shape[-1] == 0:
+        raise ValueError(f"b: expected shape (..., d) with d >= 1, got {tuple(b.shape)}")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError("b: contains NaN or infinite values")
+    if x0 is not None:
+        if not isinstance(x0, torch.Tensor) or x0.shape != b.shape:
+            got = tuple(x0.shape) if isinstance(x0, torch.Tensor) else type(x0).__name__
+            raise ValueError(f"x0: expected a tensor of the shape of b {tuple(b.shape)}, got {got}")
+        if not bool(torch.isfinite(x0).all()):
+            raise ValueError("x0: contains NaN or infinite values")
     inplace = not torch.is_grad_enabled()
     tiny = torch.finfo(b.dtype).tiny
     if x0 is None:

@@ -16,6 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mesa_layer.torch.baselines import DeltaNetLayer, GatedLinearAttentionLayer, SoftmaxAttention
+from mesa_layer.torch.chunk import CG_STARTS
+from mesa_layer.torch.fla_path import BACKENDS
 from mesa_layer.torch.layer import MesaLayer
 
 MIXERS = ("mesa", "gla", "deltanet", "attention")
@@ -61,6 +63,23 @@ class MesaNetConfig:
                 raise ValueError(f"{name}: expected a non-negative int, got {value!r}")
         if self.mixer not in MIXERS:
             raise ValueError(f"mixer: expected one of {MIXERS}, got {self.mixer!r}")
+        if self.cg_start not in CG_STARTS:
+            raise ValueError(f"cg_start: expected one of {CG_STARTS}, got {self.cg_start!r}")
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {BACKENDS} or None, got {self.backend!r}")
+        if self.cg_tol is not None and (
+            isinstance(self.cg_tol, bool)
+            or not isinstance(self.cg_tol, (int, float))
+            or not self.cg_tol >= 0
+            or self.cg_tol == float("inf")
+        ):
+            raise ValueError(f"cg_tol: expected a finite float >= 0 or None, got {self.cg_tol!r}")
+        for name in ("lambda_lower_bound", "norm_eps", "forget_bias_init"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name}: expected a float, got {value!r}")
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"{name}: expected a finite float, got {value!r}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"num_heads: expected a divisor of hidden_size={self.hidden_size}, got {self.num_heads}"

@@ -1,0 +1,202 @@
+"""Check that the numbers in README result tables are the numbers a run wrote (issue 46).
+
+A table is checked when the line `<!-- results: results/<file>.json -->` stands above it (blank
+lines between them are allowed); the path is relative to the README's folder. Every number in
+the table's body (not the header row) must occur among the numbers of that JSON file (values,
+plus numbers inside its strings and keys) at the precision shown: ``0.523`` matches any value
+in ``[0.5225, 0.5235]``, ``640`` any in ``[639.5, 640.5]``, ``1.2e-3`` any in
+``[1.15e-3, 1.25e-3]``, ``1,234`` is 1234, and ``12.3%`` also matches a fraction 0.123.
+
+Skipped: a row whose first cell says "paper", a column whose header says "paper", and a cell
+that says "paper" (the paper's numbers are quoted, not measured). A number glued to letters
+(``d3``, ``v1``, ``5k``) is a name, not a measurement, and is skipped; the suffixes ``x``/``×``,
+``%``, ``s``, ``ms``, ``min`` and ``h`` are units and are checked.
+
+    python .ci/check_readme_numbers.py              # every packages/*/README.md
+    python .ci/check_readme_numbers.py README.md... # the given files
+    python .ci/check_readme_numbers.py --self-test  # a planted mismatch must fail
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^\s*<!--\s*results:\s*(\S+?)\s*-->\s*$")
+_UNIT = r"(?:%|×|x|ms|min|s|h)?"
+# a number not glued to a word or a dot on the left; a sign only where it cannot be a range dash
+NUMBER = re.compile(
+    r"(?<![\w.])(?P<sign>[-−+]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
+    r"(?P<exp>[eE][-+−]?\d+)?(?P<unit>" + _UNIT + r")(?![\w.])"
+)
+_JSON_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A number as a README prints it: value, half-width of its rounding, percent or not."""
+
+    text: str
+    value: float
+    half: float
+    percent: bool
+
+    def matches(self, v: float) -> bool:
+        slack = self.half * (1 + 1e-9) + 1e-12
+        if abs(v - self.value) <= slack:
+            return True
+        return self.percent and abs(100 * v - self.value) <= slack
+
+
+def parse_numbers(cell: str) -> list[Shown]:
+    """The numbers in one table cell, with the precision each is shown at."""
+    out = []
+    cell = cell.replace("**", "").replace("`", "")
+    for m in NUMBER.finditer(cell):
+        digits = m["int"].replace(",", "")
+        frac = m["frac"] or ""
+        sign = "-" if m["sign"] in ("-", "−") else ""
+        decimals = len(frac) - 1 if frac else 0
+        exp = int(m["exp"][1:].replace("−", "-")) if m["exp"] else 0
+        value = float(f"{sign}{digits}{frac}") * 10.0**exp
+        half = 0.5 * 10.0 ** (exp - decimals)
+        out.append(Shown(m.group(0), value, half, m["unit"] == "%"))
+    return out
+
+
+def json_numbers(obj: object) -> list[float]:
+    """Every number in a JSON document: values, and numbers written inside strings and keys."""
+    found: list[float] = []
+
+    def walk(o: object) -> None:
+        if isinstance(o, bool) or o is None:
+            return
+        if isinstance(o, (int, float)):
+            if math.isfinite(o):
+                found.append(float(o))
+        elif isinstance(o, str):
+            found.extend(float(t) for t in _JSON_NUMBER.findall(o) if t not in ("+", "-"))
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                walk(str(k))
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(obj)
+    return found
+
+
+def _cells(line: str) -> list[str]:
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|") and not s.endswith("\\|"):
+        s = s[:-1]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", s)]
+
+
+def _is_separator(cells: list[str]) -> bool:
+    return all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c) and any(cells)
+
+
+def check_readme(readme: Path) -> list[str]:
+    """Problems in one README: ``file:line: ...`` for each number not in its results file."""
+    problems: list[str] = []
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = MARKER.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        marker_line = i
+        results = readme.parent / m[1]
+        j = i
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if j >= len(lines) or not lines[j].lstrip().startswith("|"):
+            problems.append(f"{readme}:{marker_line}: results marker is not followed by a table")
+            continue
+        if not results.is_file():
+            problems.append(f"{readme}:{marker_line}: results file {m[1]} not found")
+            continue
+        try:
+            pool = json_numbers(json.loads(results.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as e:
+            problems.append(f"{readme}:{marker_line}: results file {m[1]} is not JSON: {e}")
+            continue
+        header = _cells(lines[j])
+        paper_cols = {k for k, h in enumerate(header) if "paper" in h.lower()}
+        j += 1
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            cells = _cells(lines[j])
+            j += 1
+            if _is_separator(cells) or (cells and "paper" in cells[0].lower()):
+                continue
+            for k, cell in enumerate(cells):
+                if k in paper_cols or "paper" in cell.lower():
+                    continue
+                for shown in parse_numbers(cell):
+                    if not any(shown.matches(v) for v in pool):
+                        problems.append(
+                            f"{readme}:{j}: {shown.text!r} (column {k + 1}: {cell!r}) is not in "
+                            f"{m[1]} at the precision shown"
+                        )
+        i = j
+    return problems
+
+
+def self_test() -> None:
+    """A table that matches passes; a planted mismatch (one digit off) fails, naming it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "results").mkdir()
+        (d / "results" / "tiny.json").write_text(
+            json.dumps({"acc": 0.52349, "loss": [1.25, 2.0], "n": 640, "lr": 0.0012, "f": 0.5})
+        )
+        good = (
+            "# x\n\n<!-- results: results/tiny.json -->\n\n| run (640 rows) | acc | loss | paper |\n"
+            "|---|--:|--:|--:|\n| ours | **0.523** | 1.25 ± 2.0 | 0.91 |\n"
+            "| paper | 0.99 | 7.7 | 0.99 |\n| lr | 1.2e-3 | 50% | n/a |\n"
+        )
+        (d / "README.md").write_text(good)
+        assert check_readme(d / "README.md") == [], check_readme(d / "README.md")
+        (d / "README.md").write_text(good.replace("**0.523**", "0.524"))
+        bad = check_readme(d / "README.md")
+        assert len(bad) == 1 and "'0.524'" in bad[0] and ":7:" in bad[0], bad
+        (d / "README.md").write_text(good.replace("results/tiny.json", "results/none.json"))
+        assert "not found" in check_readme(d / "README.md")[0]
+    print("check_readme_numbers self-test: a planted mismatch fails, the true table passes")
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--self-test"]:
+        self_test()
+        return 0
+    readmes = [Path(a) for a in argv] or sorted(ROOT.glob("packages/*/README.md"))
+    problems = [p for r in readmes for p in check_readme(r)]
+    for p in problems:
+        print(p, file=sys.stderr)
+    marked = sum(
+        1
+        for r in readmes
+        for line in r.read_text(encoding="utf-8").splitlines()
+        if MARKER.match(line)
+    )
+    print(
+        f"check_readme_numbers: {marked} marked table(s) in {len(readmes)} README(s), "
+        f"{len(problems)} number(s) not found"
+    )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
