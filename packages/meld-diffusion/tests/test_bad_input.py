@@ -10,9 +10,9 @@ import torch
 from masked_diffusion import LogLinearSchedule
 from meld_diffusion.data import decode, seq_len
 from meld_diffusion.evaluate import sample_metrics
-from meld_diffusion.meld import GraphMDM, graph_loss_fn, meld_loss, meld_sample
+from meld_diffusion.meld import GraphMDM, class_loss, graph_loss_fn, meld_loss, meld_sample
 from meld_diffusion.model import GraphTransformer, GraphTransformerConfig
-from meld_diffusion.rates import ElementRates, MELDConfig
+from meld_diffusion.rates import ClassRates, ElementRates, MELDConfig
 from meld_diffusion.schedule import ElementwiseSchedule
 
 from shared_core.testing import assert_bad_input
@@ -23,6 +23,10 @@ _RATES = ElementRates(MELDConfig(n_columns=N, dim=3))
 _MODEL = GraphMDM(
     GraphTransformer(GraphTransformerConfig(max_atoms=N, d_node=8, d_edge=4, n_layers=1, d_pos=3)),
     _RATES,
+)
+_CLASS_MODEL = GraphMDM(
+    GraphTransformer(GraphTransformerConfig(max_atoms=N, d_node=8, d_edge=4, n_layers=1)),
+    ClassRates(),
 )
 _X = torch.zeros(2, seq_len(N), dtype=torch.long)
 _N = torch.tensor([2, 3])
@@ -83,6 +87,12 @@ CASES = {
     "time above 1": (lambda: _loss(t=torch.tensor([0.5, 2.0])), ValueError, "t"),
     "tau 0": (lambda: _loss(tau=0.0), ValueError, "tau"),
     "unknown gradient": (lambda: _loss(gradient="reinforce"), ValueError, "gradient", "reinforce"),
+    "class_loss: unknown gradient": (
+        lambda: class_loss(_CLASS_MODEL, _X, _N, SCHEDULE, max_atoms=N, gradient="reinforce"),
+        ValueError,
+        "gradient",
+        "reinforce",
+    ),
     "unknown gradient (loss_fn)": (
         lambda: graph_loss_fn(SCHEDULE, N, gradient="st-gumbel"),
         ValueError,

@@ -249,6 +249,45 @@ def test_class_level_loss(class_model, qm9_rows):
     assert_close("equal rates", expect, out.terms.detach(), 1e-5)
 
 
+class _CleanShift(torch.nn.Module):
+    """A `GraphMDM` whose logits at still-clean positions are moved by `shift` (masked ones
+    untouched): only the clean elements' cross-entropy changes."""
+
+    def __init__(self, inner: GraphMDM, shift: float) -> None:
+        super().__init__()
+        self.inner, self.rates, self.shift = inner, inner.rates, shift
+
+    def forward(self, x, t, n_atoms, *rest):
+        logits = self.inner(x, t, n_atoms, *rest)
+        clean = (x[..., MASK_ID].detach() < 0.5).to(logits.dtype)
+        bump = torch.linspace(-1.0, 1.0, logits.shape[-1], dtype=logits.dtype)
+        return logits + self.shift * clean[..., None] * bump
+
+
+def test_class_loss_gradients_and_the_clean_cross_entropy(class_model, qm9_rows):
+    """class_loss's `gradient`: all three give the same loss value; with "st" (default) and
+    "score" the clean elements' (never trained) term cannot reach the class rates, with
+    "st-clean-ce" (0.3.x's class_loss) it does."""
+    x, n = _batch(qm9_rows)
+    t = sample_t(len(x), generator=torch.Generator().manual_seed(4))
+    u = torch.rand(x.shape, generator=torch.Generator().manual_seed(5))
+    values = {}
+    for gradient, same in (("st", True), ("score", True), ("st-clean-ce", False)):
+        grads = []
+        for shift in (0.0, 3.0):
+            model = _CleanShift(class_model, shift)
+            out = class_loss(model, x, n, SCHEDULE, max_atoms=N, t=t, u=u, gradient=gradient)
+            grads.append(torch.autograd.grad(out.loss, class_model.rates.a)[0])
+            values.setdefault(shift, []).append(out.loss.detach())
+        assert float(grads[0].abs().sum()) > 0, gradient
+        assert torch.equal(grads[0], grads[1]) == same, (gradient, grads)
+    for shift, vals in values.items():
+        for v in vals[1:]:
+            assert_close(f"loss value (shift {shift})", v, vals[0], 1e-6)
+    default = class_loss(class_model, x, n, SCHEDULE, max_atoms=N, t=t, u=u)
+    assert torch.equal(default.loss.detach(), values[0.0][0])  # the default is "st"
+
+
 @pytest.mark.parametrize("arm", ["vanilla", "meld", "class"])
 def test_training_through_fit_is_seeded(denoiser, qm9_rows, arm):
     rows, counts, _ = qm9_rows

@@ -295,6 +295,7 @@ def class_loss(
     generator: torch.Generator | None = None,
     sampling_eps: float = 1e-3,
     tau: float = 1.0,
+    gradient: str = "st",
 ) -> GraphLossOutput:
     """The class-level (GenMD4) NELBO for a `GraphMDM` with `ClassRates`.
 
@@ -305,12 +306,17 @@ def class_loss(
         omega_j (-log mu_j) + sum_k omega_k mu_k - omega_j,   omega_k = -gamma_k'(t)/(1-gamma_k(t)),
 
     with ``mu = softmax(logits)``; it is MELD's term when every ``omega_k`` is equal. Draws t then
-    ``u = rand(x0.shape)`` from `generator`.
+    ``u = rand(x0.shape)`` from `generator`. `gradient` is `element_terms`'s, applied to this
+    term: ``"st"`` (default, 0.4.0) lets a still-clean element contribute exactly zero, value and
+    gradient (MDM's carry-over, as in `meld_loss`); ``"st-clean-ce"`` is 0.3.x's
+    ``m * term`` for every element, whose straight-through gradient carries the clean elements'
+    untrained term; ``"score"`` the own-term estimator. All three have the same loss value.
     """
     check_graph_batch(x0, n_atoms, max_atoms)
     if not isinstance(schedule, ElementwiseSchedule):
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
     _check_tau(tau)
+    _check_gradient(gradient)
     rates = _rates_of(model, ClassRates)
     t = _times(x0, t, generator, sampling_eps)
     u = _uniforms(x0, u, generator)
@@ -318,7 +324,8 @@ def class_loss(
     b, L = x0.shape
     table = rates(max_atoms).expand(b, L, VOCAB_SIZE)  # rates by position and clean value
     w = table.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
-    hard, m = straight_through_mask(schedule.mask_prob(t, w), u, valid, tau)
+    p = schedule.mask_prob(t, w)
+    hard, m = straight_through_mask(p, u, valid, tau)
     x_t = torch.where(hard, torch.full_like(x0, MASK_ID), x0)
     logits = model(_relaxed_input(x0, m), t, n_atoms)
     check_logits(logits, x_t, VOCAB_SIZE)
@@ -326,7 +333,10 @@ def class_loss(
     tt = t.to(nll.dtype)
     omega = schedule.weight(tt, table.reshape(b, -1).to(nll.dtype)).view(b, L, VOCAB_SIZE)
     omega_j = omega.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
-    terms = m.to(nll.dtype) * (omega_j * nll + (omega * logp.exp()).sum(-1) - omega_j)
+    own = omega_j * nll + (omega * logp.exp()).sum(-1) - omega_j
+    terms = element_terms(
+        hard, m.to(nll.dtype), p.to(nll.dtype), torch.ones_like(own), own, gradient
+    )
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, w)
 
@@ -462,7 +472,8 @@ def graph_loss_fn(
 
     `model` is a `GraphMDM`; the batch's ``x0`` holds graph rows with the atom count appended as
     a last column (`with_counts`). Rates None trains vanilla MDM on ``schedule.base``;
-    `ElementRates` MELD (`gradient`: `element_terms`); `ClassRates` the class-level schedule.
+    `ElementRates` MELD and `ClassRates` the class-level schedule (`gradient`: `element_terms`,
+    for both).
     Noise comes from ``masked_diffusion.noise_generator``.
     """
     from masked_diffusion import noise_generator
@@ -483,7 +494,7 @@ def graph_loss_fn(
         if isinstance(rates, ElementRates):
             out = meld_loss(model, x0, n_atoms, schedule, tau=tau, gradient=gradient, **kw)  # type: ignore[arg-type]
         else:
-            out = class_loss(model, x0, n_atoms, schedule, tau=tau, **kw)  # type: ignore[arg-type]
+            out = class_loss(model, x0, n_atoms, schedule, tau=tau, gradient=gradient, **kw)  # type: ignore[arg-type]
         log_w = out.w.detach().log()[valid_positions(n_atoms, max_atoms)]
         return out.loss, {"log_w_mean": float(log_w.mean()), "log_w_std": float(log_w.std())}
 

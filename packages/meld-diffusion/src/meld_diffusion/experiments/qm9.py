@@ -81,6 +81,7 @@ class Config:
         "st"  # MELD's mask gradient (`meld.element_terms`): "st", "st-clean-ce", "score"
     )
     eps: float = 1e-4  # gamma(1) = eps for every arm (paper)
+    phi_lr_factor: float = 1.0  # the rates' (phi's) learning rate / the denoiser's (ablation)
     samples: int = 1000
     sample_steps: int = 50
     clash_atoms: int = 4  # exact state-clashing on QM9 molecules up to this size
@@ -177,6 +178,18 @@ def train(
     model = build(arm, config, seed)
     data = with_counts(torch.as_tensor(rows), torch.as_tensor(n_atoms))
     tc = TrainConfig(steps=config.steps, lr=config.lr, warmup=config.warmup, weight_decay=0.0)
+    groups = None
+    rates = getattr(model, "rates", None)
+    if config.phi_lr_factor != 1.0 and rates is not None:
+        # phi (the schedule network: H, f_phi or the class rates) at its own learning rate;
+        # the paper states none (it trains both with one optimiser)
+        ids = {id(q) for q in rates.parameters()}
+        rest = [q for q in model.parameters() if id(q) not in ids]
+        groups = [
+            {"params": rest, "weight_decay": 0.0},
+            {"params": list(rates.parameters()), "weight_decay": 0.0,
+             "lr": config.lr * config.phi_lr_factor},
+        ]  # fmt: skip
     result = fit(
         model,
         graph_loss_fn(
@@ -188,6 +201,7 @@ def train(
         row_batches(data, config.batch, seed),
         tc,
         desc=f"{arm} train",
+        param_groups=groups,
         device=device,
         show_progress=False,
     )
