@@ -186,9 +186,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 # package pages whose README part (above "API reference") has no formula yet, each with why;
 # listed here, a page still needs a formula in its docstrings, and a listed page whose README
 # gains one fails the build until it is taken off the list
-README_WITHOUT_FORMULA = {
-    "free-energy-mixer": "issue 48: its README writes the maths in code spans, not LaTeX",
-}
+README_WITHOUT_FORMULA: dict[str, str] = {}
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
