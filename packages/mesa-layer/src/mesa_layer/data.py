@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared_core.data.text import CharCorpus
-from shared_core.data.text import char_corpus as shared_char_corpus
+from shared_core.data.text import CharCorpus, shakespeare_corpus
 
 
 def regression_batch(
@@ -103,13 +102,9 @@ def require_shakespeare() -> None:
 
 
 def char_corpus(max_chars: int = 1_000_000, val_fraction: float = 0.1) -> CharCorpus:
-    """Shakespeare's plays (``shared_core.data.load("shakespeare")``), first `max_chars`, split 90/10."""
-    from shared_core.data import load
-
-    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
-        raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")
-    require_shakespeare()
-    return shared_char_corpus(load("shakespeare")[:max_chars], val_fraction)
+    """Shakespeare's plays, first `max_chars` characters; the last `val_fraction` validates
+    (``shared_core.data.shakespeare_corpus``)."""
+    return shakespeare_corpus("mesa-layer", max_chars, val_fraction)
 
 
 def char_batch(

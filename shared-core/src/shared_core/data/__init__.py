@@ -39,7 +39,7 @@ from shared_core.data.splits import (
     scaffold_split,
     split_indices,
 )
-from shared_core.data.text import CharCorpus, char_corpus
+from shared_core.data.text import CharCorpus, char_corpus, shakespeare_corpus
 from shared_core.data.tu import TUGraph, read_tu
 
 __all__ = [
@@ -76,5 +76,6 @@ __all__ = [
     "register",
     "require_extra",
     "scaffold_split",
+    "shakespeare_corpus",
     "split_indices",
 ]
