@@ -236,9 +236,6 @@ def readme_install(session: nox.Session) -> None:
 _DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}
 
 
-# the screenshot check's pages: a README heavy in maths, and one with wide result tables and
-# a display formula in a list (`-- all` checks every package page, `-- <name> ...` those)
-SCREENSHOT_PAGES = ["paretovae", "meld-diffusion"]
 BROWSERS = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
 
 
@@ -255,10 +252,10 @@ def docs(session: nox.Session) -> None:
 
     The build fails on a README image that is missing or a package page with no formula
     (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js);
-    then two package pages are opened in headless Chromium (.ci/check_pages.js), screenshots
-    saved beside the site, failing where KaTeX did not render, an image did not load, or a
-    code block or table is wider than its box. ``-- all`` (or ``-- <package> ...``) checks
-    those pages instead. Without node or Chromium the two checks are skipped with a message,
+    then every package page is opened in headless Chromium (.ci/check_pages.js, ~22 CPU-s for
+    the twenty), screenshots saved beside the site, failing where KaTeX did not render, an
+    image did not load, Markdown was left as text, or a code block or table is wider than its
+    box. ``-- <package> ...`` checks those pages only. Without node or Chromium the two checks are skipped with a message,
     except under CI (``CI`` set), where that fails the session.
     """
     _sync(session, "--only-group", "docs")
@@ -279,8 +276,7 @@ def docs(session: nox.Session) -> None:
     else:
         session.warn("docs: node not found, the KaTeX render and screenshot checks are skipped")
     if node and browser:
-        names = session.posargs or SCREENSHOT_PAGES
-        names = sorted(PACKAGES) if names == ["all"] else names
+        names = session.posargs or sorted(PACKAGES)
         shots = os.path.join(tmp, "screenshots")
         shutil.rmtree(shots, ignore_errors=True)
         session.run(

@@ -28,7 +28,8 @@ const { spawn } = require("child_process");
 const WIDTH = 1280;
 const HEIGHT = 900;
 const MAX_SHOT = 16000; // px: Chromium's texture limit is 16384
-const TIMEOUT_MS = 60000;
+const TIMEOUT_BASE_MS = 30000; // Chromium's start, then
+const TIMEOUT_PAGE_MS = 30000; // each page (a loaded 2-core machine needs ~10 s a page)
 const TYPES = {
   ".html": "text/html; charset=utf-8", ".css": "text/css", ".js": "text/javascript",
   ".json": "application/json", ".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg",
@@ -261,11 +262,12 @@ async function main() {
   ], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
+  const timeoutMs = TIMEOUT_BASE_MS + TIMEOUT_PAGE_MS * pages.length;
   const timer = setTimeout(() => {
-    console.error(`pages: no answer from Chromium in ${TIMEOUT_MS / 1000} s\n${stderr.slice(-2000)}`);
+    console.error(`pages: no answer from Chromium in ${timeoutMs / 1000} s\n${stderr.slice(-2000)}`);
     child.kill("SIGKILL");
     process.exit(1);
-  }, TIMEOUT_MS);
+  }, timeoutMs);
   const exited = new Promise((resolve) => child.on("exit", resolve));
   child.on("exit", (code) => {
     if (code && code !== 0) console.error(`pages: Chromium exited with ${code}\n${stderr.slice(-2000)}`);

@@ -2,8 +2,9 @@ r"""Time-decay conditioning (TDC): a low-rank decaying scan whose projection mod
 
 The public code's TDC layer (on by default) computes, from $\tilde x = \mathrm{LN}(x)$,
 
-$$a_t = -\mathrm{softplus}(W_a \tilde x_t) \le 0, \quad u_t = W_u \tilde x_t, \quad
-  h_t = e^{a_t} h_{t-1} + u_t = \sum_{i \le t} e^{c_t - c_i} u_i, \quad c_t = \sum_{s \le t} a_s,$$
+$$a_t = -\mathrm{softplus}(W_a \tilde x_t) \le 0, \quad u_t = W_u \tilde x_t, \quad c_t = \sum_{s \le t} a_s,$$
+
+$$h_t = e^{a_t} h_{t-1} + u_t = \sum_{i \le t} e^{c_t - c_i} u_i,$$
 
 then $s_t = \big(\sigma_t \odot \mathrm{LN}(h_t)\big) W_o$ with a positive, L2-normalised
 shortcut $\sigma_t$ and a zero-initialised $W_o$, so the modulations are 0 at

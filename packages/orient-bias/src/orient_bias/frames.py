@@ -18,12 +18,10 @@ Deterministic policy (``tol`` is relative to the largest eigenvalue λ1):
    component of the axis is made positive (lowest index among components within ``tol``
    of the largest). The paper breaks exact ties at random instead.
 
-Every tie is decided with a tolerance, so a pose and the same pose moved by 1e-12 Å get the
-same frame unless a molecule sits within ~1e-12 of a tolerance boundary itself (e.g.
-``|max⁺ - max⁻|`` exactly ``tol·sqrt(λ1)``); on all of QM9 none does (tests).
 2. **Handedness:** PC3 = PC1 × PC2, so the frame is a proper rotation (det +1).
 3. **Degenerate eigenvalues** (``(λi - λj)/λ1 <= tol``) leave the axes inside the
    degenerate subspace undefined by the molecule; they are taken from the lab frame:
+
    - ``PROLATE`` (λ2 ≈ λ3, incl. ``LINEAR`` where λ2 ≈ λ3 ≈ 0): PC1 is the unique axis,
      sign by rule 1; PC2 is the normalised projection of the lab axis e_k most
      orthogonal to PC1 (smallest ``|PC1_k|``, lowest k among components within ``tol``
@@ -31,7 +29,12 @@ same frame unless a molecule sits within ~1e-12 of a tolerance boundary itself (
    - ``OBLATE`` (λ1 ≈ λ2): PC3 (the normal) is the unique axis, sign by rule 1;
      PC1 is the projection of the lab axis most orthogonal to PC3; PC2 = PC3 × PC1.
    - ``SPHERICAL`` (all three equal): the lab frame itself, axes = identity.
+
    Such frames say nothing about the molecule's pose; `Frames.kind` flags them.
+
+Every tie is decided with a tolerance, so a pose and the same pose moved by 1e-12 Å get the
+same frame unless a molecule sits within ~1e-12 of a tolerance boundary itself (e.g.
+``|max⁺ - max⁻|`` exactly ``tol·sqrt(λ1)``); on all of QM9 none does (tests).
 """
 
 from __future__ import annotations
