@@ -8,6 +8,14 @@ the gradient of the training objective itself. Each estimator of `meld.element_t
 averaged over many mask draws on the same grid and compared with it.
 
     python benchmarks/st_bias.py --steps 300 --grid 100 --draws 32
+
+``--cutoffs 1e-3 1e-5`` (0.4.1) instead computes only exact gradients, on a log-spaced midpoint
+grid in t over ``[cutoff, 1]`` (quadrature weights ``t ds``), for each cut-off: of the
+truncated objective, and of the truncated objective plus the reconstruction term at the cut-off
+(`meld_loss(recon=True)`). The continuous-time NELBO is flat in the common time warp only up to
+the denoiser's time input, so these separate what the cut-off adds to the common-warp gradient.
+
+    python benchmarks/st_bias.py --steps 300 --grid 60 --cutoffs 1e-3 1e-5 --out cutoff.json
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from meld_diffusion.schedule import ElementwiseSchedule
 N = 9
 
 
-def exact_loss(model, x0, n_atoms, cols, t, schedule):  # type: ignore[no-untyped-def]
-    """Mean over times t (k,) of E over every mask of the loss of graphs x0 (b, L); backpropagates
-    one time at a time (the parameters' .grad holds the exact gradient) and returns the value."""
+def exact_loss(model, x0, n_atoms, cols, t, schedule, dt=None, recon=False):  # type: ignore[no-untyped-def]
+    """Sum over times t (k,) with quadrature weights dt (default 1/k: the mean) of E over every
+    mask of the loss of graphs x0 (b, L); backpropagates one time at a time (the parameters'
+    .grad holds the exact gradient) and returns the value. ``recon``: NELBO weight 1 (the
+    reconstruction term ``1[masked] CE``) instead of ``w_i / t``."""
     rates = model.rates
     valid = valid_positions(n_atoms, N)
     idx = valid[0].nonzero().squeeze(1)
@@ -41,7 +51,7 @@ def exact_loss(model, x0, n_atoms, cols, t, schedule):  # type: ignore[no-untype
     for j in range(k):
         tt = t[j].expand(b)
         p = schedule.mask_prob(tt, w).double()  # (b, L)
-        weight = schedule.weight(tt, w).double()
+        weight = torch.ones_like(p) if recon else schedule.weight(tt, w).double()
         hard = torch.zeros(b, c, x0.shape[1], dtype=torch.bool)
         hard[:, :, idx] = combos[None]
         x_t = torch.where(hard, MASK_ID, x0[:, None].expand(-1, c, -1)).reshape(b * c, -1)
@@ -52,7 +62,8 @@ def exact_loss(model, x0, n_atoms, cols, t, schedule):  # type: ignore[no-untype
         hm = hard.double()
         logq = (hm * p[:, None].log() + (1 - hm) * (1 - p[:, None]).log())[:, :, idx].sum(-1)
         terms = (hm * weight[:, None] * nll).sum(-1)  # (b, c)
-        value = (logq.exp() * terms).sum() / valid.sum() / k
+        dtj = 1.0 / k if dt is None else float(dt[j])
+        value = (logq.exp() * terms).sum() / valid.sum() * dtj
         value.backward()
         out += value.item()
         w = rates(cols)
@@ -66,6 +77,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=32)
     ap.add_argument("--bias", type=float, nargs="*", default=[0.0])
     ap.add_argument("--out", default="st_bias.json")
+    ap.add_argument("--cutoffs", type=float, nargs="*", default=[])
     a = ap.parse_args()
     torch.manual_seed(0)
     cpu0 = time.process_time()
@@ -84,6 +96,33 @@ def main() -> None:
     f = model.rates.f_phi
     base_bias = float(f.bias.detach())
     report: dict[str, object] = {"molecules": len(sel), "steps": a.steps, "grid": a.grid}
+    if a.cutoffs:
+        f = model.rates.f_phi
+        w = model.rates(cols).detach()[valid_positions(n_atoms, N)]
+        report |= {"w_mean": float(w.mean()), "w_min": float(w.min()), "w_max": float(w.max())}
+        for cut in a.cutoffs:
+            s = np.log(cut) * (1 - (np.arange(a.grid) + 0.5) / a.grid)  # midpoints in log t
+            tc = torch.as_tensor(np.exp(s))
+            dt = tc * (-np.log(cut) / a.grid)  # dt = t ds
+            model.zero_grad()
+            loss = exact_loss(model, x0, n_atoms, cols, tc, schedule, dt=dt)
+            d_trunc = float(f.bias.grad)
+            model.zero_grad()
+            rec = exact_loss(model, x0, n_atoms, cols, torch.tensor([cut]).double(), schedule,
+                             dt=[1.0], recon=True)  # fmt: skip
+            d_rec = float(f.bias.grad)
+            row = {
+                "truncated": {"loss": loss, "d_bias": d_trunc},
+                "recon_term": {"loss": rec, "d_bias": d_rec},
+                "truncated+recon": {"loss": loss + rec, "d_bias": d_trunc + d_rec},
+            }
+            report[f"cutoff {cut:g}"] = row
+            print(cut, json.dumps(row), flush=True)
+        report["cpu_s"] = time.process_time() - cpu0
+        print("cpu_s", report["cpu_s"])
+        with open(a.out, "w") as fh:
+            json.dump(report, fh, indent=1)
+        return
     for shift in a.bias:
         with torch.no_grad():
             f.bias.fill_(base_bias + shift)

@@ -86,6 +86,18 @@ CASES = {
     ),
     "time above 1": (lambda: _loss(t=torch.tensor([0.5, 2.0])), ValueError, "t"),
     "tau 0": (lambda: _loss(tau=0.0), ValueError, "tau"),
+    "recon without a cut-off": (
+        lambda: _loss(recon=True, sampling_eps=0.0),
+        ValueError,
+        "sampling_eps",
+        "0.0",
+    ),
+    "ClassRates normalise not a bool": (
+        lambda: ClassRates(normalise="yes"),  # type: ignore[arg-type]
+        TypeError,
+        "normalise",
+        "yes",
+    ),
     "unknown gradient": (lambda: _loss(gradient="reinforce"), ValueError, "gradient", "reinforce"),
     "class_loss: unknown gradient": (
         lambda: class_loss(_CLASS_MODEL, _X, _N, SCHEDULE, max_atoms=N, gradient="reinforce"),

@@ -435,3 +435,54 @@ def test_st_gradient_ignores_the_cross_entropy_of_clean_elements(meld_model, qm9
         assert_close(f"{gradient} value", values[0], ref, 1e-12)
         if same:
             assert_close(f"{gradient} value (moved)", values[1], ref, 1e-12)
+
+
+def test_normalised_class_rates_have_geometric_mean_one():
+    """Our option for the class-level arm: the eight rates divided by their geometric mean."""
+    torch.manual_seed(0)
+    r = ClassRates(normalise=True)
+    torch.nn.init.normal_(r.a, std=1.0)
+    raw = ClassRates()
+    raw.load_state_dict(r.state_dict())
+    w, w_raw = r.table(), raw.table()
+    assert float(w.detach().std()) > 0.05
+    assert abs(float(torch.log(w).mean())) < 1e-6
+    assert_close("proportional", w_raw / w_raw[0, 0], w / w[0, 0], 1e-6)
+    assert torch.equal(r(N)[0], w[0]) and torch.equal(r(N)[-1], w[1])
+    assert list(r.rates().values()) == pytest.approx(w.detach().flatten().tolist())
+
+
+def test_recon_term_is_the_masked_cross_entropy_at_the_cut_off(meld_model, qm9_rows):
+    """`meld_loss(recon=True)` adds ``1[masked at delta] CE(g_delta)`` (fresh uniforms drawn
+    after u), computed here by hand; with every rate near 0 the truncated loss vanishes (the
+    degenerate direction) while the reconstruction term does not."""
+    x, n = _batch(qm9_rows)
+    t = sample_t(len(x), generator=torch.Generator().manual_seed(4))
+    u = torch.rand(x.shape, generator=torch.Generator().manual_seed(5))
+    cols = meld_model.rates.columns(len(x), N, torch.Generator().manual_seed(6))
+    kw = {"max_atoms": N, "t": t, "u": u, "columns": cols, "sampling_eps": 1e-3}
+    plain = meld_loss(meld_model, x, n, SCHEDULE, **kw)
+    both = meld_loss(
+        meld_model, x, n, SCHEDULE, recon=True, generator=torch.Generator().manual_seed(7), **kw
+    )
+    valid = valid_positions(n, N)
+    u2 = torch.rand(x.shape, generator=torch.Generator().manual_seed(7))
+    delta = torch.full((len(x),), 1e-3)
+    with torch.no_grad():
+        w = meld_model.rates(cols)
+        hard = (u2 < SCHEDULE.mask_prob(delta, w)) & valid
+        x_d = torch.where(hard, MASK_ID, x)
+        logits = meld_model(x_d, delta, n, meld_model.rates.embeddings(cols))
+        nll = -torch.log_softmax(logits.float(), -1).gather(-1, x[..., None]).squeeze(-1)
+    expect = plain.terms.detach() + hard * nll
+    assert float((hard * nll).sum()) > 0
+    assert_close("recon terms", both.terms.detach(), expect, 1e-5)
+    with torch.no_grad():
+        meld_model.rates.f_phi.weight.zero_()
+        meld_model.rates.f_phi.bias.fill_(-30.0)  # every rate ~1e-13: t^w ~ 1 for t >= delta
+    plain = meld_loss(meld_model, x, n, SCHEDULE, **kw)
+    both = meld_loss(
+        meld_model, x, n, SCHEDULE, recon=True, generator=torch.Generator().manual_seed(7), **kw
+    )
+    assert float(plain.loss) < 1e-6
+    assert float(both.loss) > 0.1

@@ -247,6 +247,7 @@ def meld_loss(
     sampling_eps: float = 1e-3,
     tau: float = 1.0,
     gradient: str = "st",
+    recon: bool = False,
 ) -> GraphLossOutput:
     """MELD's NELBO (module docstring) for a `GraphMDM` with `ElementRates`.
 
@@ -255,6 +256,15 @@ def meld_loss(
     ``masked_diffusion.q_xt`` makes. Pass `t`, `columns` (batch, max_atoms) or `u` to fix them.
     `tau` and `gradient` (`element_terms`: "st", "st-clean-ce" or "score") change gradients
     only, never the loss value.
+
+    Times are drawn from ``[sampling_eps, 1]`` (MDLM's cut-off; the paper note states no time
+    sampling), so per element the loss estimates ``(1 - eps) int_{delta^{w_i}}^1 CE(u) du``
+    with ``delta = sampling_eps``, which goes to 0 as every rate goes to 0. ``recon=True``
+    (ours, an option) adds the NELBO's reconstruction term at the cut-off, ``sum_i
+    1[element i masked at delta] CE_i(g_delta)`` (one more denoiser call at ``t = delta``, with
+    fresh mask uniforms drawn after ``u`` and the same `gradient`), so the loss is a bound on
+    ``-log p(g | pi)`` for every rate: the continuous part on ``[delta, 1]`` plus one discrete
+    step from ``delta`` to 0.
 
     Raises ValueError when max_atoms exceeds H's column count (naming N and the maximum).
     """
@@ -279,8 +289,41 @@ def meld_loss(
     nll, _ = _nll(logits, x0)
     weight = schedule.weight(t.to(nll.dtype), w.to(nll.dtype))
     terms = element_terms(hard, m.to(nll.dtype), p.to(nll.dtype), weight, nll, gradient)
+    if recon:
+        terms = terms + _recon_terms(
+            model, x0, n_atoms, schedule, w, columns, valid, generator, sampling_eps, tau, gradient
+        )
     loss = terms.sum() / valid.sum()
     return GraphLossOutput(loss, terms, t, x_t, logits, w, columns)
+
+
+def _recon_terms(
+    model: nn.Module,
+    x0: torch.Tensor,
+    n_atoms: torch.Tensor,
+    schedule: ElementwiseSchedule,
+    w: torch.Tensor,
+    columns: torch.Tensor,
+    valid: torch.Tensor,
+    generator: torch.Generator | None,
+    sampling_eps: float,
+    tau: float,
+    gradient: str,
+) -> torch.Tensor:
+    """The reconstruction terms at ``t = delta = sampling_eps``: ``1[masked] CE`` (batch, L)."""
+    if not (isinstance(sampling_eps, float) and 0.0 < sampling_eps < 1.0):
+        raise ValueError(
+            f"sampling_eps: recon=True needs a cut-off in (0, 1), got {sampling_eps!r}"
+        )
+    rates = _rates_of(model, ElementRates)
+    t_d = torch.full((x0.shape[0],), sampling_eps, device=x0.device)
+    u = torch.rand(x0.shape, generator=generator, device=x0.device)
+    p = schedule.mask_prob(t_d, w)
+    hard, m = straight_through_mask(p, u, valid, tau)
+    logits = model(_relaxed_input(x0, m), t_d, n_atoms, rates.embeddings(columns))
+    nll, _ = _nll(logits, x0)
+    ones = torch.ones_like(nll)
+    return element_terms(hard, m.to(nll.dtype), p.to(nll.dtype), ones, nll, gradient)
 
 
 def class_loss(
@@ -467,13 +510,14 @@ def graph_loss_fn(
     tau: float = 1.0,
     sampling_eps: float = 1e-3,
     gradient: str = "st",
+    recon: bool = False,
 ) -> Callable[[nn.Module, dict[str, object]], tuple[torch.Tensor, dict[str, float]]]:
     """``loss_fn(model, batch)`` for `shared_core.train.fit` and `masked_diffusion.row_batches`.
 
     `model` is a `GraphMDM`; the batch's ``x0`` holds graph rows with the atom count appended as
     a last column (`with_counts`). Rates None trains vanilla MDM on ``schedule.base``;
     `ElementRates` MELD and `ClassRates` the class-level schedule (`gradient`: `element_terms`,
-    for both).
+    for both; `recon`: `meld_loss`'s, MELD only).
     Noise comes from ``masked_diffusion.noise_generator``.
     """
     from masked_diffusion import noise_generator
@@ -492,7 +536,16 @@ def graph_loss_fn(
         if rates is None:
             return vanilla_loss(model, x0, n_atoms, schedule.base, **kw).loss, {}  # type: ignore[arg-type]
         if isinstance(rates, ElementRates):
-            out = meld_loss(model, x0, n_atoms, schedule, tau=tau, gradient=gradient, **kw)  # type: ignore[arg-type]
+            out = meld_loss(
+                model,
+                x0,
+                n_atoms,
+                schedule,
+                tau=tau,
+                gradient=gradient,
+                recon=recon,
+                **kw,  # type: ignore[arg-type]
+            )
         else:
             out = class_loss(model, x0, n_atoms, schedule, tau=tau, gradient=gradient, **kw)  # type: ignore[arg-type]
         log_w = out.w.detach().log()[valid_positions(n_atoms, max_atoms)]

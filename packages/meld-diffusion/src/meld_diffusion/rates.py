@@ -156,21 +156,34 @@ class ClassRates(nn.Module):
     ``forward(max_atoms)`` returns the rates by position kind and clean value,
     ``(L, VOCAB_SIZE)``: row i holds ``softplus(a_{atom, k})`` for atom positions and
     ``softplus(a_{bond, k})`` for bond positions, k = 0..3. They start at 1.
+
+    ``normalise=True`` is OUR option (as `MELDConfig.normalise`): the eight rates are divided
+    by their geometric mean, so the class-level schedule has no common time warp either.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, normalise: bool = False) -> None:
         super().__init__()
+        if not isinstance(normalise, bool):
+            raise TypeError(f"normalise: expected a bool, got {normalise!r}")
+        self.normalise = normalise
         self.a = nn.Parameter(torch.full((2, VOCAB_SIZE), SOFTPLUS_ONE))
+
+    def table(self) -> torch.Tensor:
+        """The rates by kind (atom, bond) and value: (2, VOCAB_SIZE)."""
+        w = F.softplus(self.a)
+        if self.normalise:
+            w = w / torch.exp(torch.log(w).mean())
+        return w
 
     def forward(self, max_atoms: int) -> torch.Tensor:
         n = check_max_atoms(max_atoms)
         kind = (torch.arange(seq_len(n), device=self.a.device) >= n).long()
-        return F.softplus(self.a)[kind]
+        return self.table()[kind]
 
     def rates(self) -> dict[str, float]:
         """The learned rates by name, e.g. ``{"atom C": 1.3, ..., "bond triple": 0.8}``."""
         from meld_diffusion.data import ATOM_TYPES, BOND_TYPES
 
-        w = F.softplus(self.a.detach()).tolist()
+        w = self.table().detach().tolist()
         out = {f"atom {name}": w[0][k] for k, name in enumerate(ATOM_TYPES)}
         return out | {f"bond {name}": w[1][k] for k, name in enumerate(BOND_TYPES)}

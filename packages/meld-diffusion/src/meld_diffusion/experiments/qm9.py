@@ -37,6 +37,7 @@ ARMS = (
     "meld-edges",
     "meld-fixed",
     "meld-normalised",
+    "class-normalised",
 )
 LABELS = {
     "vanilla": "MDM w/ power-law (vanilla, element-agnostic)",
@@ -46,8 +47,10 @@ LABELS = {
     "meld-edges": "MELD edges only (ablation)",
     "meld-fixed": "MELD without column permutation (ablation)",
     "meld-normalised": "MELD, rates normalised to geometric mean 1 (ours, ablation)",
+    "class-normalised": "class-level, rates normalised to geometric mean 1 (ours, ablation)",
 }
 MELD_CLASH_ARMS = frozenset({"meld", "meld-normalised"})  # MELD arms in the clashing study
+CLASS_ARMS = frozenset({"class", "class-normalised"})
 HAND_RATES = (
     1.0,
     2.0,
@@ -82,6 +85,8 @@ class Config:
     )
     eps: float = 1e-4  # gamma(1) = eps for every arm (paper)
     phi_lr_factor: float = 1.0  # the rates' (phi's) learning rate / the denoiser's (ablation)
+    sampling_eps: float = 1e-3  # training times t ~ U[sampling_eps, 1] (MDLM's; paper: none)
+    recon: bool = False  # MELD: add the NELBO's reconstruction term at t = sampling_eps (ours)
     samples: int = 1000
     sample_steps: int = 50
     clash_atoms: int = 4  # exact state-clashing on QM9 molecules up to this size
@@ -150,8 +155,11 @@ def build(arm: str, config: Config, seed: int) -> Any:
     if arm not in ARMS:
         raise ValueError(f"arm: expected one of {ARMS}, got {arm!r}")
     torch.manual_seed(seed)
+    if arm.startswith("class"):
+        rates = ClassRates(normalise=arm == "class-normalised")
+        return GraphMDM(GraphTransformer(config.denoiser), rates)
     if not arm.startswith("meld"):
-        return GraphMDM(GraphTransformer(config.denoiser), ClassRates() if arm == "class" else None)
+        return GraphMDM(GraphTransformer(config.denoiser), None)
     cfg = _meld_config(arm, config)
     denoiser = GraphTransformer(replace(config.denoiser, d_pos=cfg.dim))
     return GraphMDM(denoiser, ElementRates(cfg))
@@ -197,6 +205,8 @@ def train(
             config.denoiser.max_atoms,
             tau=config.tau,
             gradient=config.gradient,
+            sampling_eps=config.sampling_eps,
+            recon=config.recon,
         ),
         row_batches(data, config.batch, seed),
         tc,
@@ -223,7 +233,7 @@ def generate(arm: str, model: Any, n_atoms: Any, config: Config, seed: int) -> n
         size, steps = config.denoiser.max_atoms, config.sample_steps
         if arm.startswith("meld"):
             x = meld_sample(model, n, max_atoms=size, steps=steps, schedule=schedule, generator=g)
-        elif arm == "class":
+        elif arm.startswith("class"):
             x = class_sample(model, n, max_atoms=size, steps=steps, schedule=schedule, generator=g)
         else:
             x = vanilla_sample(
@@ -293,9 +303,9 @@ def clash_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, 
         src = permutation_closure(rows, n)
         curves["vanilla"][n] = clashing_curves(src, uniform_rates(config.eps), ts)
         curves["hand"][n] = clashing_curves(src, constant_rates(HAND_RATES, n, config.eps), ts)
-        if "class" in models:
-            learned = tuple(models["class"].rates.rates().values())
-            curves.setdefault("class", {})[n] = clashing_curves(
+        for arm in sorted(CLASS_ARMS & models.keys()):
+            learned = tuple(models[arm].rates.rates().values())
+            curves.setdefault(arm, {})[n] = clashing_curves(
                 src, constant_rates(learned, n, config.eps), ts
             )
         for arm in sorted(MELD_CLASH_ARMS & models.keys()):
@@ -345,9 +355,9 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
 
     out = {"vanilla": {"mean": at_half(np.ones(rows.shape))}}
     out["hand"] = {"mean": at_half(_type_w(np.asarray(HAND_RATES), rows, n))}
-    if "class" in models:
-        learned = np.asarray(list(models["class"].rates.rates().values()))
-        out["class"] = {"mean": at_half(_type_w(learned, rows, n))}
+    for arm in sorted(CLASS_ARMS & models.keys()):
+        learned = np.asarray(list(models[arm].rates.rates().values()))
+        out[arm] = {"mean": at_half(_type_w(learned, rows, n))}
     for arm in sorted(MELD_CLASH_ARMS & models.keys()):
         vals = [at_half(np.stack([w, w])) for w in _meld_w(models[arm], n, 256, seed)]
         out[arm] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
@@ -429,6 +439,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             "vanilla": LABELS["vanilla"],
             "hand": "hand-made per-type rates",
             "class": "learned class-level rates",
+            "class-normalised": "learned class-level rates, normalised",
             "meld": "learned MELD rates (mean over pi)",
             "meld-normalised": "learned MELD rates, normalised (mean over pi)",
         }
