@@ -21,6 +21,12 @@ lists its cases in one table and parametrises one test over it::
 
     @pytest.mark.parametrize("case", CASES)
     def test_bad_input(case): assert_bad_input(*CASES[case])
+
+The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
+`run_micro`) and the export check (`assert_fresh_import_is_callable`) follow below. The tiny
+causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
+`tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
+package's own tiny scales build it at run time too.
 """
 
 from __future__ import annotations
