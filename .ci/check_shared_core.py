@@ -55,6 +55,8 @@ KEPT = {
     "shared_core.models.model_path": "issue 13 registry: the weights' path (gguf loaders)",
     "shared_core.models.load_model": "issue 13 registry: context-denoising, nextquill, edt-former",
     "shared_core.models.load_tokenizer": "issue 13 registry: dist2loss, nextquill",
+    "shared_core.models.word_tokenizer": "tiny_lm's tokenizer half: nextquill builds its model "
+    "apart (crome and edt-former get it through tiny_lm)",
     "shared_core.mol_metrics.canonical_smiles": "issue 13: msgen, meld-diffusion, edt-former",
     "shared_core.mol_metrics.validity": "issue 13: meld-diffusion, msgen",
     "shared_core.mol_metrics.uniqueness": "issue 13: meld-diffusion, msgen",

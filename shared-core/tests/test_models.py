@@ -150,3 +150,103 @@ def test_missing_no_deps_wheel_names_the_no_deps_line():
         "pip install 'shared-core[llm]' && pip install --no-deps 'no-such-wheel-xyz==1.0'"
         in message
     )
+
+
+def test_word_tokenizer_ids_specials_and_split():
+    pytest.importorskip("transformers")
+    from shared_core.models import word_tokenizer
+
+    tok = word_tokenizer(["a", "b", "a", "c"])  # a repeat keeps its first id
+    assert len(tok) == 7
+    assert (tok.pad_token_id, tok.unk_token_id, tok.bos_token_id, tok.eos_token_id) == (0, 1, 2, 3)
+    assert tok("a c zzz b").input_ids == [4, 6, 1, 5]
+    assert tok.decode([4, 5, 6]) == "a b c"
+    # own specials in their own order; no pad or bos
+    tok = word_tokenizer(["x"], specials={"unk": "<unk>", "eos": "<eos>"})
+    assert (tok.unk_token_id, tok.eos_token_id, tok.pad_token_id, tok.bos_token_id) == (
+        0,
+        1,
+        None,
+        None,
+    )
+    # `split`: each white-space piece split again into the pattern's matches
+    tok = word_tokenizer(["cc", "o", "(", "="], split=r"[a-z]+|\S")
+    assert tok.convert_ids_to_tokens(tok("cc(=o) cc").input_ids) == [
+        "cc",
+        "(",
+        "=",
+        "o",
+        "<unk>",
+        "cc",
+    ]
+    assert word_tokenizer(["cc", "o"])("cc(=o)").input_ids == [1]  # no split: one unknown word
+
+
+def test_word_tokenizer_refuses_bad_words_and_specials():
+    pytest.importorskip("transformers")
+    from shared_core.models import word_tokenizer
+
+    with pytest.raises(
+        ValueError, match="words: expected non-empty words without spaces, got 'a b'"
+    ):
+        word_tokenizer(["a b"])
+    with pytest.raises(ValueError, match="words: .* got ''"):
+        word_tokenizer(["a", ""])
+    with pytest.raises(TypeError, match="words: expected a sequence of words, got the string 'ab'"):
+        word_tokenizer("ab")
+    with pytest.raises(ValueError, match="specials: expected a mapping with an 'unk' token"):
+        word_tokenizer(["a"], specials={"pad": "<pad>"})
+    with pytest.raises(ValueError, match="specials: expected roles in .* got 'sep'"):
+        word_tokenizer(["a"], specials={"unk": "<unk>", "sep": "<sep>"})
+    with pytest.raises(TypeError, match="split: expected a regular expression string"):
+        word_tokenizer(["a"], split=3)  # type: ignore[arg-type]
+
+
+def test_tiny_lm_reads_its_ids_from_the_tokenizer():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from shared_core.models import tiny_llama, tiny_lm
+
+    model, tok = tiny_lm(["a", "b", "c"], hidden_size=16, num_heads=2, seed=5)
+    assert model.config.vocab_size == len(tok) == 7 and model.training
+    assert (model.config.pad_token_id, model.config.bos_token_id, model.config.eos_token_id) == (
+        0,
+        2,
+        3,
+    )
+    assert model.generation_config.eos_token_id == 3
+    # the same weights as tiny_llama with the same ids and seed
+    ref = tiny_llama(7, hidden_size=16, num_heads=2, seed=5, bos_id=2, eos_id=3)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), ref.parameters(), strict=True))
+    assert torch.count_nonzero(model.get_input_embeddings().weight[0]) == 0  # the pad row
+    # no pad token: eos pads; eval mode on request
+    model, tok = tiny_lm(
+        ["x"], specials={"unk": "<unk>", "eos": "<eos>"}, eval_mode=True, hidden_size=8, num_heads=2
+    )
+    assert not model.training
+    assert model.config.pad_token_id == model.generation_config.pad_token_id == 1
+    assert model.config.bos_token_id is None
+    out = model.generate(torch.tensor([[2, 2]]), max_new_tokens=3, do_sample=False)
+    assert out.shape[0] == 1 and out.shape[1] <= 5
+    with pytest.raises(TypeError, match="eos_id: set by the tokenizer in tiny_lm"):
+        tiny_lm(["a"], eos_id=3)
+    with pytest.raises(ValueError, match=r"bos_id: expected None or an id in \[0, 5\), got 5"):
+        tiny_llama(5, hidden_size=8, num_heads=2, bos_id=5)
+
+
+def test_missing_llm_extra_is_one_line(monkeypatch):
+    import sys
+
+    from shared_core import models
+
+    # a None entry in sys.modules makes importlib.util.find_spec report the module missing
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(FileNotFoundError) as e:
+        models.word_tokenizer(["a"])
+    message = str(e.value)
+    assert (
+        "\n" not in message and "a word tokenizer needs the 'llm' extra of shared-core" in message
+    )
+    assert "pip install 'shared-core[llm]'" in message
+    with pytest.raises(FileNotFoundError, match="a tiny random Llama needs the 'llm' extra"):
+        models.tiny_llama(10)

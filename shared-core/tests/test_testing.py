@@ -112,3 +112,39 @@ def test_cli_contract_helpers(tmp_path, capsys):
     assert_import_is_light("shared_core.cli")
     with pytest.raises(AssertionError, match="imported"):
         assert_import_is_light("shared_core.cli", heavy=("argparse",))
+
+
+def test_missing_extra_contract(tmp_path, capsys, monkeypatch):
+    from shared_core.cli import make_main, reproduce_command
+    from shared_core.data import require_extra
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    def needs_json(args):  # `json` stands in for an extra's module
+        require_extra("demo", "data", "json", "the demo data")
+
+    def two_lines(args):  # the right command, but over two lines
+        import importlib.util
+
+        if importlib.util.find_spec("json") is None:
+            raise FileNotFoundError(
+                "missing:\n`uv sync --package demo --extra data`; `pip install`"
+            )
+
+    def main_of(fn):
+        return make_main(
+            "demo", [reproduce_command(fn, {"micro": 1, "tiny": 2}, "demo")], version="0"
+        )
+
+    with monkeypatch.context() as m:
+        line = assert_missing_extra_is_one_line(
+            main_of(needs_json), "json", "demo", "data", monkeypatch=m, capsys=capsys, out=tmp_path
+        )
+    assert "the demo data needs the 'data' extra of demo" in line
+    with monkeypatch.context() as m, pytest.raises(AssertionError, match="expected exit 2"):
+        assert_missing_extra_is_one_line(
+            main_of(needs_json), "json", "demo", "other", monkeypatch=m, capsys=capsys, out=tmp_path
+        )
+    with monkeypatch.context() as m, pytest.raises(AssertionError, match="2 lines"):
+        assert_missing_extra_is_one_line(
+            main_of(two_lines), "json", "demo", "data", monkeypatch=m, capsys=capsys, out=tmp_path
+        )

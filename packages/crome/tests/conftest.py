@@ -46,24 +46,22 @@ def tiny_rm_factory() -> Callable[[int], RewardModel]:
 
 @pytest.fixture
 def tiny_llama_backend():
-    """A 2-layer random LlamaForCausalLM with a word-level tokenizer (no chat template)."""
+    """A 2-layer random LlamaForCausalLM with a word-level tokenizer (no chat template): the
+    `shared_core.models.tiny_lm` fixture; <eos> stops generation and pads."""
     from crome.oracle import TransformersBackend
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
-    from shared_core.models import tiny_llama
+    from shared_core.models import tiny_lm
 
     texts = [W.PREAMBLE, *W.FILLERS, "The answer is", "Answer:", "What is"]
     words = {w.lower() for t in texts for w in re.findall(r"\w+|[^\w\s]", t)}
     words |= {str(i) for i in range(30)} | set("+-?.!:,") | {"good", "bad", "fine", "great"}
-    vocab_words = ["<unk>", "<eos>", *sorted(words), "user", "assistant", "<answer>", "</answer>"]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(vocab_words))}
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="<eos>")
-    model = tiny_llama(
-        len(vocab), hidden_size=32, intermediate_size=64, num_heads=2, max_positions=512
+    model, tok = tiny_lm(
+        [*sorted(words), "user", "assistant", "<answer>", "</answer>"],
+        specials={"unk": "<unk>", "eos": "<eos>"},
+        split=r"\w+|[^\w\s]+",  # what `tokenizers.pre_tokenizers.Whitespace` splits
+        hidden_size=32,
+        intermediate_size=64,
+        num_heads=2,
+        max_positions=512,
     )
-    for config in (model.config, model.generation_config):  # stop at the tokenizer's <eos>
-        config.eos_token_id = config.pad_token_id = vocab["<eos>"]
     return TransformersBackend(model, tok, model_id="tiny-llama")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _molecules import TEN_SMILES
 from edt_former.data import (
     QUESTIONS,
     Encoded,
@@ -16,18 +17,7 @@ from edt_former.data import (
 from edt_former.llm import tiny_llm
 from edt_former.model import IGNORE, freeze_llm
 
-QM9 = [
-    "CCO",
-    "c1ccccc1",
-    "CC#N",
-    "C1CC1N",
-    "NC(=O)C",
-    "c1ccncc1",
-    "CCCC",
-    "OCCO",
-    "C1CCOC1",
-    "CN(C)C",
-]
+QM9 = list(TEN_SMILES)
 
 
 def _qa() -> object:

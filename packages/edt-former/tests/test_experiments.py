@@ -5,6 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from _molecules import TEN_SMILES
 from edt_former.atoms import parse_smiles
 from edt_former.data import Encoded, build_qa
 from edt_former.experiments.qa import (
@@ -16,18 +17,7 @@ from edt_former.experiments.qa import (
 )
 from edt_former.patching import brics_group_ids
 
-QM9 = [
-    "CCO",
-    "c1ccccc1",
-    "CC#N",
-    "C1CC1N",
-    "NC(=O)C",
-    "c1ccncc1",
-    "CCCC",
-    "OCCO",
-    "C1CCOC1",
-    "CN(C)C",
-] * 2
+QM9 = TEN_SMILES * 2
 
 
 @pytest.fixture(scope="module")

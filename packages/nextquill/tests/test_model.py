@@ -17,7 +17,7 @@ def test_word_tokenizer_round_trips_and_rejects_bad_words():
 
 
 def test_tiny_llama_rejects_a_bad_vocabulary():
-    with pytest.raises(ValueError, match="vocab_size: expected an int >= 2"):
+    with pytest.raises(ValueError, match="vocab_size: expected an int >= 4"):
         tiny_llama(1)
 
 

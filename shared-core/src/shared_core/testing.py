@@ -21,6 +21,12 @@ lists its cases in one table and parametrises one test over it::
 
     @pytest.mark.parametrize("case", CASES)
     def test_bad_input(case): assert_bad_input(*CASES[case])
+
+The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
+`assert_missing_extra_is_one_line`, `run_micro`) and the export check (`assert_fresh_import_is_callable`) follow below. The tiny
+causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
+`tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
+package's own tiny scales build it at run time too.
 """
 
 from __future__ import annotations
@@ -185,6 +191,46 @@ def assert_bad_scale_is_a_usage_error(main: Callable[[list[str]], int], capsys: 
     if e.value.code != 2 or "scale" not in err or "Traceback" in err:
         raise AssertionError(f"expected exit 2 naming --scale, got {e.value.code}: {err}")
     return err
+
+
+def assert_missing_extra_is_one_line(
+    main: Callable[[list[str]], int],
+    module: str,
+    package: str,
+    extra: str,
+    *,
+    monkeypatch: Any,
+    capsys: Any,
+    out: Any,
+    argv: Sequence[str] | None = None,
+) -> str:
+    """Hide `module` (``importlib.util.find_spec`` reports it, and its submodules, missing: what
+    `shared_core.data.require_extra` asks), run ``main(argv)`` (default ``reproduce --scale
+    micro --out <out>``) and assert the contract of a missing extra: exit 2 and ONE line on
+    stderr, no traceback, naming ``uv sync --package <package> --extra <extra>`` and a
+    ``pip install`` line. Returns that line. `monkeypatch` and `capsys` are pytest's fixtures.
+    """
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == module or name.startswith(module + "."):
+            return None
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    args = ["reproduce", "--scale", "micro", "--out", str(out)] if argv is None else list(argv)
+    status = main(args)
+    err = str(capsys.readouterr().err).strip()
+    lines = err.splitlines()
+    uv = f"uv sync --package {package} --extra {extra}"
+    if status != 2 or len(lines) != 1 or uv not in err or "pip install" not in err:
+        raise AssertionError(
+            f"without {module}: expected exit 2 and one stderr line naming `{uv}` and "
+            f"`pip install`, got exit {status} and {len(lines)} lines: {err[-1000:]}"
+        )
+    return lines[0]
 
 
 def run_micro(

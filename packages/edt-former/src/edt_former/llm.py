@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edt_former.data import ANSWERS, CAPTION, QUESTIONS
+from shared_core.models import tiny_lm
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>")
 _SMILES_CHARS = string.ascii_letters + string.digits + "()[]=#+-@/\\%.:*?"
@@ -37,29 +38,23 @@ class TinyLLMConfig:
 
 
 def tiny_llm(config: TinyLLMConfig | None = None, seed: int = 0) -> tuple[Any, Any]:
-    """``(LlamaForCausalLM, PreTrainedTokenizerFast)``, random, built in memory."""
-    import tokenizers
-    import torch
-    from tokenizers import Regex, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
+    """``(LlamaForCausalLM, PreTrainedTokenizerFast)``, random, built in memory, in eval mode
+    (`shared_core.models.tiny_lm`): ids 0-3 are ``<pad> <s> </s> <unk>``, and every white-space
+    piece is split into lower-case words and single characters (SMILES read per character)."""
     c = config or TinyLLMConfig()
-    vocab = {w: i for i, w in enumerate(tiny_vocabulary())}
-    tk = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex(r"[a-z]+|\S"), "isolated")]
+    return tiny_lm(
+        tiny_vocabulary(),
+        specials=dict(zip(("pad", "bos", "eos", "unk"), SPECIAL, strict=True)),
+        split=r"[a-z]+|\S",
+        eval_mode=True,
+        hidden_size=c.hidden,
+        num_layers=c.layers,
+        num_heads=c.heads,
+        num_kv_heads=c.kv_heads,
+        intermediate_size=c.intermediate,
+        max_positions=512,
+        seed=seed,
     )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
-    )
-    cfg = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=c.hidden, intermediate_size=c.intermediate,
-        num_hidden_layers=c.layers, num_attention_heads=c.heads, num_key_value_heads=c.kv_heads,
-        max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-        tie_word_embeddings=False,
-    )  # fmt: skip
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(cfg).eval(), tok
 
 
 def smollm2() -> tuple[Any, Any]:

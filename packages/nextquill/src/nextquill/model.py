@@ -1,5 +1,6 @@
-"""Models and tokenizers for the experiments: a tiny random Llama, a word-level tokenizer built
-in memory (no hub), SmolLM2-135M-Instruct with LoRA (offline), and greedy decoding."""
+"""Models and tokenizers for the experiments: a tiny random Llama and a word-level tokenizer built
+in memory (no hub; both `shared_core.models`), SmolLM2-135M-Instruct with LoRA (offline), and
+greedy decoding."""
 
 from __future__ import annotations
 
@@ -9,25 +10,14 @@ from typing import Any
 
 import torch
 
-SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
+from shared_core.models import tiny_llama as shared_tiny_llama
+from shared_core.models import word_tokenizer
 
+__all__ = ["TinyLlamaConfig", "greedy_decode", "smollm2_lora", "tiny_llama", "word_tokenizer"]
 
-def word_tokenizer(words: Sequence[str]) -> Any:
-    """A `PreTrainedTokenizerFast` over `words` (split on whitespace), ids 0-3 are
-    ``<pad> <unk> <s> </s>``; built in memory, so it needs no download."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {w: i for i, w in enumerate(SPECIALS)}
-    for w in words:
-        if not isinstance(w, str) or not w or w.split() != [w]:
-            raise ValueError(f"words: expected non-empty words without spaces, got {w!r}")
-        vocab.setdefault(w, len(vocab))
-    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", unk_token="<unk>", bos_token="<s>", eos_token="</s>"
-    )
+# `word_tokenizer`'s default specials are ids 0-3, <pad> <unk> <s> </s>
+_N_SPECIALS = 4
+_IDS = {"pad_id": 0, "bos_id": 2, "eos_id": 3}
 
 
 @dataclass(frozen=True)
@@ -43,27 +33,26 @@ class TinyLlamaConfig:
 
 
 def tiny_llama(vocab_size: int, config: TinyLlamaConfig | None = None, seed: int = 0) -> Any:
-    """A randomly initialised `transformers.LlamaForCausalLM` (pad id 0, untied embeddings)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 2:
-        raise ValueError(f"vocab_size: expected an int >= 2, got {vocab_size!r}")
+    """A randomly initialised `transformers.LlamaForCausalLM` (`shared_core.models.tiny_llama`:
+    untied embeddings) sized by `config`, with the special ids of `word_tokenizer`: pad 0,
+    bos 2 (``<s>``), eos 3 (``</s>``)."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < _N_SPECIALS:
+        raise ValueError(
+            f"vocab_size: expected an int >= {_N_SPECIALS} (the tokenizer's specials), "
+            f"got {vocab_size!r}"
+        )
     c = config or TinyLlamaConfig()
-    cfg = LlamaConfig(
-        vocab_size=vocab_size,
+    return shared_tiny_llama(
+        vocab_size,
         hidden_size=c.hidden,
+        num_layers=c.layers,
+        num_heads=c.heads,
+        num_kv_heads=c.kv_heads,
         intermediate_size=c.ff,
-        num_hidden_layers=c.layers,
-        num_attention_heads=c.heads,
-        num_key_value_heads=c.kv_heads,
-        max_position_embeddings=c.max_positions,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=3,
-        tie_word_embeddings=False,
+        max_positions=c.max_positions,
+        seed=seed,
+        **_IDS,
     )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(cfg)
 
 
 def smollm2_lora(rank: int = 8, alpha: int = 16, dropout: float = 0.0) -> tuple[Any, Any]:
