@@ -67,3 +67,28 @@ def test_unknown_judge_is_rejected(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="judge"):
         reproduce(ReproduceArgs(scale="micro", out=tmp_path, config=Config(judge="gpt")))
+
+
+def test_mose_diagnostics_ranks_scores_against_model_size() -> None:
+    import numpy as np
+    from mathmo.experiments.ablation import mose_diagnostics
+    from mathmo.operators import Evaluation
+    from mathmo.tasks.base import Candidate
+    from mathmo.tasks.epidemiology import EpidemiologyTask
+    from mathmo.tasks.tsp import TSPTask
+
+    def ev(n: int, score: float, failed: bool = False) -> Evaluation:
+        raw = (("mechanistic", 1.0), ("n_params", float(n)), ("rmse", 1.0))
+        return Evaluation(-1, Candidate.of("sir", n=n), np.array([0.5, score]), failed, "", raw)
+
+    task = EpidemiologyTask(0)
+    smaller_is_clearer = [ev(2, 0.9), ev(4, 0.7), ev(8, 0.6), ev(16, 0.1), ev(32, 0.0, failed=True)]
+    d = mose_diagnostics(task, smaller_is_clearer)
+    assert d["mose_models"] == 4 and (d["mose_min"], d["mose_max"]) == (0.1, 0.9)
+    assert d["mose_spearman_n_params"] == -1.0
+    d = mose_diagnostics(task, [ev(2, 0.1), ev(4, 0.2), ev(8, 0.3)])
+    assert d["mose_spearman_n_params"] == 1.0
+    assert "mose_spearman_n_params" not in mose_diagnostics(
+        task, [ev(2, 0.5), ev(4, 0.5), ev(8, 0.5)]
+    )
+    assert mose_diagnostics(TSPTask(5, 0, ortools=False), smaller_is_clearer) == {}

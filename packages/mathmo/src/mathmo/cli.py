@@ -12,7 +12,7 @@ main = make_main(
             help="MATHMO vs RAN / FLAT / NAIVE with the programmatic operators on TSP, job-shop, "
             "ecology and epidemiology (relative hypervolume, paired CIs, front plots); micro "
             "takes seconds (2 tasks, 2 seeds x 6 rounds), tiny a few minutes (4 tasks, 10 seeds x 20 "
-            "rounds), small adds the SmolLM2 judge (ecology, epidemiology; ~20 min), paper an OpenAI-compatible endpoint (CPU, 1 thread).",
+            "rounds), small uses the SmolLM2 judge (ecology, epidemiology, 3 seeds; ~12 CPU-min), paper an OpenAI-compatible endpoint (CPU, 1 thread).",
         )
     ],
     description="MATHMO (ICLR 2026): automated mathematical modelling by bi-level adaptive search.",

@@ -15,12 +15,13 @@ difference MATHMO - ablation with its interval.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from mathmo.operators import ProgrammaticOperators
+from mathmo.operators import Evaluation, ProgrammaticOperators
 from mathmo.pareto import hypervolume, non_dominated
 from mathmo.search import VARIANTS, Evaluator, SearchConfig, SearchResult, run_search
 from mathmo.tasks.base import Task
@@ -68,7 +69,9 @@ SCALES: dict[str, Config] = {
         gplearn=False,
     ),
     "tiny": Config(),
-    "small": Config(tasks=("ecology", "epidemiology"), judge="smollm2"),
+    # 3 seeds: with 10 the SmolLM2 judge alone (~2.9 CPU-s per distinct model, 606 models)
+    # would take ~30 CPU-min, over the small-scale budget
+    "small": Config(tasks=("ecology", "epidemiology"), seeds=3, judge="smollm2"),
     "paper": Config(operators="openai", search=SearchConfig(rounds=20, time_limit=300.0)),
 }
 
@@ -108,6 +111,27 @@ def relative_hypervolumes(
     best = hypervolume(pooled)
     rel = {v: np.array([r.hypervolume() / best for r in rs]) for v, rs in results.items()}
     return rel, pooled[non_dominated(pooled)]
+
+
+def mose_diagnostics(task: Task, evaluations: Iterable[Evaluation]) -> dict[str, Any]:
+    """How the MOSE judge's interpretability scores relate to model size, over the distinct
+    models a task executed: Spearman's rho with ``n_params`` (the paper reports MOSE scores
+    correlating negatively with parameter count, Spearman up to -0.68; paper note, Key
+    Findings) and the spread of the scores. Empty for tasks without a subjective objective."""
+    if not task.subjective or "interpretability" not in task.objectives:
+        return {}
+    j = task.objectives.index("interpretability")
+    ok = [e for e in evaluations if not e.failed]
+    scores = np.array([float(e.y[j]) for e in ok])
+    sizes = np.array([dict(e.raw)["n_params"] for e in ok], dtype=np.float64)
+    out: dict[str, Any] = {"mose_models": len(ok)}
+    if len(ok):
+        out["mose_min"], out["mose_max"] = float(scores.min()), float(scores.max())
+    if len(ok) >= 3 and np.ptp(scores) > 0 and np.ptp(sizes) > 0:
+        from scipy.stats import spearmanr
+
+        out["mose_spearman_n_params"] = float(spearmanr(sizes, scores).statistic)
+    return out
 
 
 def _ci(x: np.ndarray) -> tuple[float, float, float]:
@@ -178,6 +202,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 "rounds_repaired": sum(1 for e in evaluations if e.repaired),
                 "rounds_failed_after_retries": sum(1 for e in evaluations if e.failed),
                 "rounds": len(evaluations),
+                **mose_diagnostics(task, evaluator.cache.values()),
             }
             for v in config.variants:
                 mean, lo, hi = _ci(rel[v])
@@ -214,6 +239,13 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 f"{summary[name]['rounds_failed_after_retries']} still failed), {wall:.1f} s",
                 flush=True,
             )
+            if "mose_spearman_n_params" in summary[name]:
+                m = summary[name]
+                print(
+                    f"{task.name}: MOSE scores of {m['mose_models']} models in [{m['mose_min']:.3f}, "
+                    f"{m['mose_max']:.3f}], Spearman with n_params {m['mose_spearman_n_params']:+.3f}",
+                    flush=True,
+                )
         import resource
 
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
