@@ -6,7 +6,7 @@ query's running max ``m`` and sum ``Z``, the centred first moment ``A = sum_j e^
 ``H = log Z - A / Z`` costs one multiply-add per score inside the exp loop. The block
 products go through the BLAS that libtorch exports (``sgemm_`` / ``dgemm_``); the loop's
 layout (query blocks, key blocks of 512) follows torch's own CPU flash attention
-(``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``). It is compiled once per machine with
+(``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``). It is compiled once per CPU type with
 `torch.utils.cpp_extension.load` (``-O3 -march=native``; torch caches the build under
 ``TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) and registered as
 ``torch.ops.toprovar_fused.attention_entropy``.
@@ -19,7 +19,9 @@ Where it cannot be built (no C++ compiler, a torch without those BLAS symbols, a
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import platform
 import warnings
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,16 @@ NAME = "toprovar_fused"
 DTYPES = (torch.float32, torch.float64)
 
 _state: dict[str, Any] = {}  # "op": the loaded op or None, "error": why not
+
+
+def _build_name() -> str:
+    """`NAME` plus a digest of this CPU's instruction-set flags: the build uses
+    ``-march=native`` and torch's cache keys on name, sources and flags only, so a cache shared
+    by two machines (an NFS home) would otherwise load a binary built for the other CPU."""
+    cpu = platform.machine()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        cpu += next((line for line in f if line.startswith(("flags", "Features"))), "")
+    return f"{NAME}_{hashlib.sha1(cpu.encode()).hexdigest()[:10]}"
 
 
 def enabled() -> bool:
@@ -49,7 +61,7 @@ def load(warn: bool = True) -> Any | None:
         from torch.utils.cpp_extension import load as _build
 
         _build(
-            name=NAME,
+            name=_build_name(),
             sources=[str(SOURCE)],
             extra_cflags=["-O3", "-march=native"],
             is_python_module=False,
