@@ -5,9 +5,11 @@
 Table 1, attention with each query's entropy (batch 2, 4 heads, head dim 64, n queries over
 n keys, CPU):
 
-- ours: `attention_with_entropy` (default ``method="sdpa"``: torch's fused CPU flash
-  attention for the output and each row's log-sum-exp, then one cache-blocked pass over the
-  scores for the entropy);
+- ours: `attention_with_entropy` (default ``method="sdpa"``: on CPU the fused C++ kernel of
+  `toprovar.fused`, flash attention carrying the entropy's moment, compiled before timing);
+- flash + pass (0.2.2): 0.2.1-0.2.2's default and today's fallback where the kernel cannot
+  be built: torch's fused CPU flash attention for the output and each row's log-sum-exp,
+  then one cache-blocked pass over the scores for the entropy;
 - chunked (0.2.0): ``method="chunked"``, one softmax per query chunk and one product with
   ``[V, K]`` for the output and the entropy (the fallback where the fused op cannot run);
 - sdpa alone: `F.scaled_dot_product_attention`, no entropy (issue 44's bar: ours at most
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from toprovar import reference
+from toprovar import entropy, fused, reference
 from toprovar.adaptive import ToProVARPolicy
 from toprovar.entropy import attention_with_entropy
 from toprovar.generation import calibrate, generate
@@ -64,8 +66,10 @@ def main() -> None:
     args = p.parse_args()
     repeats = min(args.repeats, 3) if args.quick else args.repeats
     g = torch.Generator().manual_seed(0)
+    kernel = "fused C++ kernel" if fused.load() is not None else f"NO fused kernel: {fused.error()}"
     attn = BenchTable(
-        f"attention + per-query entropy, batch 2, 4 heads, dim 64, CPU, {args.threads} thread(s)",
+        f"attention + per-query entropy, batch 2, 4 heads, dim 64, CPU, {args.threads} "
+        f"thread(s); ours = {kernel}",
         candidate="ours",
     )
     for n in [256] if args.quick else [256, 1024]:
@@ -74,6 +78,7 @@ def main() -> None:
             {
                 "ours": lambda q=q, k=k, v=v: attention_with_entropy(q, k, v),
                 "sdpa alone": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v),
+                "flash + pass (0.2.2)": lambda q=q, k=k, v=v: entropy._lse_entropy(q, k, v, None),
                 "chunked (0.2.0)": lambda q=q, k=k, v=v: attention_with_entropy(
                     q, k, v, method="chunked"
                 ),

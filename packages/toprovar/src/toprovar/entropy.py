@@ -32,7 +32,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from toprovar import _checks
+from toprovar import _checks, fused
 
 METHODS = ("sdpa", "chunked", "blockwise")
 
@@ -50,8 +50,10 @@ def attention_with_entropy(
 
     ``method="blockwise"`` is the paper's Flash-Attention-Entropy: keys in blocks of
     `block_size`, the entropy accumulated online (module docstring). ``method="sdpa"``
-    (default, the fastest in eager PyTorch): without the entropy,
-    `F.scaled_dot_product_attention`; with it, on CPU, torch's fused flash attention for the
+    (default, the fastest): without the entropy, `F.scaled_dot_product_attention`; with it,
+    on CPU (float32/float64, no mask), the same Flash-Attention-Entropy as one fused C++
+    kernel (`toprovar.fused`, compiled on first use: 1.0x SDPA's time, Benchmark in the
+    README); where that kernel cannot run or be built, torch's fused flash attention for the
     output and each row's log-sum-exp ``L_i``, then one cache-blocked pass over the scores for
     ``sum_j a_ij s_ij = sum_j e^{s_ij - L_i} s_ij``, and ``H_i = L_i - sum_j a_ij s_ij``;
     elsewhere (CUDA, a torch without that private op, mixed dtypes, ``dim_v != dim``) it is
@@ -124,6 +126,11 @@ def attend(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """`attention_with_entropy` without its input checks (the generation's inner loop)."""
     if method in ("sdpa", "chunked"):
+        if method == "sdpa" and need_entropy and fused.applies(q, k, v, mask):
+            op = fused.load()
+            if op is not None:
+                out, ent, _ = op(q, k, v, 1.0 / math.sqrt(q.shape[-1]))
+                return out, ent
         if method == "sdpa" and need_entropy and _lse_path_applies(q, k, v):
             return _lse_entropy(q, k, v, mask)
         return _sdpa_entropy(q, k, v, mask, block_size, need_entropy)
