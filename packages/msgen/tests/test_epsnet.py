@@ -290,7 +290,36 @@ def test_time_input_reads_sigma_and_stays_equivariant() -> None:
         net(x, batch, guide)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("options", [{"time_input": True}, {"guide_edges": "heavy"}])
+def test_scaled_guide_input_is_the_exact_heavy_score_and_stays_equivariant() -> None:
+    """``guide_input="scaled"`` feeds ``(g - d) / sigma``: invariant inputs, so the field
+    rotates with the atoms; it needs sigma; and the encoders see exactly that quantity."""
+    net, x, batch, guide = _option_net(guide_input="scaled")
+    n = x.shape[0]
+    sig = torch.full((n,), 0.3, dtype=torch.float64)
+    R = _rotation(6, reflect=True)
+    with torch.no_grad():
+        f = net.field(x, batch, guide, sigma=sig)  # type: ignore[arg-type]
+        moved = net.field(x @ R.T - 2.0, batch, guide @ R.T + 1.0, sigma=sig)  # type: ignore[arg-type]
+        other = net.field(x, batch, guide, sigma=2 * sig)  # type: ignore[arg-type]
+    assert_close("F(Rx + s) vs R F(x), scaled guide", f @ R.T, moved, ratio=1e-10)
+    assert (f - other).abs().max() > 1e-6
+    with pytest.raises(ValueError, match="sigma"):
+        net(x, batch, guide)  # type: ignore[arg-type]
+    seen: list[torch.Tensor] = []
+    hook = net.edge_condition_local.register_forward_hook(  # type: ignore[union-attr]
+        lambda _m, args, _out: seen.append(args[0])
+    )
+    with torch.no_grad():
+        net(x, batch, guide, sig)  # type: ignore[arg-type]
+    hook.remove()
+    i, j = batch.pairs  # type: ignore[attr-defined]
+    want = ((guide[i] - guide[j]).norm(dim=-1) - (x[i] - x[j]).norm(dim=-1)) / 0.3
+    assert_close("local guide input", seen[0], want[local_mask(batch)], ratio=1e-12)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "options", [{"time_input": True}, {"guide_edges": "heavy"}, {"guide_input": "scaled"}]
+)
 def test_options_train_and_sample(options: dict[str, object]) -> None:
     g = [_conformer("CCO"), _conformer("CC#N")]
     cfg = DiffusionConfig(

@@ -50,7 +50,7 @@ from msgen.model import GraphBatch
 EDGE_TYPES = 7  # 0 radius, 1-4 bond types, 5 / 6 = two / three bonds apart
 LOCAL_HOPS = 3  # GeoDiff's ``edge_order``: local edges join atoms at most 3 bonds apart
 GUIDE_EDGES = ("all", "heavy")
-GUIDE_INPUTS = ("length", "difference")
+GUIDE_INPUTS = ("length", "difference", "scaled")
 HYDROGEN = ELEMENTS.index(1)
 
 
@@ -65,7 +65,8 @@ class EpsNetConfig:
     guided: bool = False  # stage >= 2: ``ConditionalDualEncoderEpsNetwork``
     guide_edges: str = "all"  # "all" (public: every edge) or "heavy" (ours: heavy-heavy only)
     time_input: bool = False  # ours: log sigma through an MLP added to the edge features
-    guide_input: str = "length"  # "length" (public: g_e) or "difference" (ours: g_e - d_e)
+    guide_input: str = "length"  # "length" (public: g_e); ours: "difference" (g_e - d_e)
+    # or "scaled" ((g_e - d_e) / sigma: the exact heavy-heavy score itself, needs sigma)
 
     def __post_init__(self) -> None:
         if self.guide_edges not in GUIDE_EDGES:
@@ -258,12 +259,38 @@ class DualEncoderEpsNet(nn.Module):
                 raise ValueError(f"guide: expected shape ({n}, 3), got {tuple(guide.shape)}")
         elif guide is not None:
             raise ValueError("guide: this network is not guided (stage 1); pass guide=None")
-        pairs = graph.pairs
-        i, j = pairs
+        i, j = graph.pairs
         d = (x[i] - x[j]).norm(dim=-1)
         dg = None if guide is None else (guide[i] - guide[j]).norm(dim=-1)
+        return self.edge_scores(d, dg, graph, sigma)
+
+    def edge_scores(
+        self,
+        d: torch.Tensor,
+        dg: torch.Tensor | None,
+        graph: GraphBatch,
+        sigma: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`forward` from the edge lengths d ``(P,)`` and guide lengths dg ``(P,)`` on.
+
+        Everything the network reads of the positions is in d and dg, so derivatives of the
+        scores with respect to single edge lengths (the guide probe of
+        `msgen.experiments.overfit`) can be taken here.
+        """
+        n = graph.num_atoms
+        pairs = graph.pairs
+        i, j = pairs
+        if (dg is None) == self.config.guided:
+            raise ValueError("dg: expected guide lengths exactly when the network is guided")
         if dg is not None and self.config.guide_input == "difference":
             dg = dg - d
+        if dg is not None and self.config.guide_input == "scaled":
+            if sigma is None or sigma.shape != (n,):
+                raise ValueError(
+                    f"sigma: a guide_input='scaled' network needs the noise level of each atom, "
+                    f"shape ({n},), got {None if sigma is None else tuple(sigma.shape)}"
+                )
+            dg = (dg - d) / sigma.to(d.dtype)[i]
         etype = edge_types(graph)
         loc = local_mask(graph)
         z = graph.z
@@ -274,7 +301,7 @@ class DualEncoderEpsNet(nn.Module):
                     f"sigma: a time_input network needs the noise level of each atom, shape "
                     f"({n},), got {None if sigma is None else tuple(sigma.shape)}"
                 )
-            temb = self.time_mlp(sigma.to(x.dtype).log()[i, None])
+            temb = self.time_mlp(sigma.to(d.dtype).log()[i, None])
         gmask = None
         if self.config.guided and self.config.guide_edges == "heavy":
             gmask = (z[i] != HYDROGEN) & (z[j] != HYDROGEN)
@@ -282,7 +309,7 @@ class DualEncoderEpsNet(nn.Module):
         # global: SchNet over every edge within the cutoff
         a = self.edge_attr(d, etype, dg, local=False, temb=temb, gmask=gmask)
         keep = d <= self.config.cutoff
-        h = self.embedding_global(z).to(x.dtype)
+        h = self.embedding_global(z).to(d.dtype)
         for block in self.interactions:
             h = h + block(h, pairs, keep, a)
         s_glob = self.grad_global_dist_mlp(torch.cat([h[i] * h[j], a], dim=-1))[:, 0]
@@ -295,7 +322,7 @@ class DualEncoderEpsNet(nn.Module):
             temb=None if temb is None else temb[loc], gmask=None if gmask is None else gmask[loc],
         )  # fmt: skip
         e = al if self.edge_transform is None else self.edge_transform(al)
-        hl = self.embedding_local(z).to(x.dtype)
+        hl = self.embedding_local(z).to(d.dtype)
         for k, conv in enumerate(self.convs):
             out = conv(hl, lp, e)
             if k < len(self.convs) - 1:
