@@ -150,3 +150,13 @@ def test_centroid_anchor_reaches_the_pipeline_guide() -> None:
     hs = np.flatnonzero(g.atomic_numbers == 1)
     centroid = g.positions[heavy].mean(0)  # type: ignore[index]
     np.testing.assert_allclose(np.linalg.norm(guide[hs] - centroid, axis=1), 1.5, atol=1e-12)
+
+
+def test_conformer_config_guide_augmentation_reaches_the_generator():
+    """`ConformerConfig.guide_augmentation` is what the stage-2 generator trains with (the
+    public default True; False: clean guides, the arm that met the oracle gate)."""
+    from msgen.experiments.conformers import ConformerConfig, _generator
+
+    for flag in (True, False):
+        gen = _generator(ConformerConfig(guide_augmentation=flag), steps=1, guided=True)
+        assert gen.config.guide_augmentation is flag

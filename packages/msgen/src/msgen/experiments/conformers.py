@@ -70,6 +70,7 @@ class ConformerConfig:
     stage2_steps: int = 400
     lr: float = 1e-3
     tau: float = 3.0  # Å, the public default
+    guide_augmentation: bool = True  # public: perturb stage 2's guide in training; False: clean
     guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table
     param_matched_single: bool = False  # also train the wider single-scale network
     etkdg: bool = True
@@ -98,6 +99,7 @@ def _generator(
             network=cfg.network, epsnet=eps, denoiser=den, sampler=cfg.sampler,
             langevin=LangevinConfig(steps=cfg.ld_steps), steps=cfg.diffusion_steps,
             batch_size=cfg.batch_size, train=train_config(steps, cfg.lr),
+            guide_augmentation=cfg.guide_augmentation,
         )
     )  # fmt: skip
 
