@@ -179,6 +179,12 @@ WORKER = textwrap.dedent(
     with open(f"{sys.argv[1]}/rank{info.rank}.json", "w") as f:
         json.dump(out, f)
     shutdown()
+    # Leave without the interpreter's teardown: torch 2.15's gloo aborted one rank there
+    # ("terminate called without an active exception") in ~1 of 20 runs on a loaded
+    # machine, after both ranks had written their results; the teardown is torch's, not
+    # what this test checks. Any failure before this line still exits non-zero.
+    import os
+    os._exit(0)
     """
 )
 
@@ -192,8 +198,9 @@ def test_two_processes_take_the_single_process_steps(tmp_path):
     here = os.path.dirname(__file__)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            str(script), str(tmp_path), here]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # a crash shows each rank's Python stack
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert (r0["world"], r1["world"]) == (2, 2) and r0["main"] and not r1["main"]
     assert r0["mean_rank"] == r1["mean_rank"] == 0.5

@@ -98,9 +98,8 @@ def all_reduce_mean(value: Any) -> Any:
 def shutdown() -> None:
     """Leave the process group (no-op in a single process).
 
-    All ranks meet at a barrier first: with gloo, a rank that tears its group down while a
-    peer is still inside the last collective aborts the peer ("terminate called without an
-    active exception", seen as SIGABRT about once in 20 two-process runs on a loaded machine).
+    All ranks meet at a barrier first, so no rank tears its group down while a peer is still
+    inside the last collective.
     """
     import torch.distributed as dist
 
