@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from shared_core.chat import ChatClient
+from shared_core.data import require_extra
 from shared_core.metrics import (
     accuracy,
     bootstrap_ci,
@@ -77,6 +78,13 @@ CASES = {
         "a",
     ),
     "a table of lists": (lambda: markdown_table([[1, 2]]), TypeError, "rows"),
+    # missing extras
+    "require_extra of two extras, three modules": (
+        lambda: require_extra("p", ("a", "b"), ("x", "y", "z"), "w"),
+        ValueError,
+        "module",
+    ),
+    "require_extra of no module": (lambda: require_extra("p", "a", (), "w"), ValueError, "module"),
 }
 
 

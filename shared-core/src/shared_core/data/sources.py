@@ -19,8 +19,16 @@ from shared_core.data.molecules import (
     Molecule,
     iter_qm9pack_csv,
 )
-from shared_core.data.registry import DatasetInfo, package_dir, register
+from shared_core.data.registry import DatasetInfo, package_dir, register, require_extra
 from shared_core.data.tu import TUGraph, read_tu
+
+
+def _wheel(dataset: str, extra: str, distribution: str, module: str | None = None) -> Path:
+    """The folder of a data wheel that shared-core's `extra` installs (read by path): the
+    one-line `require_extra` error when it is absent."""
+    module = module or distribution.replace("-", "_")
+    require_extra("shared-core", extra, module, f"dataset {dataset!r} ({distribution})")
+    return package_dir(distribution, module)
 
 
 def _limit(limit: int | None) -> int | None:
@@ -34,8 +42,9 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     try:
         from sklearn.datasets import load_digits as sk_load_digits
     except ModuleNotFoundError:
-        raise FileNotFoundError(
-            "dataset 'digits' needs scikit-learn: pip install scikit-learn"
+        raise FileNotFoundError(  # scikit-learn is in no extra of shared-core
+            "dataset 'digits' needs scikit-learn: in the workspace `uv sync --all-packages`; "
+            "with pip `pip install scikit-learn`"
         ) from None
     d = sk_load_digits()
     return d.images.astype(np.int64), d.target.astype(np.int64)
@@ -86,7 +95,7 @@ def load_pydoc_topics() -> str:
 def load_qm9(limit: int | None = None) -> list[Molecule]:
     """QM9 (130,831 molecules) from the ``qm9pack`` wheel, coordinates exactly as published."""
     n = _limit(limit)
-    root = package_dir("qm9pack") / "data"
+    root = _wheel("qm9", "moldata", "qm9pack") / "data"
     parts = sorted(root.glob("qm9_part*.csv"))
     if not parts:
         raise FileNotFoundError(f"no qm9_part*.csv under {root}")
@@ -106,9 +115,10 @@ def load_qm9_smiles(limit: int | None = None) -> tuple[list[str], np.ndarray]:
     order (A, B, C in GHz, mu in D, alpha in bohr^3, energies in Hartree, Cv in cal/mol/K).
     """
     n = _limit(limit)
-    parts = sorted((package_dir("qm9pack") / "data").glob("qm9_part*.csv"))
+    root = _wheel("qm9-smiles", "moldata", "qm9pack") / "data"
+    parts = sorted(root.glob("qm9_part*.csv"))
     if not parts:
-        raise FileNotFoundError(f"no qm9_part*.csv under {package_dir('qm9pack') / 'data'}")
+        raise FileNotFoundError(f"no qm9_part*.csv under {root}")
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     smiles: list[str] = []
     rows: list[list[float]] = []
@@ -153,6 +163,7 @@ def load_solubility(split: str | None = None) -> tuple[list[str], np.ndarray]:
     """
     if split not in (None, "train", "test"):
         raise ValueError(f"split: expected 'train', 'test' or None, got {split!r}")
+    require_extra("shared-core", "chem", "rdkit", "dataset 'solubility' (RDKit reads its SDF)")
     from rdkit import Chem
 
     smiles: list[str] = []
@@ -182,7 +193,7 @@ def load_mutag() -> tuple[list[TUGraph], np.ndarray]:
 
     Nodes are labelled by element (7 labels), edges by bond type (4 labels); see `read_tu`.
     """
-    return read_tu(package_dir("grakel") / "tests" / "data" / "MUTAG")
+    return read_tu(_wheel("mutag", "graphs", "grakel") / "tests" / "data" / "MUTAG")
 
 
 register(

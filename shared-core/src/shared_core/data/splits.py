@@ -92,6 +92,9 @@ def murcko_scaffolds(smiles: Sequence[str]) -> list[str]:
 
     An acyclic molecule has the empty scaffold ``""``. Needs RDKit (extra ``chem``).
     """
+    from shared_core.data.registry import require_extra
+
+    require_extra("shared-core", "chem", "rdkit", "murcko_scaffolds (RDKit)")
     from rdkit import Chem
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
