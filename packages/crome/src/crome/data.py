@@ -162,11 +162,11 @@ def split_by_label(rows: Sequence[PairRow]) -> tuple[list[PairRow], list[PairRow
 
 
 def _pyarrow() -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ModuleNotFoundError:
-        from crome._extras import missing_extra_message
+    from shared_core.data import require_extra
 
-        raise ValueError(f"path: {missing_extra_message('parquet')}") from None
+    # the workspace root does not install `parquet`: only crome's own sync adds it
+    require_extra("crome", "parquet", "pyarrow", "Parquet input/output", in_root=False)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     return pa, pq

