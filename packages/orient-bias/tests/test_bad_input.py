@@ -16,7 +16,7 @@ from orient_bias.classifiers import fit_feature_classifier, fit_feature_regresso
 from orient_bias.data import load_qm9, parse_qm9pack_csv
 from orient_bias.features import orientation_features
 from orient_bias.frames import Poses, centre, pad, principal_frames
-from orient_bias.io import load_npz, load_path
+from orient_bias.io import load_aselmdb, load_npz, load_path
 from orient_bias.rotations import geodesic_angle, random_rotations
 from orient_bias.uniformity import uniformity_stats
 
@@ -280,7 +280,7 @@ def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
         try:
             orient_bias.PointCloudNet
             model_error = ""
-        except ModuleNotFoundError as e:
+        except FileNotFoundError as e:  # require_extra's one line (ModuleNotFoundError before 0.3.2)
             model_error = str(e)
         repro = main(["reproduce", "--scale", "micro", "--out", {str(tmp_path / "runs")!r}])
         print(json.dumps({{"code": code, "repro": repro, "torch": "torch" in sys.modules,
@@ -292,8 +292,69 @@ def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["code"] == 0 and not result["torch"]
-    assert "'torch' extra" in result["model_error"] and "uv sync" in result["model_error"]
+    assert "needs the 'torch' extra of orient-bias" in result["model_error"]
+    assert "uv sync --package orient-bias --extra torch" in result["model_error"]
+    assert "\n" not in result["model_error"]
     assert result["repro"] == 2
     err = proc.stderr.strip().splitlines()
     assert err[-1].startswith("orient-bias: error: orient-bias reproduce needs the 'torch'")
     assert "pip install 'orient-bias[torch" in err[-1]
+
+
+# ---- missing extras: shared_core.data.require_extra's one line -----------------------------
+
+
+def _hide(monkeypatch, *modules):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in modules else real(name, *a)
+    )
+
+
+@pytest.mark.parametrize(("module", "extra"), [("qm9pack", "qm9"), ("rdkit", "chem")])
+def test_reproduce_without_an_extra_is_one_cli_line(module, extra, monkeypatch, capsys, tmp_path):
+    from orient_bias.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, module, "orient-bias", extra, monkeypatch=monkeypatch, capsys=capsys, out=tmp_path
+    )
+    assert f"needs the '{extra}' extra of orient-bias" in line
+
+
+def test_reproduce_names_every_missing_extra_in_one_line(monkeypatch):
+    from orient_bias.cli import reproduce
+
+    from shared_core.cli import ReproduceArgs
+
+    _hide(monkeypatch, "torch", "qm9pack", "rdkit")
+    with pytest.raises(FileNotFoundError) as e:
+        reproduce(ReproduceArgs(scale="micro", device="cpu"))
+    message = str(e.value)
+    assert "\n" not in message
+    assert "needs the 'torch', 'qm9' and 'chem' extras of orient-bias" in message
+    assert "uv sync --package orient-bias --extra torch --extra qm9 --extra chem" in message
+    assert "pip install 'orient-bias[torch,qm9,chem]'" in message
+
+
+@pytest.mark.parametrize(
+    ("module", "extra", "call"),
+    [
+        ("lmdb", "omol25", lambda p: load_aselmdb(p / "x.aselmdb")),
+        ("ase", "ase", lambda p: load_path(p / "x.db")),
+    ],
+)
+def test_extras_outside_the_workspace_root_name_only_the_package_sync(
+    module, extra, call, monkeypatch, tmp_path
+):
+    (tmp_path / "x.aselmdb").write_bytes(b"")
+    (tmp_path / "x.db").write_bytes(b"")
+    _hide(monkeypatch, module)
+    with pytest.raises(FileNotFoundError) as e:
+        call(tmp_path)
+    message = str(e.value)
+    assert f"needs the '{extra}' extra of orient-bias" in message and "\n" not in message
+    assert f"uv sync --package orient-bias --extra {extra}" in message
+    assert "--all-packages" not in message  # `uv sync --all-packages` would not install it
+    assert f"pip install 'orient-bias[{extra}]'" in message

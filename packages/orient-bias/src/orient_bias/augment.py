@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orient_bias._extras import extra_hint
+from shared_core.data import require_extra
 
 try:
     import torch
-except ModuleNotFoundError:
-    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.augment")) from None
+except ModuleNotFoundError:  # torch itself missing: the one-line error of the extra
+    require_extra("orient-bias", "torch", "torch", "orient_bias.augment")
+    raise  # torch is there: another module is missing
 
 from orient_bias.rotations import random_rotations_torch
 

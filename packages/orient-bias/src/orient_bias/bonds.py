@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses
+from shared_core.data import require_extra
 
 __all__ = ["bond_matrix"]
 
@@ -24,11 +24,10 @@ def bond_matrix(poses: Poses) -> tuple[np.ndarray, int]:
     """``(bonds (B, N, N) int8, n_fallback)``: bond codes 0 none, 1 single, 2 double, 3 triple
     (4 aromatic is not produced: Kekulé form), symmetric; `n_fallback` molecules kept only
     their connectivity (all bonds single)."""
-    try:
-        from rdkit import Chem, RDLogger
-        from rdkit.Chem import rdDetermineBonds
-    except ModuleNotFoundError:
-        raise FileNotFoundError(extra_hint("chem", "bond perception (RDKit)")) from None
+    require_extra("orient-bias", "chem", "rdkit", "bond perception (RDKit)")
+    from rdkit import Chem, RDLogger
+    from rdkit.Chem import rdDetermineBonds
+
     if not isinstance(poses, Poses):
         raise TypeError(f"poses: expected a Poses batch (see `pad`), got {type(poses).__name__}")
     RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]

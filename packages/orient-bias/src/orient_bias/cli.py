@@ -22,6 +22,7 @@ from shared_core.cli import (
 
 PACKAGE = "orient-bias"
 REPRODUCE_EXTRAS = ("torch", "qm9", "chem")
+REPRODUCE_MODULES = ("torch", "qm9pack", "rdkit")  # what shows each extra is installed
 
 
 def _scales() -> dict[str, Any]:
@@ -34,11 +35,9 @@ _SCALES = LazyScales(_scales)  # names for --help; the configs load on first use
 
 
 def reproduce(args: ReproduceArgs) -> int:
-    from orient_bias._extras import extra_hint, missing_extras
+    from shared_core.data import require_extra
 
-    missing = missing_extras(*REPRODUCE_EXTRAS)
-    if missing:
-        raise FileNotFoundError(extra_hint(missing, "orient-bias reproduce"))
+    require_extra("orient-bias", REPRODUCE_EXTRAS, REPRODUCE_MODULES, "orient-bias reproduce")
     from orient_bias.experiments.reproduce import reproduce as run_findings
     from shared_core.device import resolve_device
 

@@ -9,14 +9,12 @@ Coordinates are exactly as published (not centred). Properties keep the original
 from __future__ import annotations
 
 import csv
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
-from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses
-from shared_core.data import cached_arrays, iter_qm9pack_csv
+from shared_core.data import cached_arrays, iter_qm9pack_csv, package_dir, require_extra
 from shared_core.data.molecules import QM9PACK_TARGETS
 
 __all__ = ["QM9_TARGETS", "QM9Subset", "load_qm9", "parse_qm9pack_csv", "qm9_arrays"]
@@ -82,10 +80,8 @@ def parse_qm9pack_csv(
 
 def qm9_parts() -> list[Path]:
     """The three qm9pack CSV parts; FileNotFoundError with the install command when absent."""
-    spec = importlib.util.find_spec("qm9pack")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(extra_hint("qm9", "QM9 (the qm9pack wheel)"))
-    root = Path(next(iter(spec.submodule_search_locations))) / "data"
+    require_extra("orient-bias", "qm9", "qm9pack", "QM9 (the qm9pack wheel)")
+    root = package_dir("qm9pack") / "data"
     parts = sorted(root.glob("qm9_part*.csv"))
     if not parts:
         raise FileNotFoundError(f"no qm9_part*.csv under {root}")

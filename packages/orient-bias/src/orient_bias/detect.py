@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from orient_bias._extras import require_torch
 from orient_bias.frames import Poses
 from orient_bias.rotations import random_rotations, random_rotations_bounded
 from orient_bias.train import TrainConfig
+from shared_core.data import require_extra
 
 if TYPE_CHECKING:
     from torch import nn
@@ -96,7 +96,7 @@ def train_detector(
     poses: Poses, bonds: np.ndarray, cfg: DetectConfig, desc: str = "mpnn train"
 ) -> nn.Module:
     """Train a fresh `RotationVariantMPNN` on `poses` (as published) and return it (eval mode)."""
-    require_torch("the MPNN detector")
+    require_extra("orient-bias", "torch", "torch", "the MPNN detector")
     import torch
 
     from orient_bias.mpnn import RotationVariantMPNN
@@ -146,7 +146,7 @@ def score_detector(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rotation probabilities ``(s0, s1)`` of every molecule unrotated and Haar-rotated, each
     copy perturbed (noise, pre-rotation) independently with generator `seed`."""
-    require_torch("the MPNN detector")
+    require_extra("orient-bias", "torch", "torch", "the MPNN detector")
     import torch
 
     rng = np.random.default_rng(seed)

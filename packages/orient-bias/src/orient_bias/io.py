@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from orient_bias._extras import extra_hint
 from orient_bias.data import parse_qm9pack_csv
-from shared_core.data import Molecule, iter_sdf, read_xyz
+from shared_core.data import Molecule, iter_sdf, read_xyz, require_extra
 
 __all__ = [
     "SUFFIXES",
@@ -269,10 +268,10 @@ def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "sk
     keeps the total ``charge`` and ``spin`` multiplicity there, read back into ``atoms.info``).
     Needs the ``lmdb`` package (``pip install orient-bias[omol25]``).
     """
-    try:
-        import lmdb
-    except ModuleNotFoundError:
-        raise FileNotFoundError(extra_hint("omol25", "reading .aselmdb (lmdb)")) from None
+    # the workspace root installs neither `omol25` nor `ase`: only orient-bias's own sync
+    require_extra("orient-bias", "omol25", "lmdb", "reading .aselmdb (lmdb)", in_root=False)
+    import lmdb
+
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"path: {p} does not exist")
@@ -326,10 +325,9 @@ def write_aselmdb(
 
 
 def _load_ase_db(p: Path, on_error: str) -> LoadResult:
-    try:
-        from ase.db import connect
-    except ModuleNotFoundError:
-        raise FileNotFoundError(extra_hint("ase", "reading ASE .db files")) from None
+    require_extra("orient-bias", "ase", "ase", "reading ASE .db files", in_root=False)
+    from ase.db import connect
+
     out = LoadResult(files=1)
     for row in connect(str(p)).select():
         name = f"{p.stem}:{row.id}"

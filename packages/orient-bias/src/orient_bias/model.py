@@ -3,13 +3,14 @@ they can exploit orientation bias (paper §4, Table/figure "original vs rotated"
 
 from __future__ import annotations
 
-from orient_bias._extras import extra_hint
+from shared_core.data import require_extra
 
 try:
     import torch
     from torch import nn
-except ModuleNotFoundError:
-    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.model")) from None
+except ModuleNotFoundError:  # torch itself missing: the one-line error of the extra
+    require_extra("orient-bias", "torch", "torch", "orient_bias.model")
+    raise  # torch is there: another module is missing
 
 __all__ = ["OrientationMLP", "PointCloudNet"]
 

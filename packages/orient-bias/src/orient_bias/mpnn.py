@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 
-from orient_bias._extras import extra_hint
+from shared_core.data import require_extra
 
 try:
     import torch
     from torch import nn
-except ModuleNotFoundError:
-    raise ModuleNotFoundError(extra_hint("torch", "orient_bias.mpnn")) from None
+except ModuleNotFoundError:  # torch itself missing: the one-line error of the extra
+    require_extra("orient-bias", "torch", "torch", "orient_bias.mpnn")
+    raise  # torch is there: another module is missing
 
 __all__ = ["BOND_CLASSES", "QM9_ELEMENTS", "RotationVariantMPNN"]
 

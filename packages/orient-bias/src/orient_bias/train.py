@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from orient_bias._extras import require_torch
+from shared_core.data import require_extra
 
 if TYPE_CHECKING:
     import torch
@@ -123,7 +123,7 @@ def train(
     target: ``(M, ...)``; loss_fn: ``loss_fn(prediction, target) -> scalar``; desc: the
     progress bar's phase (``"point-cloud net train"``); checkpoint: a file to resume from.
     """
-    require_torch("training")
+    require_extra("orient-bias", "torch", "torch", "training")
     import torch
 
     from shared_core.train import fit
@@ -167,7 +167,7 @@ def train(
 
 def predict(model: nn.Module, inputs: tuple[np.ndarray, ...], batch_size: int = 1024) -> np.ndarray:
     """Model outputs for all rows, in evaluation mode, as float64 numpy."""
-    require_torch("prediction")
+    require_extra("orient-bias", "torch", "torch", "prediction")
     import torch
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from orient_bias._extras import extra_hint
 from orient_bias.frames import Poses, principal_frames
 from orient_bias.rotations import geodesic_angle, random_rotations
 from orient_bias.uniformity import uniformity_stats
+from shared_core.data import require_extra
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,10 @@ def fingerprints(
     smiles: np.ndarray, radius: int = 2, n_bits: int = 2048
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(bits (n, n_bits) uint8, ring counts (n,))`` from SMILES; invalid SMILES raise ValueError."""
-    try:
-        from rdkit import Chem, RDLogger
-        from rdkit.Chem import rdFingerprintGenerator, rdMolDescriptors
-    except ModuleNotFoundError:
-        raise FileNotFoundError(extra_hint("chem", "finding 3 (RDKit fingerprints)")) from None
+    require_extra("orient-bias", "chem", "rdkit", "finding 3 (RDKit fingerprints)")
+    from rdkit import Chem, RDLogger
+    from rdkit.Chem import rdFingerprintGenerator, rdMolDescriptors
+
     RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     bits = np.zeros((len(smiles), n_bits), dtype=np.uint8)
