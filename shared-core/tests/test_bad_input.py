@@ -85,6 +85,11 @@ CASES = {
         "module",
     ),
     "require_extra of no module": (lambda: require_extra("p", "a", (), "w"), ValueError, "module"),
+    "require_extra raising a non-exception": (
+        lambda: require_extra("p", "a", "json", "w", error=str),  # type: ignore[arg-type]
+        TypeError,
+        "error",
+    ),
 }
 
 

@@ -67,6 +67,15 @@ def test_a_blocked_module_counts_as_missing(monkeypatch):
     _one_line(e, "demo", "x")
 
 
+def test_an_import_guard_raises_an_import_error_with_the_same_line():
+    with pytest.raises(ImportError) as e:  # `except ImportError` still catches it
+        require_extra(
+            "demo", ("a", "x"), ("json", "no_such_xyz"), "demo", error=ModuleNotFoundError
+        )
+    assert type(e.value) is ModuleNotFoundError and e.value.name == "no_such_xyz"
+    _one_line(e, "demo", "x")
+
+
 def _mol_graph(smiles):
     from shared_core.data.graphs import mol_graph
 

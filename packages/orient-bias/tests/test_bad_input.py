@@ -280,7 +280,7 @@ def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
         try:
             orient_bias.PointCloudNet
             model_error = ""
-        except FileNotFoundError as e:  # require_extra's one line (ModuleNotFoundError before 0.3.2)
+        except ModuleNotFoundError as e:  # require_extra's one line, an ImportError at import
             model_error = str(e)
         repro = main(["reproduce", "--scale", "micro", "--out", {str(tmp_path / "runs")!r}])
         print(json.dumps({{"code": code, "repro": repro, "torch": "torch" in sys.modules,

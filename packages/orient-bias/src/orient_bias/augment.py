@@ -10,8 +10,8 @@ from shared_core.data import require_extra
 
 try:
     import torch
-except ModuleNotFoundError:  # torch itself missing: the one-line error of the extra
-    require_extra("orient-bias", "torch", "torch", "orient_bias.augment")
+except ModuleNotFoundError:  # torch itself missing: the extra's one line, an ImportError
+    require_extra("orient-bias", "torch", "torch", "orient_bias.augment", error=ModuleNotFoundError)
     raise  # torch is there: another module is missing
 
 from orient_bias.rotations import random_rotations_torch

@@ -29,8 +29,8 @@ from shared_core.data import require_extra
 try:
     import torch
     from torch import nn
-except ModuleNotFoundError:  # torch itself missing: the one-line error of the extra
-    require_extra("orient-bias", "torch", "torch", "orient_bias.mpnn")
+except ModuleNotFoundError:  # torch itself missing: the extra's one line, an ImportError
+    require_extra("orient-bias", "torch", "torch", "orient_bias.mpnn", error=ModuleNotFoundError)
     raise  # torch is there: another module is missing
 
 __all__ = ["BOND_CLASSES", "QM9_ELEMENTS", "RotationVariantMPNN"]

