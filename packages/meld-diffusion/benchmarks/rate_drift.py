@@ -24,6 +24,7 @@ from masked_diffusion import row_batches
 from meld_diffusion.data import qm9_graphs
 from meld_diffusion.experiments.qm9 import SCALES, _schedule, build
 from meld_diffusion.meld import GRADIENTS, graph_loss_fn, with_counts
+
 from shared_core.train import TrainConfig, fit
 
 
