@@ -184,6 +184,37 @@ def _grouped(
     return [a for a in out if a is not None]
 
 
+def etkdg_arms(
+    test: list[MolGraph], ks: list[int], seed: int
+) -> tuple[dict[str, list[np.ndarray]], dict[str, dict[str, float]]]:
+    """The RDKit arms: ``k`` ETKDGv3 conformers of test molecule i with seed ``seed + i``
+    (± MMFF), and their CPU costs."""
+    samples, cost = {}, {}
+    for name, mmff in (("ETKDG", False), ("ETKDG + MMFF", True)):
+        samples[name], t = _timed(
+            lambda mmff=mmff: [  # type: ignore[misc]
+                etkdg(g, k, seed=seed + i, mmff=mmff)
+                for i, (g, k) in enumerate(zip(test, ks, strict=True))
+            ]
+        )
+        cost[name] = {"train_cpu_s": 0.0, "sample_cpu_s": t}
+    return samples, cost
+
+
+def run_etkdg(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
+    """Only the RDKit arms of `run` (same split, seeds and evaluation): ``{"metrics",
+    "cost", "n_test"}``."""
+    _, test, refs, _ = _load(cfg, seed)
+    ks = [cfg.samples_per_ref * r.shape[0] for r in refs]
+    samples, cost = etkdg_arms(test, ks, seed)
+    metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
+    return {
+        "metrics": {n: {k2: v for k2, v in m.items() if k2 != "rmsd"} for n, m in metrics.items()},
+        "cost": cost,
+        "n_test": len(test),
+    }
+
+
 def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     """Train, sample and evaluate every arm; return metrics, costs and curves."""
     torch.manual_seed(seed)
@@ -196,19 +227,9 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     nonfinite: dict[str, int] = {}
 
     if cfg.etkdg:
-        samples["ETKDG"], t_e = _timed(
-            lambda: [
-                etkdg(g, k, seed=seed + i) for i, (g, k) in enumerate(zip(test, ks, strict=True))
-            ]
-        )
-        samples["ETKDG + MMFF"], t_m = _timed(
-            lambda: [
-                etkdg(g, k, seed=seed + i, mmff=True)
-                for i, (g, k) in enumerate(zip(test, ks, strict=True))
-            ]
-        )
-        cost["ETKDG"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_e}
-        cost["ETKDG + MMFF"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_m}
+        rd_samples, rd_cost = etkdg_arms(test, ks, seed)
+        samples.update(rd_samples)
+        cost.update(rd_cost)
     samples["random"] = [
         random_conformers(g, k, seed=seed + i)
         for i, (g, k) in enumerate(zip(test, ks, strict=True))

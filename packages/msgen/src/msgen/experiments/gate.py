@@ -1,8 +1,9 @@
 """The pipeline gate: MSGEN with GENERATED guides vs single-scale, over seeds (tiny sizes).
 
-Each seed runs `msgen.experiments.conformers.run` (tiny: 2,000 train / 50 test QM9
-molecules, 400 + 400 steps of the 32-wide dual encoder, single-scale 800 steps, Langevin
-over 250 levels) without the DDPM re-runs and the guide-alone table, and reports per arm
+Each seed runs `msgen.experiments.conformers.run` at a `msgen reproduce` scale (tiny: 2,000
+train / 50 test QM9 molecules, 400 + 400 steps of the 32-wide dual encoder, single-scale 800
+steps, Langevin over 250 levels; or small) without the DDPM re-runs, the param-matched arm
+and the guide-alone table, and reports per arm
 the mean and spread (max - min) of MAT-R and COV-R@0.5 over the seeds. The oracle arm
 (TRUE heavy atoms + stage 2) and stage 1's own heavy atoms are reported beside.
 
@@ -27,7 +28,7 @@ import torch
 
 from msgen.epsnet import GUIDE_INPUTS
 from msgen.experiments import conformers
-from msgen.experiments.conformers import ConformerConfig
+from msgen.experiments.reproduce import SCALES
 from shared_core.cli import nonneg_int, positive_int
 
 KEYS = ("MAT-R", "COV-R@0.5", "MAT-P", "COV-P@0.5")
@@ -48,8 +49,10 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=nonneg_int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--stage1-steps", type=positive_int, default=ConformerConfig.stage1_steps)
-    p.add_argument("--stage2-steps", type=positive_int, default=ConformerConfig.stage2_steps)
+    p.add_argument("--scale", choices=("tiny", "small"), default="tiny",
+                   help="sizes, data and steps of `msgen reproduce --scale`")  # fmt: skip
+    p.add_argument("--stage1-steps", type=positive_int, default=None, help="default: the scale's")
+    p.add_argument("--stage2-steps", type=positive_int, default=None, help="default: the scale's")
     p.add_argument("--guide-input", choices=GUIDE_INPUTS, default="length")
     p.add_argument("--no-augmentation", action="store_true", help="no public augmentation")
     p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
@@ -61,12 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    base = ConformerConfig()
-    cfg = ConformerConfig(
+    base = SCALES[a.scale]
+    cfg = dataclasses.replace(
+        base,
         other_samplers=(),
         guide_taus=(),
-        stage1_steps=a.stage1_steps,
-        stage2_steps=a.stage2_steps,
+        param_matched_single=False,
+        stage1_steps=a.stage1_steps or base.stage1_steps,
+        stage2_steps=a.stage2_steps or base.stage2_steps,
         epsnet=dataclasses.replace(base.epsnet, guide_input=a.guide_input),
         guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
         guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
@@ -84,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps({"seed": s, "MAT-R": brief, "guide_sigma": out["guide_sigma"]}), flush=True
         )
     result = {
+        "scale": a.scale,
         "config": dataclasses.asdict(cfg),
         "seeds": a.seeds,
         "summary": summary(runs),
