@@ -186,7 +186,7 @@ CASES = {
         "n_train",
         "0",
     ),
-    # ours (0.3.3): the told guide level
+    # ours (0.4.0): the told guide level
     "guide noise for a network that is not told the level": (
         lambda: DiffusionConfig(
             epsnet=EpsNetConfig(guided=True), guide_augmentation=False, guide_noise=(0.0, 1.0)

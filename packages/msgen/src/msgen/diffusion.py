@@ -36,7 +36,7 @@ Samplers:
 MSGEN's conditioning augmentation (public ``get_loss_diffusion``): in training the guide is
 perturbed as ``g + n sqrt((1 - abar_s) / abar_s)`` at a level s drawn (antithetic pairs)
 over the 5,000-step schedule (up to ~12 Å); in sampling the guide is used clean.
-Option of ours (0.3.3), replacing it: ``guide_noise=(lo, hi)`` perturbs the guide as
+Option of ours (0.4.0), replacing it: ``guide_noise=(lo, hi)`` perturbs the guide as
 ``g + sigma_g n`` with ``sigma_g`` uniform on [lo, hi] Å per molecule and TELLS the network
 ``sigma_g`` (``EpsNetConfig(guide_input="calibrated")``); at sampling the told level is
 ``guide_sigma`` (e.g. stage 1's measured error, `msgen.multiscale.MSGEN.calibrate`).
@@ -153,7 +153,7 @@ class DiffusionConfig:
     steps: int = 100  # ddpm sampler (and egnn training) chain, respaced from GeoDiff's 5,000
     batch_size: int = 32  # molecules per training step
     guide_augmentation: bool = True  # perturb the guide in training (MSGEN); clean in sampling
-    # ours (0.3.3): guide noise of a level sigma_g ~ U[lo, hi] Å told to a "calibrated"
+    # ours (0.4.0): guide noise of a level sigma_g ~ U[lo, hi] Å told to a "calibrated"
     # network, instead of the public augmentation (needs guide_augmentation=False)
     guide_noise: tuple[float, float] | None = None
     guide_sigma: float = 0.0  # the level told to a "calibrated" network at sampling, Å
@@ -547,7 +547,8 @@ def geodiff_loss(
     """
     sigma = ((1 - abar) / abar).sqrt()
     x = x0 + noise * sigma
-    s_glob, s_loc = net(x, graph, guide, sigma[:, 0], guide_sigma)
+    told = () if guide_sigma is None else (guide_sigma,)  # 0.3.2's call without a told level
+    s_glob, s_loc = net(x, graph, guide, sigma[:, 0], *told)
     i, j = graph.pairs
     d = (x[i] - x[j]).norm(dim=-1)
     target = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma[i, 0]
@@ -591,11 +592,12 @@ def langevin_sample(
     dtype = next(net.parameters()).dtype
     dev = graph.z.device
     x = (torch.randn(graph.num_atoms, 3, generator=gen, dtype=torch.float64) * sigmas[-1]).to(dtype)
+    told = {} if guide_sigma is None else {"guide_sigma": guide_sigma}  # networks of 0.3.2 too
     for k in levels.tolist():
         sigma = float(sigmas[k])
         f = net.field(
             x.to(dev), graph, guide, sigma=torch.full((graph.num_atoms,), sigma, device=dev),
-            guide_sigma=guide_sigma, use_global=sigma < cfg.global_start_sigma,
+            **told, use_global=sigma < cfg.global_start_sigma,
             w_global=cfg.w_global, clip=cfg.clip, clip_local=clip_local,
         ).cpu()  # fmt: skip
         a = step_lr * (sigma / 0.01) ** 2

@@ -34,7 +34,7 @@ feeds the guide encoders ``g_e - d_e`` instead of ``g_e`` (the same information,
 this edge towards its guide length" becomes a function of one input); ``guide_input="scaled"``
 feeds ``(g_e - d_e) / sigma`` (the exact score of a heavy-heavy edge with a clean guide).
 
-``guide_input="calibrated"`` (ours, 0.3.3) is for guides with ERRORS of a known size: a
+``guide_input="calibrated"`` (ours, 0.4.0) is for guides with ERRORS of a known size: a
 guide drawn as the true coarse conformer plus isotropic noise of level ``sigma_g`` per atom
 (`DiffusionConfig.guide_noise` in training; at sampling ``sigma_g`` is told, e.g. stage 1's
 measured error, `msgen.multiscale.MSGEN.calibrate`). With positions ``x = x_0 + sigma n``

@@ -161,7 +161,7 @@ def etkdg(graph: MolGraph, num_samples: int, *, seed: int = 0, mmff: bool = Fals
     seed: an int in [0, 2^31 - 2]; RDKit gets ``randomSeed = seed + 1``. RDKit 2026.09.1
     embeds every conformer of a molecule ALIKE with ``randomSeed = 0`` (so msgen <= 0.3.2's
     ``etkdg(g, k, seed=0)`` returned k copies); ``seed + 1`` maps our seeds one to one onto
-    RDKit's positive ones (0.3.3; ``seed = s`` now gives what ``randomSeed = s + 1`` gives).
+    RDKit's positive ones (0.4.0; ``seed = s`` now gives what ``randomSeed = s + 1`` gives).
     """
     from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 

@@ -12,7 +12,7 @@ generator on ``A_l``: its guide is stage l-1's conformer, upsampled onto ``A_l``
 per molecule, as the public code does when it builds its dataset) and the stage-l generator
 perturbs it (conditioning augmentation); in sampling it is the generated one, used clean.
 
-Ours (0.3.3): a stage whose network is told its guide's error level
+Ours (0.4.0): a stage whose network is told its guide's error level
 (``DiffusionGenerator.reads_guide_sigma``, ``guide_input="calibrated"``) gets, in
 `MSGEN.sample`, the level that `MSGEN.calibrate` measured for the stage before it on
 held-out conformers (0 for the oracle's exact coarse atoms).

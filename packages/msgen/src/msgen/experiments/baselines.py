@@ -2,7 +2,7 @@
 
 Same split, per-molecule seeds (``seed + i``), conformer counts and evaluation as the full
 run (`msgen.experiments.conformers.run_etkdg`), in seconds instead of the networks' minutes:
-for re-running the RDKit rows of a table alone (0.3.3: `etkdg`'s seed mapping changed).
+for re-running the RDKit rows of a table alone (0.4.0: `etkdg`'s seed mapping changed).
 
     python -m msgen.experiments.baselines --scale small --seed 0 --out small-etkdg.json
 """

@@ -73,7 +73,7 @@ class ConformerConfig:
     lr: float = 1e-3
     tau: float = 3.0  # Å, the public default
     guide_augmentation: bool = True  # public: perturb stage 2's guide in training; False: clean
-    # ours (0.3.3): guide noise of a told level U[lo, hi] Å (EpsNetConfig guide_input
+    # ours (0.4.0): guide noise of a told level U[lo, hi] Å (EpsNetConfig guide_input
     # "calibrated", guide_augmentation False) and the number of held-out QM9 molecules
     # (after the test ones) on which MSGEN.calibrate measures stage 1's error
     guide_noise: tuple[float, float] | None = None

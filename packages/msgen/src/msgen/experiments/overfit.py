@@ -131,7 +131,7 @@ def training_set(cfg: OverfitConfig, name: str, seed: int) -> tuple[list[MolGrap
             "heavy_atoms": [int(heavy_atoms(g).size) for g in train],
         }
     base = molecule(cfg.smiles)
-    # RDKit randomSeed = seed + 1 (etkdg's mapping since 0.3.3; 0.3.2 passed seed + 1 here
+    # RDKit randomSeed = seed + 1 (etkdg's mapping since 0.4.0; 0.3.2 passed seed + 1 here
     # by hand): the conformers of 0.3.2's runs
     pool = etkdg(base, 6 * cfg.conformers, seed=seed)
     every = rmsd_matrix(with_positions(base, pool[0]), pool, pool)
