@@ -12,6 +12,7 @@ from msgen import (
     DiffusionGenerator,
     EpsNetConfig,
     LangevinConfig,
+    etkdg,
     evaluate,
     hierarchy,
     molecule,
@@ -184,6 +185,57 @@ CASES = {
         ValueError,
         "n_train",
         "0",
+    ),
+    # ours (0.4.0): the told guide level
+    "guide noise for a network that is not told the level": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True), guide_augmentation=False, guide_noise=(0.0, 1.0)
+        ),
+        ValueError,
+        "guide_noise",
+        "calibrated",
+    ),
+    "guide noise beside the public augmentation": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"), guide_noise=(0.0, 1.0)
+        ),
+        ValueError,
+        "guide_augmentation",
+    ),
+    "calibrated network without guide noise": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"), guide_augmentation=False
+        ),
+        ValueError,
+        "guide_noise",
+    ),
+    "guide noise range reversed": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
+            guide_augmentation=False,
+            guide_noise=(1.0, 0.5),
+        ),
+        ValueError,
+        "guide_noise",
+        "(1.0, 0.5)",
+    ),
+    "negative told level": (
+        lambda: DiffusionConfig(guide_sigma=-0.1),
+        ValueError,
+        "guide_sigma",
+        "-0.1",
+    ),
+    "told level for a network that is not told it": (
+        lambda: _GU.sample([_G], 1, [_G.positions[None]], guide_sigma=0.3),  # type: ignore[attr-defined, list-item]
+        ValueError,
+        "guide_sigma",
+    ),
+    "calibrate on no molecules": (lambda: _MS.calibrate([]), ValueError, "graphs"),
+    "ETKDG seed out of RDKit's range": (
+        lambda: etkdg(_G, 1, seed=-1),  # type: ignore[arg-type]
+        ValueError,
+        "seed",
+        "-1",
     ),
     # sampling before fit
     "sample before fit": (lambda: _UN.sample([_G], 1), RuntimeError, "fit"),  # type: ignore[list-item]

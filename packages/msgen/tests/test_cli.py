@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from msgen.cli import main
 
+from shared_core.testing import assert_missing_extra_is_one_line
+
 HAVE_QM9 = importlib.util.find_spec("qm9pack") is not None
 
 
@@ -29,14 +31,10 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_data_extra_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "qm9pack" else real(name, *a)
+    line = assert_missing_extra_is_one_line(
+        main, "qm9pack", "msgen", "data", monkeypatch=monkeypatch, capsys=capsys, out=tmp_path
     )
-    code = main(["reproduce", "--scale", "micro", "--out", str(tmp_path)])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert "uv sync --package msgen --extra data" in err[0]
+    assert "QM9" in line
 
 
 @pytest.mark.skipif(not HAVE_QM9, reason="needs the 'data' extra (qm9pack)")

@@ -317,15 +317,141 @@ def test_scaled_guide_input_is_the_exact_heavy_score_and_stays_equivariant() -> 
     assert_close("local guide input", seen[0], want[local_mask(batch)], ratio=1e-12)  # type: ignore[arg-type]
 
 
+def test_calibrated_guide_input_reads_the_told_level_and_stays_equivariant() -> None:
+    """``guide_input="calibrated"`` (ours): the guide encoders see exactly
+    ``u = sigma (g - d) / (sigma^2 + sigma_g^2)`` and ``r = sigma_g / sqrt(sigma^2 + sigma_g^2)``;
+    with sigma_g = 0 the first is ``scaled``'s input; the field rotates with the atoms; it
+    needs both levels, and other networks refuse a told level."""
+    net, x, batch, guide = _option_net(guide_input="calibrated")
+    n = x.shape[0]
+    sig = torch.full((n,), 0.3, dtype=torch.float64)
+    sg = torch.full((n,), 0.4, dtype=torch.float64)
+    R = _rotation(7, reflect=True)
+    with torch.no_grad():
+        f = net.field(x, batch, guide, sigma=sig, guide_sigma=sg)  # type: ignore[arg-type]
+        moved = net.field(x @ R.T + 0.5, batch, guide @ R.T - 1.0, sigma=sig, guide_sigma=sg)  # type: ignore[arg-type]
+        other = net.field(x, batch, guide, sigma=sig, guide_sigma=2 * sg)  # type: ignore[arg-type]
+    assert_close("F(Rx + s) vs R F(x), calibrated guide", f @ R.T, moved, ratio=1e-10)
+    assert (f - other).abs().max() > 1e-6  # the told level changes the field
+    with pytest.raises(ValueError, match="guide_sigma"):
+        net(x, batch, guide, sig)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sigma"):
+        net(x, batch, guide, None, sg)  # type: ignore[arg-type]
+    seen: list[torch.Tensor] = []
+    hook = net.edge_condition_global.register_forward_hook(  # type: ignore[union-attr]
+        lambda _m, args, _out: seen.append(args[0])
+    )
+    with torch.no_grad():
+        net(x, batch, guide, sig, sg)  # type: ignore[arg-type]
+        net(x, batch, guide, sig, torch.zeros_like(sg))  # type: ignore[arg-type]
+    hook.remove()
+    i, j = batch.pairs  # type: ignore[attr-defined]
+    gap = (guide[i] - guide[j]).norm(dim=-1) - (x[i] - x[j]).norm(dim=-1)
+    assert seen[0].shape == (gap.numel(), 2)
+    assert_close("u", seen[0][:, 0], 0.3 * gap / (0.09 + 0.16), ratio=1e-12)
+    assert_close("r", seen[0][:, 1], torch.full_like(gap, 0.4 / 0.5), ratio=1e-12)
+    assert_close("u at sigma_g = 0 (scaled)", seen[1][:, 0], gap / 0.3, ratio=1e-12)
+    plain, *_ = _option_net(guide_input="scaled")
+    with pytest.raises(ValueError, match="guide_sigma"):
+        plain(x, batch, guide, sig, sg)  # type: ignore[arg-type]
+
+
+def _level_of(r: torch.Tensor, told: float) -> torch.Tensor:
+    """The noise level sigma that ``r = told / sqrt(sigma^2 + told^2)`` implies."""
+    return told * (1 / r.double() ** 2 - 1).clamp_min(0).sqrt()
+
+
+def test_the_told_level_reaches_the_encoders_in_training_and_sampling() -> None:
+    """Training with ``guide_noise=(0.3, 0.3)`` tells every edge r for sigma_g = 0.3 at one
+    of GeoDiff's training levels; sampling tells ``guide_sigma`` (config default or
+    argument) at the sampler's levels. A level that did not arrive gives other r."""
+    g = [_conformer("CCO"), _conformer("CC#N")]
+    cfg = DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True,
+                            guide_input="calibrated"),
+        langevin=LangevinConfig(steps=6), steps=5, batch_size=4, guide_augmentation=False,
+        guide_noise=(0.3, 0.3), guide_sigma=0.2,
+        train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    gen = DiffusionGenerator(cfg)
+    seen: list[torch.Tensor] = []
+    hook = gen.net.edge_condition_local.register_forward_hook(  # type: ignore[union-attr]
+        lambda _m, args, _out: seen.append(args[0].detach()[:, 1])
+    )
+    gen.fit(g, [c.positions.copy() for c in g], seed=0)  # type: ignore[union-attr]
+    abar = torch.cumprod(1 - torch.from_numpy(sigmoid_betas()), 0)
+    levels = ((1 - abar) / abar).sqrt()
+    trained = torch.cat(seen)
+    implied = _level_of(trained, 0.3)
+    gap = (implied[:, None] - levels[None, :]).abs().min(dim=1).values
+    assert float((gap / implied).max()) < 1e-3  # every r: sigma_g = 0.3 at a training level
+    guides = [np.repeat(c.positions[None], 2, axis=0) for c in g]  # type: ignore[index]
+    lvl = LangevinConfig(steps=6)
+    ks = np.unique(np.round(np.linspace(4999, 0, lvl.steps)).astype(np.int64))
+    for told, kw in ((0.2, {}), (0.7, {"guide_sigma": 0.7}), (0.0, {"guide_sigma": 0.0})):
+        seen.clear()
+        gen.sample(g, 2, guides, seed=0, **kw)  # type: ignore[arg-type]
+        r = torch.stack([a[0] for a in seen])
+        if told == 0.0:
+            assert float(r.abs().max()) == 0.0
+            continue
+        assert_close(f"r at sampling, told {told}", r.double(),
+                     (told / (levels[ks].flip(0) ** 2 + told**2).sqrt()).float().double(),
+                     ratio=1e-5)  # fmt: skip
+    hook.remove()
+
+
+def test_default_training_and_sampling_are_those_of_0_3_2() -> None:
+    """The public path (no told level) is bit-for-bit what 0.3.2 computed: losses of a
+    3-step fit and samples, unguided and guided (numbers printed by 0.3.2's code with the
+    same script; float32 CPU arithmetic, compared at 1e-5 relative so that other CPUs'
+    rounding passes while any change of the random streams or the network does not)."""
+    from msgen import molecule
+    from msgen.data import with_positions
+
+    rng = np.random.default_rng(0)
+    graphs = [molecule(s) for s in ("CCO", "CC#N", "OCC=O")]
+    graphs = [with_positions(g, rng.standard_normal((g.num_atoms, 3)) * 1.5) for g in graphs]
+    guides = [g.positions + 0.3 * rng.standard_normal(g.positions.shape) for g in graphs]  # type: ignore[operator, union-attr]
+    want = {
+        False: ([894.8190307617188, 2260.42919921875, 2789.587646484375],
+                [2715.292569875717, 350.7925867512822, 566.640718407929],
+                [-12.494648933410645, 3.1253530979156494, 7.9716010093688965]),
+        True: ([863.8732299804688, 2183.24560546875, 1964.6204833984375],
+               [638.0654618740082, 320.887688010931, 368.55873078107834],
+               [2.0472822189331055, 3.058983564376831, 5.720203399658203]),
+    }  # fmt: skip
+    for guided in (False, True):
+        torch.manual_seed(7)
+        gen = DiffusionGenerator(DiffusionConfig(
+            epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=guided),
+            langevin=LangevinConfig(steps=6), steps=4, batch_size=3,
+            train=TrainConfig(steps=3, lr=1e-3, weight_decay=0.0),
+        ))  # fmt: skip
+        h = gen.fit(graphs, guides if guided else None, seed=1)
+        s = gen.sample(
+            graphs, 2, [np.repeat(a[None], 2, 0) for a in guides] if guided else None, seed=2
+        )
+        got = ([float(x) for x in h.losses], [float(np.abs(a).sum()) for a in s],
+               [float(a[0, 0, 0]) for a in s])  # fmt: skip
+        for name, a, b in zip(("losses", "sum |x|", "x[0, 0, 0]"), want[guided], got, strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"guided={guided}: {name}")
+
+
 @pytest.mark.parametrize(
-    "options", [{"time_input": True}, {"guide_edges": "heavy"}, {"guide_input": "scaled"}]
-)
+    "options",
+    [{"time_input": True}, {"guide_edges": "heavy"}, {"guide_input": "scaled"},
+     {"guide_input": "calibrated"}],
+)  # fmt: skip
 def test_options_train_and_sample(options: dict[str, object]) -> None:
     g = [_conformer("CCO"), _conformer("CC#N")]
+    told = options.get("guide_input") == "calibrated"
     cfg = DiffusionConfig(
         epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True, **options),  # type: ignore[arg-type]
         langevin=LangevinConfig(steps=10), steps=5, batch_size=2,
         train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
+        guide_augmentation=not told, guide_noise=(0.0, 1.0) if told else None,
     )  # fmt: skip
     guides = [c.positions + 0.1 for c in g]  # type: ignore[operator]
     for sampler in ("ld", "ddpm"):

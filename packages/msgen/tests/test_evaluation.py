@@ -96,6 +96,26 @@ def test_etkdg_is_seeded_and_keeps_atom_order() -> None:
     assert etkdg(g, 1, seed=4, mmff=True).shape == (1, g.num_atoms, 3)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_etkdg_conformers_differ_for_every_seed_including_zero(seed: int) -> None:
+    """RDKit 2026.09.1 embeds identical conformers with randomSeed = 0; `etkdg` maps our
+    seed to ``seed + 1``, so seed 0 (the benchmark's and reproduce's first molecule) gives
+    distinct conformers too, and seed s is RDKit's randomSeed s + 1."""
+    from rdkit.Chem import rdDistGeom
+
+    g = _conformer("CCCCCCO")
+    a = etkdg(g, 4, seed=seed)
+    gaps = [float(np.abs(a[0] - a[k]).max()) for k in range(1, 4)]
+    assert min(gaps) > 0.1, gaps
+    mol = Chem.AddHs(Chem.MolFromSmiles("CCCCCCO"))
+    params = rdDistGeom.ETKDGv3()
+    params.randomSeed = seed + 1
+    params.numThreads = 1
+    ids = list(rdDistGeom.EmbedMultipleConfs(mol, numConfs=4, params=params))
+    want = np.stack([mol.GetConformer(i).GetPositions() for i in ids])
+    np.testing.assert_allclose(a, want, atol=1e-9)  # same atom order: built from the SMILES
+
+
 def test_the_uff_bond_check_can_be_switched_off() -> None:
     g = _conformer("CCO")
     gen = [np.repeat(g.positions[None], 2, axis=0)]  # type: ignore[index]
@@ -116,3 +136,6 @@ def test_bad_input_raises() -> None:
         evaluate([g], [])
     with pytest.raises(ValueError, match="num_samples"):
         etkdg(g, 0)
+    for seed in (-1, 2**31 - 1, True):
+        with pytest.raises(ValueError, match="seed"):
+            etkdg(g, 1, seed=seed)

@@ -160,3 +160,86 @@ def test_conformer_config_guide_augmentation_reaches_the_generator():
     for flag in (True, False):
         gen = _generator(ConformerConfig(guide_augmentation=flag), steps=1, guided=True)
         assert gen.config.guide_augmentation is flag
+
+
+class _Scaled:
+    """Stage 1 stand-in: returns each molecule's TRUE positions times `factor` (a known error)."""
+
+    guided = False
+
+    def __init__(self, truth: dict[int, np.ndarray], factor: float) -> None:
+        self.truth, self.factor = truth, factor
+
+    def fit(self, graphs, guides=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return None
+
+    def sample(self, graphs, num_samples, guides=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return [
+            np.repeat(self.factor * self.truth[g.num_atoms][None], num_samples, axis=0)
+            for g in graphs
+        ]
+
+
+class _Told:
+    """Guided stand-in that records the told level of every `sample` call."""
+
+    guided = True
+
+    def __init__(self, reads: bool) -> None:
+        self.reads_guide_sigma = reads
+        self.told: list[object] = []
+
+    def fit(self, graphs, guides=None, *, seed=0):  # type: ignore[no-untyped-def]
+        return None
+
+    def sample(self, graphs, num_samples, guides=None, *, seed=0, **kw):  # type: ignore[no-untyped-def]
+        self.told.append(kw.get("guide_sigma", "absent"))
+        return list(guides)
+
+
+def test_guide_error_of_a_known_error() -> None:
+    """Positions scaled by 1.1: every pair's length error is 0.1 d0 (all pairs, by class)."""
+    from msgen.model import pair_template
+    from msgen.multiscale import guide_error
+
+    g = _conformer("CCCCO")
+    x0 = g.positions
+    out = guide_error([g], [np.stack([1.1 * x0, x0])])  # type: ignore[operator, list-item]
+    tpl = pair_template(g)
+    i, j = tpl.pairs
+    keep = i < j
+    d0 = np.linalg.norm(x0[i[keep]] - x0[j[keep]], axis=-1)  # type: ignore[index]
+    # two samples: one off by 0.1 d0, one exact
+    np.testing.assert_allclose(out["edge_rms"], np.sqrt(np.mean(0.01 * d0**2) / 2), rtol=1e-10)
+    bonded = tpl.hops[keep] == 0
+    np.testing.assert_allclose(
+        out["edge_rms_by_bonds"]["1"], np.sqrt(np.mean(0.01 * d0[bonded] ** 2) / 2), rtol=1e-10
+    )
+    assert out["molecules"] == 1 and set(out["edge_rms_by_bonds"]) == {"1", "2", "3", ">3"}
+    nan = np.full((1, g.num_atoms, 3), np.nan)
+    assert guide_error([g, g], [np.stack([x0]), nan])["molecules"] == 1  # type: ignore[list-item]
+
+
+def test_calibrate_tells_stage_2_the_measured_error_and_the_oracle_zero() -> None:
+    """`MSGEN.calibrate` measures stage 1 on held-out conformers and sets guide_sigma[1] =
+    edge RMS / sqrt(2); `sample` tells it to a stage that reads it, 0 with the oracle's true
+    coarse atoms, and nothing to a stage that does not read a level."""
+    from msgen.multiscale import guide_error
+
+    graphs = [_conformer("CCO"), _conformer("CC(=O)N")]
+    heavy = {int(heavy_atoms(g).size): g.positions[heavy_atoms(g)] for g in graphs}  # type: ignore[index]
+    told = _Told(reads=True)
+    ms = MSGEN([_Scaled(heavy, 1.2), told])
+    (stats,) = ms.calibrate(graphs, seed=0)
+    coarse = [hierarchy(g, ("heavy",)).level_graph(0) for g in graphs]
+    want = guide_error(coarse, [1.2 * heavy[c.num_atoms][None] for c in coarse])["edge_rms"]
+    assert stats["sigma_g"] == pytest.approx(want / np.sqrt(2), rel=1e-12) and want > 0.05
+    assert ms.guide_sigma == [None, stats["sigma_g"]] and told.told == []  # stage 2 not run
+    ms.sample(graphs, 2, seed=0)
+    ms.sample(graphs, 2, seed=0, coarse=[heavy[c.num_atoms] for c in coarse])
+    assert told.told == [stats["sigma_g"], 0.0]
+    deaf = _Told(reads=False)
+    ms2 = MSGEN([_Scaled(heavy, 1.2), deaf])
+    ms2.calibrate(graphs)
+    ms2.sample(graphs, 1)
+    assert deaf.told == ["absent"]

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from msgen.epsnet import DualEncoderEpsNet, EpsNetConfig, eq_transform
     from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers, rmsd_matrix
     from msgen.model import DenoiserConfig, EGNNDenoiser, GraphBatch, pack, pair_template
-    from msgen.multiscale import MSGEN, Hierarchy, hierarchy, upsample_guide
+    from msgen.multiscale import MSGEN, Hierarchy, guide_error, hierarchy, upsample_guide
     from msgen.upsampling import TAU, UpsamplingPlan, upsample, upsampling_plan
 
 _HOME = {
@@ -62,7 +62,7 @@ _HOME = {
     "epsnet": ("DualEncoderEpsNet", "EpsNetConfig", "eq_transform"),
     "evaluation": ("bond_quality", "etkdg", "evaluate", "random_conformers", "rmsd_matrix"),
     "model": ("DenoiserConfig", "EGNNDenoiser", "GraphBatch", "pack", "pair_template"),
-    "multiscale": ("MSGEN", "Hierarchy", "hierarchy", "upsample_guide"),
+    "multiscale": ("MSGEN", "Hierarchy", "guide_error", "hierarchy", "upsample_guide"),
     "upsampling": ("TAU", "UpsamplingPlan", "upsample", "upsampling_plan"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
@@ -87,6 +87,7 @@ __all__ = [
     "eq_transform",
     "etkdg",
     "evaluate",
+    "guide_error",
     "heavy_atoms",
     "hierarchy",
     "langevin_sample",

@@ -36,6 +36,10 @@ Samplers:
 MSGEN's conditioning augmentation (public ``get_loss_diffusion``): in training the guide is
 perturbed as ``g + n sqrt((1 - abar_s) / abar_s)`` at a level s drawn (antithetic pairs)
 over the 5,000-step schedule (up to ~12 Å); in sampling the guide is used clean.
+Option of ours (0.4.0), replacing it: ``guide_noise=(lo, hi)`` perturbs the guide as
+``g + sigma_g n`` with ``sigma_g`` uniform on [lo, hi] Å per molecule and TELLS the network
+``sigma_g`` (``EpsNetConfig(guide_input="calibrated")``); at sampling the told level is
+``guide_sigma`` (e.g. stage 1's measured error, `msgen.multiscale.MSGEN.calibrate`).
 
 `ConformerGenerator` is the protocol a base model meets to plug into `msgen.MSGEN`:
 fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
@@ -43,6 +47,7 @@ fit on (graph, coordinates[, guide]) and sample given graphs [and guides].
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +153,10 @@ class DiffusionConfig:
     steps: int = 100  # ddpm sampler (and egnn training) chain, respaced from GeoDiff's 5,000
     batch_size: int = 32  # molecules per training step
     guide_augmentation: bool = True  # perturb the guide in training (MSGEN); clean in sampling
+    # ours (0.4.0): guide noise of a level sigma_g ~ U[lo, hi] Å told to a "calibrated"
+    # network, instead of the public augmentation (needs guide_augmentation=False)
+    guide_noise: tuple[float, float] | None = None
+    guide_sigma: float = 0.0  # the level told to a "calibrated" network at sampling, Å
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             steps=1000, lr=1e-3, warmup=50, weight_decay=0.0, betas=(0.95, 0.999), grad_clip=10.0
@@ -170,6 +179,53 @@ class DiffusionConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
+        calibrated = self.reads_guide_sigma
+        if self.guide_noise is not None:
+            gn = self.guide_noise
+            if not (
+                isinstance(gn, tuple)
+                and len(gn) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in gn)
+                and all(math.isfinite(v) for v in gn)
+                and 0 <= gn[0] <= gn[1]
+                and gn[1] > 0
+            ):
+                raise ValueError(
+                    f"guide_noise: expected (lo, hi) Å with 0 <= lo <= hi, hi > 0, got {gn!r}"
+                )
+            if not calibrated:
+                raise ValueError(
+                    'guide_noise: needs a guided network="geodiff" with '
+                    "EpsNetConfig(guide_input='calibrated'), which is told the level"
+                )
+            if self.guide_augmentation:
+                raise ValueError(
+                    "guide_augmentation: guide_noise replaces the public augmentation; "
+                    "set guide_augmentation=False"
+                )
+        elif calibrated:
+            raise ValueError(
+                "guide_noise: a guide_input='calibrated' network trains on guides with a told "
+                "error level; give guide_noise=(lo, hi) in Å"
+            )
+        if not (
+            isinstance(self.guide_sigma, (int, float))
+            and not isinstance(self.guide_sigma, bool)
+            and math.isfinite(self.guide_sigma)
+            and self.guide_sigma >= 0
+        ):
+            raise ValueError(
+                f"guide_sigma: expected a finite level >= 0 in Å, got {self.guide_sigma!r}"
+            )
+
+    @property
+    def reads_guide_sigma(self) -> bool:
+        """Whether the network is told its guide's error level (``guide_input="calibrated"``)."""
+        return (
+            self.network == "geodiff"
+            and self.epsnet.guided
+            and self.epsnet.guide_input == "calibrated"
+        )
 
     @property
     def guided(self) -> bool:
@@ -260,6 +316,11 @@ class DiffusionGenerator:
     def guided(self) -> bool:
         return self.config.guided
 
+    @property
+    def reads_guide_sigma(self) -> bool:
+        """Whether `sample` takes ``guide_sigma`` (the network is told its guide's error)."""
+        return self.config.reads_guide_sigma
+
     def fit(
         self,
         graphs: Sequence[MolGraph],
@@ -302,6 +363,11 @@ class DiffusionGenerator:
                     s = torch.cat([half, Ta - 1 - half])[: cfg.batch_size]
                     a_s = abar_aug[s][graph.batch][:, None]
                     g = g + torch.randn(g.shape, generator=gen) * ((1 - a_s) / a_s).sqrt()
+                if cfg.guide_noise is not None:  # ours: a told level per molecule
+                    lo, hi = cfg.guide_noise
+                    sg = (lo + (hi - lo) * torch.rand(cfg.batch_size, generator=gen))[graph.batch]
+                    g = g + torch.randn(g.shape, generator=gen) * sg[:, None]
+                    out["guide_sigma"] = sg
                 out["guide"] = g
             return out
 
@@ -309,7 +375,9 @@ class DiffusionGenerator:
             graph = _graph_from_dict(b)
             a = b["abar"][graph.batch][:, None]
             if geodiff:
-                return geodiff_loss(model, b["x0"], b["eps"], a, graph, b.get("guide"))  # type: ignore[arg-type]
+                return geodiff_loss(
+                    model, b["x0"], b["eps"], a, graph, b.get("guide"), b.get("guide_sigma"),  # type: ignore[arg-type]
+                )  # fmt: skip
             x_t = a.sqrt() * b["x0"] + (1 - a).sqrt() * b["eps"]
             eps_hat = model(x_t, b["t"], graph, b.get("guide"))
             return ((eps_hat - b["eps"]) ** 2).sum(-1).mean()
@@ -330,9 +398,12 @@ class DiffusionGenerator:
         guides: Sequence[np.ndarray] | None = None,
         *,
         seed: int = 0,
+        guide_sigma: float | None = None,
     ) -> list[np.ndarray]:
         """`num_samples` conformers per graph with the configured sampler (guides used clean).
 
+        guide_sigma: the error level (Å) told to a ``calibrated`` network about these guides
+        (default ``config.guide_sigma``); other networks do not take it.
         Raises RuntimeError before `fit` (an untrained network samples noise), after the
         arguments are checked.
         """
@@ -342,6 +413,19 @@ class DiffusionGenerator:
             raise ValueError("graphs: expected at least one molecular graph")
         graphs = [check_molecule(g, f"graphs[{i}]") for i, g in enumerate(graphs)]
         guide_list = _check_guides(guides, graphs, self.guided, (num_samples,))
+        if guide_sigma is not None and not self.reads_guide_sigma:
+            raise ValueError(
+                "guide_sigma: only a guided network with guide_input='calibrated' is told its "
+                f"guide's error level; got guide_sigma={guide_sigma!r} for this one"
+            )
+        level = self.config.guide_sigma if guide_sigma is None else guide_sigma
+        if not (
+            isinstance(level, (int, float))
+            and not isinstance(level, bool)
+            and math.isfinite(level)
+            and level >= 0
+        ):
+            raise ValueError(f"guide_sigma: expected a finite level >= 0 in Å, got {level!r}")
         if not self.fitted:
             raise RuntimeError(
                 "sample: this DiffusionGenerator is not trained; call fit(graphs) first "
@@ -357,6 +441,11 @@ class DiffusionGenerator:
                     guide_rows.append(torch.from_numpy(guide_list[gi][s]).float())
         graph = pack(templates)
         guide = torch.cat(guide_rows).to(self.device) if guide_rows else None
+        told = (
+            torch.full((graph.num_atoms,), float(level), device=self.device)
+            if self.reads_guide_sigma
+            else None
+        )
         self.net.eval()
         if self.config.network == "egnn":
             x = ancestral_sample(
@@ -367,11 +456,12 @@ class DiffusionGenerator:
             )
         else:  # the public retry: after a NaN, once more with the local field clipped
             try:
-                x = self._geodiff_sample(graph, guide, seed, None)
+                x = self._geodiff_sample(graph, guide, seed, None, guide_sigma=told)
             except FloatingPointError:
                 x = self._geodiff_sample(
-                    graph, guide, seed, self.config.langevin.clip_local_retry, nan_ok=True
-                )
+                    graph, guide, seed, self.config.langevin.clip_local_retry, nan_ok=True,
+                    guide_sigma=told,
+                )  # fmt: skip
                 bad = int(torch.isnan(x).any(-1).sum())
                 if bad:
                     warnings.warn(
@@ -396,6 +486,7 @@ class DiffusionGenerator:
         clip_local: float | None,
         *,
         nan_ok: bool = False,
+        guide_sigma: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One run of the configured sampler; FloatingPointError on a NaN unless `nan_ok`."""
         if self.config.sampler == "ld":
@@ -403,16 +494,21 @@ class DiffusionGenerator:
             g = graph_batch_to(graph, self.device)
             return langevin_sample(
                 self.net, g, guide, sigmas, self.config.langevin, seed, clip_local=clip_local,  # type: ignore[arg-type]
-                nan_ok=nan_ok,
+                nan_ok=nan_ok, guide_sigma=guide_sigma,
             )  # fmt: skip
         gen = torch.Generator().manual_seed(seed)
-        x = ancestral_sample(self._eps_fn(graph, guide, clip_local), self.betas, graph, gen)
+        eps_fn = self._eps_fn(graph, guide, clip_local, guide_sigma)
+        x = ancestral_sample(eps_fn, self.betas, graph, gen)
         if torch.isnan(x).any() and not nan_ok:
             raise FloatingPointError("ancestral_sample: NaN in the positions")
         return x
 
     def _eps_fn(
-        self, graph: GraphBatch, guide: torch.Tensor | None, clip_local: float | None
+        self,
+        graph: GraphBatch,
+        guide: torch.Tensor | None,
+        clip_local: float | None,
+        guide_sigma: torch.Tensor | None = None,
     ) -> EpsFn:
         """eps_hat of the VP chain: the EGNN directly, GeoDiff's ``-F`` at ``x_t / sqrt(abar_t)``."""
         g = graph_batch_to(graph, self.device)
@@ -427,6 +523,7 @@ class DiffusionGenerator:
             pos = (x / abar**0.5).to(self.device)
             f = self.net.field(  # type: ignore[operator]
                 pos, g, guide, sigma=torch.full((g.num_atoms,), sigma, device=self.device),
+                guide_sigma=guide_sigma,
                 use_global=sigma < lcfg.global_start_sigma,
                 w_global=lcfg.w_global, clip=lcfg.clip, clip_local=clip_local,
             )  # fmt: skip
@@ -442,11 +539,16 @@ def geodiff_loss(
     abar: torch.Tensor,
     graph: GraphBatch,
     guide: torch.Tensor | None,
+    guide_sigma: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """GeoDiff's ``get_loss_diffusion`` (mean over atoms) for x0, noise ``(N, 3)``, abar ``(N, 1)``."""
+    """GeoDiff's ``get_loss_diffusion`` (mean over atoms) for x0, noise ``(N, 3)``, abar ``(N, 1)``.
+
+    guide_sigma ``(N,)``: the guide's told error level (``calibrated`` networks only).
+    """
     sigma = ((1 - abar) / abar).sqrt()
     x = x0 + noise * sigma
-    s_glob, s_loc = net(x, graph, guide, sigma[:, 0])
+    told = () if guide_sigma is None else (guide_sigma,)  # 0.3.2's call without a told level
+    s_glob, s_loc = net(x, graph, guide, sigma[:, 0], *told)
     i, j = graph.pairs
     d = (x[i] - x[j]).norm(dim=-1)
     target = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma[i, 0]
@@ -473,8 +575,11 @@ def langevin_sample(
     *,
     clip_local: float | None = None,
     nan_ok: bool = False,
+    guide_sigma: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Annealed Langevin dynamics ``(N, 3)`` over `cfg.steps` of the ``(5000,)`` `sigmas`.
+
+    guide_sigma ``(N,)``: the guide's told error level (``calibrated`` networks only).
 
     Raises FloatingPointError on a NaN, as the public sampler does (its caller retries),
     unless `nan_ok` (then a diverged molecule's rows stay NaN; molecules do not interact).
@@ -487,11 +592,12 @@ def langevin_sample(
     dtype = next(net.parameters()).dtype
     dev = graph.z.device
     x = (torch.randn(graph.num_atoms, 3, generator=gen, dtype=torch.float64) * sigmas[-1]).to(dtype)
+    told = {} if guide_sigma is None else {"guide_sigma": guide_sigma}  # networks of 0.3.2 too
     for k in levels.tolist():
         sigma = float(sigmas[k])
         f = net.field(
             x.to(dev), graph, guide, sigma=torch.full((graph.num_atoms,), sigma, device=dev),
-            use_global=sigma < cfg.global_start_sigma,
+            **told, use_global=sigma < cfg.global_start_sigma,
             w_global=cfg.w_global, clip=cfg.clip, clip_local=clip_local,
         ).cpu()  # fmt: skip
         a = step_lr * (sigma / 0.01) ** 2

@@ -31,8 +31,27 @@ public code's commented-out ``edge_attr += temb_edge`` in ``dualenc.py``), and
 ``guide_edges="heavy"`` keeps the guide features only on edges between two heavy atoms (the
 coarse atoms of the heavy -> all-atoms stage), zero elsewhere; ``guide_input="difference"``
 feeds the guide encoders ``g_e - d_e`` instead of ``g_e`` (the same information, but "move
-this edge towards its guide length" becomes a function of one input). Everything it reads is a distance, a type or an element, so
-F rotates, reflects and permutes with the atoms and ignores translations.
+this edge towards its guide length" becomes a function of one input); ``guide_input="scaled"``
+feeds ``(g_e - d_e) / sigma`` (the exact score of a heavy-heavy edge with a clean guide).
+
+``guide_input="calibrated"`` (ours, 0.4.0) is for guides with ERRORS of a known size: a
+guide drawn as the true coarse conformer plus isotropic noise of level ``sigma_g`` per atom
+(`DiffusionConfig.guide_noise` in training; at sampling ``sigma_g`` is told, e.g. stage 1's
+measured error, `msgen.multiscale.MSGEN.calibrate`). With positions ``x = x_0 + sigma n``
+and guide ``g = x_0 + sigma_g n_g``, an edge's best estimate of its clean length from the
+guide alone is ``(sigma_g^2 d_e + sigma^2 g_e) / (sigma^2 + sigma_g^2)``, so its score
+``(d_0 - d) / sigma`` is estimated by
+
+    u_e = sigma (g_e - d_e) / (sigma^2 + sigma_g^2),   r_e = sigma_g / sqrt(sigma^2 + sigma_g^2),
+
+and the guide encoders read both (``MLP([u_e, r_e]) * Emb(type_e)``): ``u_e`` is the
+guide's vote (``scaled``'s input when ``sigma_g = 0``), ``r_e`` in [0, 1] how little it is
+to be trusted against the network's own knowledge. This replaces the public conditioning
+augmentation (``get_loss_diffusion`` in ``models/epsnet/dualenc.py``: a level drawn over
+all 5,000 steps and not told to the network), which leaves the guide unread
+(`msgen.experiments.overfit`). Everything the network reads is a distance, a type, an
+element or a noise level, so F rotates, reflects and permutes with the atoms and ignores
+translations.
 """
 
 from __future__ import annotations
@@ -50,7 +69,7 @@ from msgen.model import GraphBatch
 EDGE_TYPES = 7  # 0 radius, 1-4 bond types, 5 / 6 = two / three bonds apart
 LOCAL_HOPS = 3  # GeoDiff's ``edge_order``: local edges join atoms at most 3 bonds apart
 GUIDE_EDGES = ("all", "heavy")
-GUIDE_INPUTS = ("length", "difference", "scaled")
+GUIDE_INPUTS = ("length", "difference", "scaled", "calibrated")
 HYDROGEN = ELEMENTS.index(1)
 
 
@@ -67,6 +86,7 @@ class EpsNetConfig:
     time_input: bool = False  # ours: log sigma through an MLP added to the edge features
     guide_input: str = "length"  # "length" (public: g_e); ours: "difference" (g_e - d_e)
     # or "scaled" ((g_e - d_e) / sigma: the exact heavy-heavy score itself, needs sigma)
+    # or "calibrated" (u_e, r_e of the guide's told error sigma_g: needs sigma and sigma_g)
 
     def __post_init__(self) -> None:
         if self.guide_edges not in GUIDE_EDGES:
@@ -130,15 +150,20 @@ class ShiftedSoftplus(nn.Module):
 
 
 class EdgeEncoder(nn.Module):
-    """GeoDiff's ``MLPEdgeEncoder``: ``MLP(d) * Emb(type)``, ``(E,)`` -> ``(E, H)``."""
+    """GeoDiff's ``MLPEdgeEncoder``: ``MLP(d) * Emb(type)``, ``(E,)`` -> ``(E, H)``.
 
-    def __init__(self, hidden: int) -> None:
+    inputs: features per edge (1: a length, GeoDiff; 2: ``calibrated``'s ``(u_e, r_e)``,
+    given as ``(E, 2)``).
+    """
+
+    def __init__(self, hidden: int, inputs: int = 1) -> None:
         super().__init__()
         self.bond_emb = nn.Embedding(EDGE_TYPES, hidden)
-        self.mlp = mlp([1, hidden, hidden])
+        self.mlp = mlp([inputs, hidden, hidden])
 
     def forward(self, length: torch.Tensor, etype: torch.Tensor) -> torch.Tensor:
-        return self.mlp(length[:, None]) * self.bond_emb(etype)
+        feats = length[:, None] if length.dim() == 1 else length
+        return self.mlp(feats) * self.bond_emb(etype)
 
 
 class Interaction(nn.Module):
@@ -197,8 +222,9 @@ class DualEncoderEpsNet(nn.Module):
         width = 2 * h if config.guided else h
         self.edge_encoder_global = EdgeEncoder(h)
         self.edge_encoder_local = EdgeEncoder(h)
-        self.edge_condition_global = EdgeEncoder(h) if config.guided else None
-        self.edge_condition_local = EdgeEncoder(h) if config.guided else None
+        k = 2 if config.guide_input == "calibrated" else 1
+        self.edge_condition_global = EdgeEncoder(h, k) if config.guided else None
+        self.edge_condition_local = EdgeEncoder(h, k) if config.guided else None
         # SchNetEncoder
         self.embedding_global = nn.Embedding(len(ELEMENTS), h, max_norm=10.0)
         self.interactions = nn.ModuleList(Interaction(h, width) for _ in range(config.num_convs))
@@ -244,10 +270,13 @@ class DualEncoderEpsNet(nn.Module):
         graph: GraphBatch,
         guide: torch.Tensor | None = None,
         sigma: torch.Tensor | None = None,
+        guide_sigma: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Edge scores for positions x ``(N, 3)`` (Å); guide ``(N, 3)`` for guided networks.
 
-        sigma ``(N,)``: each atom's noise level, read only with ``time_input``.
+        sigma ``(N,)``: each atom's noise level, read with ``time_input`` and the
+        ``scaled`` / ``calibrated`` guide inputs; guide_sigma ``(N,)``: the told error level
+        of each atom's guide (Å), read (and required) only by ``calibrated``.
         """
         n = graph.num_atoms
         if x.shape != (n, 3):
@@ -262,7 +291,7 @@ class DualEncoderEpsNet(nn.Module):
         i, j = graph.pairs
         d = (x[i] - x[j]).norm(dim=-1)
         dg = None if guide is None else (guide[i] - guide[j]).norm(dim=-1)
-        return self.edge_scores(d, dg, graph, sigma)
+        return self.edge_scores(d, dg, graph, sigma, guide_sigma)
 
     def edge_scores(
         self,
@@ -270,6 +299,7 @@ class DualEncoderEpsNet(nn.Module):
         dg: torch.Tensor | None,
         graph: GraphBatch,
         sigma: torch.Tensor | None = None,
+        guide_sigma: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """`forward` from the edge lengths d ``(P,)`` and guide lengths dg ``(P,)`` on.
 
@@ -291,6 +321,24 @@ class DualEncoderEpsNet(nn.Module):
                     f"shape ({n},), got {None if sigma is None else tuple(sigma.shape)}"
                 )
             dg = (dg - d) / sigma.to(d.dtype)[i]
+        calibrated = self.config.guided and self.config.guide_input == "calibrated"
+        if guide_sigma is not None and not calibrated:
+            raise ValueError(
+                "guide_sigma: only a guided guide_input='calibrated' network reads the guide's "
+                f"error level; this one has guided={self.config.guided}, "
+                f"guide_input={self.config.guide_input!r}"
+            )
+        if dg is not None and calibrated:
+            for name, v in (("sigma", sigma), ("guide_sigma", guide_sigma)):
+                if v is None or v.shape != (n,):
+                    raise ValueError(
+                        f"{name}: a guide_input='calibrated' network needs it per atom, shape "
+                        f"({n},), got {None if v is None else tuple(v.shape)}"
+                    )
+            assert sigma is not None and guide_sigma is not None
+            s, sg = sigma.to(d.dtype)[i], guide_sigma.to(d.dtype)[i]
+            var = s**2 + sg**2
+            dg = torch.stack([s * (dg - d) / var, sg / var.sqrt()], dim=-1)
         etype = edge_types(graph)
         loc = local_mask(graph)
         z = graph.z
@@ -339,13 +387,14 @@ class DualEncoderEpsNet(nn.Module):
         guide: torch.Tensor | None = None,
         *,
         sigma: torch.Tensor | None = None,
+        guide_sigma: torch.Tensor | None = None,
         use_global: bool = True,
         w_global: float = 1.0,
         clip: float | None = None,
         clip_local: float | None = None,
     ) -> torch.Tensor:
         """``(N, 3)`` = eq(s_local) [clipped] + w_global eq(s_global) [clipped] (public sampler)."""
-        s_glob, s_loc = self(x, graph, guide, sigma)
+        s_glob, s_loc = self(x, graph, guide, sigma, guide_sigma)
         out = eq_transform(s_loc, x, graph.pairs)
         if clip_local is not None:
             out = clip_norm(out, clip_local)

@@ -152,15 +152,26 @@ def evaluate(
     return out
 
 
+RDKIT_MAX_SEED = 2**31 - 1  # RDKit's randomSeed is a signed 32-bit int (-1: unseeded)
+
+
 def etkdg(graph: MolGraph, num_samples: int, *, seed: int = 0, mmff: bool = False) -> np.ndarray:
-    """``(num_samples, n, 3)`` RDKit ETKDGv3 conformers (atom order of `graph`), seeded."""
+    """``(num_samples, n, 3)`` RDKit ETKDGv3 conformers (atom order of `graph`), seeded.
+
+    seed: an int in [0, 2^31 - 2]; RDKit gets ``randomSeed = seed + 1``. RDKit 2026.09.1
+    embeds every conformer of a molecule ALIKE with ``randomSeed = 0`` (so msgen <= 0.3.2's
+    ``etkdg(g, k, seed=0)`` returned k copies); ``seed + 1`` maps our seeds one to one onto
+    RDKit's positive ones (0.4.0; ``seed = s`` now gives what ``randomSeed = s + 1`` gives).
+    """
     from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
         raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < RDKIT_MAX_SEED:
+        raise ValueError(f"seed: expected an int in [0, {RDKIT_MAX_SEED - 1}], got {seed!r}")
     mol = _mol(MolGraph(graph.atoms, graph.edge_index, graph.bond_types))
     params: Any = rdDistGeom.ETKDGv3()  # RDKit's stubs type its fields wrongly
-    params.randomSeed = seed
+    params.randomSeed = seed + 1  # randomSeed = 0 embeds identical conformers (docstring)
     params.numThreads = 1
     ids = list(rdDistGeom.EmbedMultipleConfs(mol, numConfs=num_samples, params=params))
     if len(ids) < num_samples:  # rare on QM9: retry from random coordinates

@@ -11,6 +11,11 @@ generator on ``A_l``: its guide is stage l-1's conformer, upsampled onto ``A_l``
 (`msgen.upsampling`). In training the guide is the TRUE coarser conformer upsampled (once
 per molecule, as the public code does when it builds its dataset) and the stage-l generator
 perturbs it (conditioning augmentation); in sampling it is the generated one, used clean.
+
+Ours (0.4.0): a stage whose network is told its guide's error level
+(``DiffusionGenerator.reads_guide_sigma``, ``guide_input="calibrated"``) gets, in
+`MSGEN.sample`, the level that `MSGEN.calibrate` measured for the stage before it on
+held-out conformers (0 for the oracle's exact coarse atoms).
 """
 
 from __future__ import annotations
@@ -142,6 +147,8 @@ class MSGEN:
             raise ValueError(f"anchor: expected one of {ANCHORS}, got {anchor!r}")
         self.tau = float(tau)
         self.anchor = anchor
+        # told guide error per stage (`calibrate`); None: the stage's own default
+        self.guide_sigma: list[float | None] = [None] * len(self.stages)
 
     def guide(self, h: Hierarchy, level: int, parent_pos: np.ndarray, seed: int) -> np.ndarray:
         """`upsample_guide` with this model's tau (a diverged, non-finite parent passes through)."""
@@ -165,6 +172,37 @@ class MSGEN:
             results.append(self.stages[level].fit(subs, guides, seed=seed + level))
         return results
 
+    def calibrate(
+        self, graphs: Sequence[MolGraph], *, seed: int = 0, num_samples: int = 1
+    ) -> list[dict[str, Any]]:
+        """Measure each stage's error on held-out conformers `graphs`; set `guide_sigma`.
+
+        Runs the pipeline as `sample` does; after stage l (l < L) it compares the generated
+        level-l conformers with the true ones pair by pair (`guide_error`) and sets
+        ``guide_sigma[l + 1] = sqrt(mean e^2 / 2)``: the per-atom noise level whose
+        per-edge length error has that RMS (an isotropic error of sigma per coordinate on
+        both atoms gives a length error of variance ``2 sigma^2``). Returns one dict per
+        measured stage (`guide_error`'s keys and ``"sigma_g"``). Ours, not in the paper.
+        """
+        if len(graphs) == 0:
+            raise ValueError("graphs: expected at least one held-out conformer")
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+            raise ValueError(f"num_samples: expected a positive int, got {num_samples!r}")
+        hs = [
+            hierarchy(check_molecule(g, f"graphs[{i}]", conformer=True), self.scales)
+            for i, g in enumerate(graphs)
+        ]
+        out: list[dict[str, Any]] = []
+
+        def measure(level: int, pos: list[np.ndarray]) -> None:
+            stats = guide_error([h.level_graph(level) for h in hs], pos)
+            stats["sigma_g"] = float(stats["edge_rms"] / np.sqrt(2.0))
+            self.guide_sigma[level + 1] = stats["sigma_g"]
+            out.append(stats)
+
+        self._run(hs, num_samples, seed, None, measure, stop=len(self.stages) - 1)
+        return out
+
     def sample(
         self,
         graphs: Sequence[MolGraph],
@@ -186,12 +224,25 @@ class MSGEN:
         hs = [
             hierarchy(check_molecule(g, f"graphs[{i}]"), self.scales) for i, g in enumerate(graphs)
         ]
+        return self._run(hs, num_samples, seed, coarse, None, stop=len(self.stages))
+
+    def _run(
+        self,
+        hs: list[Hierarchy],
+        num_samples: int,
+        seed: int,
+        coarse: Sequence[np.ndarray] | None,
+        measure: Any,
+        *,
+        stop: int,
+    ) -> list[np.ndarray]:
+        """Stages ``0 .. stop - 1``; ``measure(level, positions)`` after each but the last."""
         if coarse is None:
             pos = self.stages[0].sample([h.level_graph(0) for h in hs], num_samples, seed=seed)
         else:
-            if len(coarse) != len(graphs):
+            if len(coarse) != len(hs):
                 raise ValueError(
-                    f"coarse: expected one array per graph ({len(graphs)}), got {len(coarse)}"
+                    f"coarse: expected one array per graph ({len(hs)}), got {len(coarse)}"
                 )
             pos = []
             for i, (c, h) in enumerate(zip(coarse, hs, strict=True)):
@@ -202,20 +253,85 @@ class MSGEN:
                         f"got shape {a.shape}"
                     )
                 pos.append(np.repeat(a[None], num_samples, axis=0))
-        for level in range(1, len(self.stages)):
+        for level in range(1, stop):
+            if measure is not None:
+                measure(level - 1, pos)
             guides = [
                 self.guide(h, level, p, seed * 7919 + 104729 * level + i)
                 for i, (h, p) in enumerate(zip(hs, pos, strict=True))
             ]
+            stage = self.stages[level]
+            told: dict[str, float] = {}
+            if getattr(stage, "reads_guide_sigma", False):
+                exact = level == 1 and coarse is not None  # the oracle's true coarse atoms
+                level_sigma = 0.0 if exact else self.guide_sigma[level]
+                if level_sigma is not None:
+                    told["guide_sigma"] = level_sigma
             # a molecule whose coarser stage diverged (NaN) stays NaN; the others go on
             ok = [i for i, g in enumerate(guides) if np.all(np.isfinite(g))]
             nxt = [np.full((num_samples, h.levels[level].size, 3), np.nan) for h in hs]
             if ok:
-                done = self.stages[level].sample(
+                done = stage.sample(
                     [hs[i].level_graph(level) for i in ok], num_samples,
-                    [guides[i] for i in ok], seed=seed + level,
+                    [guides[i] for i in ok], seed=seed + level, **told,
                 )  # fmt: skip
                 for i, arr in zip(ok, done, strict=True):
                     nxt[i] = arr
             pos = nxt
+        if measure is not None and stop < len(self.stages):
+            measure(stop - 1, pos)
         return pos
+
+
+def guide_error(graphs: Sequence[MolGraph], generated: Sequence[np.ndarray]) -> dict[str, Any]:
+    """Pair-length errors of generated conformers against the true ones (ours).
+
+    graphs: molecules with their true positions ``(n, 3)``; generated: ``(k, n, 3)`` per
+    molecule (non-finite ones are skipped). ``e = |x_a - x_b| - |x0_a - x0_b|`` over every
+    unordered pair of atoms and every sample. Returns ``edge_rms`` (RMS of e over all pairs),
+    ``edge_rms_by_bonds`` (by topological distance: "1", "2", "3", ">3" bonds apart),
+    ``molecule_rms_quantiles`` (10 / 50 / 90 % of the per-molecule RMS), ``molecules``
+    (finite ones used).
+    """
+    from msgen.model import pair_template
+
+    if len(graphs) != len(generated):
+        raise ValueError(
+            f"generated: expected one array per graph ({len(graphs)}), got {len(generated)}"
+        )
+    sq: list[np.ndarray] = []
+    cls: list[np.ndarray] = []
+    per_mol = []
+    for gi, (g, a) in enumerate(zip(graphs, generated, strict=True)):
+        if g.positions is None:
+            raise ValueError(f"graphs: entry {gi} has no positions (the true conformer)")
+        arr = np.asarray(a, dtype=np.float64)
+        if arr.ndim != 3 or arr.shape[1:] != (g.num_atoms, 3):
+            raise ValueError(
+                f"generated: entry {gi} expected shape (k, {g.num_atoms}, 3), got {arr.shape}"
+            )
+        if not np.all(np.isfinite(arr)) or g.num_atoms < 2:
+            continue
+        tpl = pair_template(g)
+        i, j = tpl.pairs
+        keep = i < j
+        i, j, hops = i[keep], j[keep], tpl.hops[keep]
+        d0 = np.linalg.norm(g.positions[i] - g.positions[j], axis=-1)
+        d = np.linalg.norm(arr[:, i] - arr[:, j], axis=-1)  # (k, pairs)
+        e2 = (d - d0) ** 2
+        sq.append(e2.ravel())
+        cls.append(np.broadcast_to(hops, e2.shape).ravel())
+        per_mol.append(float(np.sqrt(e2.mean())))
+    if not sq:
+        raise ValueError("generated: no finite conformer with at least two atoms to measure")
+    e2a, ca = np.concatenate(sq), np.concatenate(cls)
+    by = {}
+    for name, m in (("1", ca == 0), ("2", ca == 1), ("3", ca == 2), (">3", ca >= 3)):
+        if m.any():
+            by[name] = float(np.sqrt(e2a[m].mean()))
+    return {
+        "edge_rms": float(np.sqrt(e2a.mean())),
+        "edge_rms_by_bonds": by,
+        "molecule_rms_quantiles": [float(q) for q in np.quantile(per_mol, [0.1, 0.5, 0.9])],
+        "molecules": len(per_mol),
+    }

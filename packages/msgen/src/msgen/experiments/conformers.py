@@ -12,6 +12,8 @@ geometry per molecule, so 2 per molecule by default):
   parameters as MSGEN's two networks together, same total steps;
 - ``MSGEN``: stage 1 on heavy atoms, upsampling (tau), stage 2 guided on all atoms;
 - ``oracle heavy + stage 2``: the TRUE heavy atoms upsampled, then stage 2 (isolates stage 2);
+- ``stage 1 alone (heavy atoms)``: stage 1's samples (the same ones MSGEN upsamples),
+  scored on the heavy atoms: what stage 2 starts from;
 - with ``other_samplers``: MSGEN and single-scale again with those samplers (same networks).
 
 Also the guide alone versus tau (bond quality of the upsampled true heavy atoms).
@@ -71,6 +73,12 @@ class ConformerConfig:
     lr: float = 1e-3
     tau: float = 3.0  # Å, the public default
     guide_augmentation: bool = True  # public: perturb stage 2's guide in training; False: clean
+    # ours (0.4.0): guide noise of a told level U[lo, hi] Å (EpsNetConfig guide_input
+    # "calibrated", guide_augmentation False) and the number of held-out QM9 molecules
+    # (after the test ones) on which MSGEN.calibrate measures stage 1's error
+    guide_noise: tuple[float, float] | None = None
+    calibrate: int = 0
+    told_factors: tuple[float, ...] = ()  # also MSGEN with the told level x these (ours)
     guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table
     param_matched_single: bool = False  # also train the wider single-scale network
     etkdg: bool = True
@@ -87,6 +95,21 @@ class ConformerConfig:
         for name in (self.sampler, *self.other_samplers):
             if name not in ("ld", "ddpm"):
                 raise ValueError(f"sampler: expected 'ld' or 'ddpm', got {name!r}")
+        if (
+            not isinstance(self.calibrate, int)
+            or isinstance(self.calibrate, bool)
+            or self.calibrate < 0
+        ):
+            raise ValueError(f"calibrate: expected an int >= 0, got {self.calibrate!r}")
+        if self.told_factors and not self.calibrate:
+            raise ValueError("told_factors: needs calibrate > 0 (a measured level to scale)")
+        if any(not (isinstance(f, (int, float)) and f >= 0) for f in self.told_factors):
+            raise ValueError(f"told_factors: expected numbers >= 0, got {self.told_factors!r}")
+        if self.calibrate and self.epsnet.guide_input != "calibrated":
+            raise ValueError(
+                "calibrate: only a guide_input='calibrated' stage 2 is told stage 1's error; "
+                f"got guide_input={self.epsnet.guide_input!r}"
+            )
 
 
 def _generator(
@@ -100,6 +123,7 @@ def _generator(
             langevin=LangevinConfig(steps=cfg.ld_steps), steps=cfg.diffusion_steps,
             batch_size=cfg.batch_size, train=train_config(steps, cfg.lr),
             guide_augmentation=cfg.guide_augmentation,
+            guide_noise=cfg.guide_noise if guided else None,
         )
     )  # fmt: skip
 
@@ -128,9 +152,13 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def _load(
     cfg: ConformerConfig, seed: int
-) -> tuple[list[MolGraph], list[MolGraph], list[np.ndarray]]:
-    """Train conformers, test graphs and each test molecule's reference conformers."""
+) -> tuple[list[MolGraph], list[MolGraph], list[np.ndarray], list[MolGraph]]:
+    """Train conformers, test graphs, each test molecule's reference conformers, and
+    `cfg.calibrate` held-out conformers (drawn after the test ones: train and test stay
+    the molecules they are without calibration)."""
     if cfg.geom_train or cfg.geom_test:
+        if cfg.calibrate:
+            raise ValueError("calibrate: held-out QM9 molecules only (not with GEOM pickles)")
         if not (cfg.geom_train and cfg.geom_test):
             raise ValueError("geom_train/geom_test: give both GeoDiff-format pickles or neither")
         train_sets = read_geodiff_pickle(cfg.geom_train)
@@ -138,9 +166,10 @@ def _load(
         train = [with_positions(s.graph, c) for s in train_sets for c in s.conformers]
         rng = np.random.default_rng(seed)
         train = [train[i] for i in rng.permutation(len(train))[: cfg.n_train]]
-        return train, [s.graph for s in test_sets], [s.conformers for s in test_sets]
-    train, test = qm9_conformers(cfg.n_train, cfg.n_test, pool=cfg.pool, seed=seed)
-    return train, test, [g.positions[None] for g in test]  # type: ignore[index]
+        return train, [s.graph for s in test_sets], [s.conformers for s in test_sets], []
+    train, rest = qm9_conformers(cfg.n_train, cfg.n_test + cfg.calibrate, pool=cfg.pool, seed=seed)
+    test, held = rest[: cfg.n_test], rest[cfg.n_test :]
+    return train, test, [g.positions[None] for g in test], held  # type: ignore[index]
 
 
 def _grouped(
@@ -155,10 +184,41 @@ def _grouped(
     return [a for a in out if a is not None]
 
 
+def etkdg_arms(
+    test: list[MolGraph], ks: list[int], seed: int
+) -> tuple[dict[str, list[np.ndarray]], dict[str, dict[str, float]]]:
+    """The RDKit arms: ``k`` ETKDGv3 conformers of test molecule i with seed ``seed + i``
+    (± MMFF), and their CPU costs."""
+    samples, cost = {}, {}
+    for name, mmff in (("ETKDG", False), ("ETKDG + MMFF", True)):
+        samples[name], t = _timed(
+            lambda mmff=mmff: [  # type: ignore[misc]
+                etkdg(g, k, seed=seed + i, mmff=mmff)
+                for i, (g, k) in enumerate(zip(test, ks, strict=True))
+            ]
+        )
+        cost[name] = {"train_cpu_s": 0.0, "sample_cpu_s": t}
+    return samples, cost
+
+
+def run_etkdg(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
+    """Only the RDKit arms of `run` (same split, seeds and evaluation): ``{"metrics",
+    "cost", "n_test"}``."""
+    _, test, refs, _ = _load(cfg, seed)
+    ks = [cfg.samples_per_ref * r.shape[0] for r in refs]
+    samples, cost = etkdg_arms(test, ks, seed)
+    metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
+    return {
+        "metrics": {n: {k2: v for k2, v in m.items() if k2 != "rmsd"} for n, m in metrics.items()},
+        "cost": cost,
+        "n_test": len(test),
+    }
+
+
 def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     """Train, sample and evaluate every arm; return metrics, costs and curves."""
     torch.manual_seed(seed)
-    train, test, refs = _load(cfg, seed)
+    train, test, refs, held = _load(cfg, seed)
     ks = [cfg.samples_per_ref * r.shape[0] for r in refs]
     samples: dict[str, list[np.ndarray]] = {}
     cost: dict[str, dict[str, float]] = {}
@@ -167,19 +227,9 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     nonfinite: dict[str, int] = {}
 
     if cfg.etkdg:
-        samples["ETKDG"], t_e = _timed(
-            lambda: [
-                etkdg(g, k, seed=seed + i) for i, (g, k) in enumerate(zip(test, ks, strict=True))
-            ]
-        )
-        samples["ETKDG + MMFF"], t_m = _timed(
-            lambda: [
-                etkdg(g, k, seed=seed + i, mmff=True)
-                for i, (g, k) in enumerate(zip(test, ks, strict=True))
-            ]
-        )
-        cost["ETKDG"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_e}
-        cost["ETKDG + MMFF"] = {"train_cpu_s": 0.0, "sample_cpu_s": t_m}
+        rd_samples, rd_cost = etkdg_arms(test, ks, seed)
+        samples.update(rd_samples)
+        cost.update(rd_cost)
     samples["random"] = [
         random_conformers(g, k, seed=seed + i)
         for i, (g, k) in enumerate(zip(test, ks, strict=True))
@@ -190,10 +240,23 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     stages += [_generator(cfg, cfg.stage2_steps, True) for _ in cfg.scales]
     ms = MSGEN(stages, scales=cfg.scales, tau=cfg.tau)
     fits, t_fit = _timed(lambda: ms.fit(train, seed=seed))
+    calibration: list[dict[str, Any]] = []
+    if held:  # ours: stage 1's error on held-out molecules, told to stage 2 at sampling
+        calibration, t_cal = _timed(lambda: ms.calibrate(held, seed=seed + 1))
+        t_fit += t_cal
     samples["MSGEN"], t_s = _timed(
         lambda: _grouped(lambda g, k: ms.sample(g, k, seed=seed), test, ks)
     )
     cost["MSGEN"] = {"train_cpu_s": t_fit, "sample_cpu_s": t_s}
+    measured = list(ms.guide_sigma)
+    for f in cfg.told_factors:  # the told level's sensitivity, same networks and seeds
+        ms.guide_sigma = [None if v is None else f * v for v in measured]
+        name = f"MSGEN [told x{f:g}]"
+        samples[name], t_f = _timed(
+            lambda: _grouped(lambda g, k: ms.sample(g, k, seed=seed), test, ks)
+        )
+        cost[name] = {"train_cpu_s": t_fit, "sample_cpu_s": t_f}
+    ms.guide_sigma = measured
     params["MSGEN"] = sum(num_parameters(st.net) for st in stages)
     names = [*cfg.scales, "all atoms"]
     for level, fit in enumerate(fits):
@@ -211,6 +274,15 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     )  # fmt: skip
     cost[oracle] = {"train_cpu_s": t_fit, "sample_cpu_s": t_o}
     params[oracle] = sum(num_parameters(st.net) for st in stages[1:])
+    # stage 1's own samples (the ones MSGEN upsamples: same seed), scored on its scale
+    coarse_graphs = [hierarchy(g, ms.scales).level_graph(0) for g in test]
+    first = f"stage 1 alone ({cfg.scales[0]} atoms)"
+    if cfg.scales == ("heavy",):  # RemoveHs leaves exactly stage 1's atoms to score
+        stage1_samples, t_1 = _timed(
+            lambda: _grouped(lambda g, k: stages[0].sample(g, k, seed=seed), coarse_graphs, ks)
+        )
+        cost[first] = {"train_cpu_s": t_fit, "sample_cpu_s": t_1}
+        params[first] = num_parameters(stages[0].net)
 
     # the base generator alone, on the same total number of optimisation steps
     single_arms: list[tuple[str, int | None]] = [("single-scale", None)]
@@ -252,6 +324,17 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
                 nonfinite[name] = nonfinite.get(name, 0) + 1
 
     metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
+    if cfg.scales == ("heavy",):
+        bad1 = [i for i, a in enumerate(stage1_samples) if not np.all(np.isfinite(a))]
+        for i in bad1:
+            stage1_samples[i] = random_conformers(coarse_graphs[i], ks[i], seed=seed + i)
+        if bad1:
+            nonfinite[first] = len(bad1)
+        upsampled = [  # hydrogens placed as in the guide; the RMSD ignores them
+            ms.guide(hierarchy(g, ms.scales), 1, a, seed=seed + i)
+            for i, (g, a) in enumerate(zip(test, stage1_samples, strict=True))
+        ]
+        metrics[first] = evaluate(test, upsampled, THRESHOLDS, refs, bonds=False)
     guide_rows = []
     for tau in cfg.guide_taus:
         q = []
@@ -273,6 +356,8 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         "params": params,
         "losses": losses,
         "guide": guide_rows,
+        "calibration": calibration,
+        "guide_sigma": ms.guide_sigma[1:],
         "nonfinite_molecules": nonfinite,
         "n_train": len(train),
         "n_test": len(test),

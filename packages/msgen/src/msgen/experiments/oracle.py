@@ -66,6 +66,7 @@ class OracleConfig:
     tau: float = 3.0
     samplers: tuple[str, ...] = ("ld", "ddpm")
     guide_augmentation: bool = True  # the public conditioning augmentation of the guide
+    guide_noise: tuple[float, float] | None = None  # ours: told noise (guide_input "calibrated")
     single_scale: bool = True  # also train the unguided arm
     anchor: str = "bonded"  # upsampling anchors (msgen.upsampling.upsample)
     ld_steps: tuple[int, ...] = (250,)  # Langevin levels, each evaluated
@@ -80,6 +81,7 @@ def _generator(cfg: OracleConfig, guided: bool) -> DiffusionGenerator:
         DiffusionConfig(
             epsnet=epsnet, batch_size=cfg.batch_size,
             train=train_config(cfg.steps, cfg.lr), guide_augmentation=cfg.guide_augmentation,
+            guide_noise=cfg.guide_noise if guided else None,
         )
     )  # fmt: skip
 
@@ -110,7 +112,8 @@ def field_r2(
     out = {}
     for sigma in FIELD_SIGMAS:
         x = x0 + sigma * torch.randn(x0.shape, generator=gen_)
-        _, s_loc = net(x, graph, guide, torch.full((graph.num_atoms,), sigma))
+        told = (torch.zeros(graph.num_atoms),) if gen.reads_guide_sigma else ()  # exact guide
+        _, s_loc = net(x, graph, guide, torch.full((graph.num_atoms,), sigma), *told)
         d = (x[i] - x[j]).norm(dim=-1)
         t = ((x0[i] - x0[j]).norm(dim=-1) - d) / sigma
         want = eq_transform(torch.where(loc, t, torch.zeros_like(t)), x, graph.pairs)[heavy]
@@ -241,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         "--samplers", nargs="+", choices=("ld", "ddpm"), default=list(OracleConfig.samplers)
     )
     p.add_argument("--no-augmentation", action="store_true", help="clean guides in training")
+    p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="ours: told guide noise U[LO, HI] Å, the oracle told 0 "
+                   "(with --guide-input calibrated; replaces the augmentation)")  # fmt: skip
     p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
     p.add_argument("--tau", type=float, default=OracleConfig.tau, help="upsampling distance, Å")
     p.add_argument("--anchor", choices=ANCHORS, default=OracleConfig.anchor)
@@ -270,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         n_train=a.n_train,
         n_test=a.n_test,
         samplers=tuple(a.samplers),
-        guide_augmentation=not a.no_augmentation,
+        guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
+        guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
         single_scale=not a.oracle_only,
         tau=a.tau,
         anchor=a.anchor,

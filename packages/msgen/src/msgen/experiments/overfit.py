@@ -131,8 +131,9 @@ def training_set(cfg: OverfitConfig, name: str, seed: int) -> tuple[list[MolGrap
             "heavy_atoms": [int(heavy_atoms(g).size) for g in train],
         }
     base = molecule(cfg.smiles)
-    # seed + 1: RDKit 2026.09 embeds every conformer alike with randomSeed = 0
-    pool = etkdg(base, 6 * cfg.conformers, seed=seed + 1)
+    # RDKit randomSeed = seed + 1 (etkdg's mapping since 0.4.0; 0.3.2 passed seed + 1 here
+    # by hand): the conformers of 0.3.2's runs
+    pool = etkdg(base, 6 * cfg.conformers, seed=seed)
     every = rmsd_matrix(with_positions(base, pool[0]), pool, pool)
     keep = [0]  # greedy: conformers at least MIN_SPREAD Å apart (heavy-atom RMSD)
     for c in range(1, len(pool)):

@@ -136,10 +136,10 @@ def reproduce(args: ReproduceArgs) -> int:
             **{"MAT-R (Å)": m["MAT-R"], "MAT-P (Å)": m["MAT-P"]},
             **{
                 "COV-R@1.0": m["COV-R@1"],
-                "bond MAE (Å)": m["bond_mae"],
-                "all bonds ok": m["bonds_ok"],
+                "bond MAE (Å)": m.get("bond_mae", "-"),
+                "all bonds ok": m.get("bonds_ok", "-"),
             },
-            **{"X-H ok": m["xh_ok"], "heavy ok": m["heavy_ok"]},
+            **{"X-H ok": m.get("xh_ok", "-"), "heavy ok": m.get("heavy_ok", "-")},
             params=out["params"].get(name, "-"),
             train_cpu_s=c.get("train_cpu_s", "-"),
             sample_cpu_s=c.get("sample_cpu_s", "-"),
