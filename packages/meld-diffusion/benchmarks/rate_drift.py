@@ -25,6 +25,7 @@ from meld_diffusion.data import qm9_graphs
 from meld_diffusion.experiments.qm9 import SCALES, _schedule, build
 from meld_diffusion.meld import GRADIENTS, graph_loss_fn, with_counts
 
+from shared_core.atomic import atomic_write_json
 from shared_core.train import TrainConfig, fit
 
 
@@ -76,8 +77,7 @@ def main() -> None:
         print(end, json.dumps(report[f"step {end}"]), flush=True)
     report["cpu_s"] = time.process_time() - cpu0
     print("cpu_s", report["cpu_s"])
-    with open(a.out, "w") as fh:
-        json.dump(report, fh, indent=1)
+    atomic_write_json(a.out, report)
 
 
 if __name__ == "__main__":

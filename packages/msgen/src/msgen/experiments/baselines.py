@@ -15,6 +15,7 @@ import time
 
 from msgen.experiments.conformers import run_etkdg
 from msgen.experiments.reproduce import SCALES
+from shared_core.atomic import atomic_write_json
 from shared_core.cli import nonneg_int
 
 
@@ -30,8 +31,7 @@ def main(argv: list[str] | None = None) -> int:
               "cpu_s": time.process_time() - c0, "elapsed_s": time.time() - t0}  # fmt: skip
     print(json.dumps(result))
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(result, f, indent=1)
+        atomic_write_json(a.out, result)
     return 0
 
 

@@ -29,6 +29,7 @@ import torch
 from msgen.epsnet import GUIDE_INPUTS
 from msgen.experiments import conformers
 from msgen.experiments.reproduce import SCALES
+from shared_core.atomic import atomic_write_json
 from shared_core.cli import nonneg_int, positive_int
 
 KEYS = ("MAT-R", "COV-R@0.5", "MAT-P", "COV-P@0.5")
@@ -100,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"summary": {k: {m: round(v[m]["mean"], 3) for m in ("MAT-R", "COV-R@0.5")}
                                   for k, v in result["summary"].items()}}))  # fmt: skip
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(result, f, indent=1)
+        atomic_write_json(a.out, result)
     return 0
 
 
