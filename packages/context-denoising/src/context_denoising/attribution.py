@@ -22,17 +22,13 @@ import torch
 from context_denoising._checks import check_batch
 from context_denoising.score import forward, scoring_context, sequence_ce, unwrap, vocab_size
 
-_CAPTUM_HINT = (
-    "needs the 'captum' extra: in the workspace `uv sync --package context-denoising --extra "
-    "captum`; with pip `pip install 'context-denoising[captum]'`"
-)
-
 
 def _captum() -> Any:
-    try:
-        import captum.attr
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(_CAPTUM_HINT) from None
+    from shared_core.data import require_extra
+
+    require_extra("context-denoising", "captum", "captum", "Captum's references", in_root=False)
+    import captum.attr
+
     return captum.attr
 
 

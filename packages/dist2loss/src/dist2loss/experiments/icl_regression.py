@@ -94,17 +94,15 @@ def ntl_peer(task: RegressionTask) -> Any:
     ntloss finds number tokens through a Hugging Face tokenizer; ``digit_level=False``
     because every integer 0..63 is one token here (with the default only "0".."9" count).
     """
-    try:
-        from ntloss import NTLoss
-        from tokenizers import Tokenizer, models
-        from transformers import PreTrainedTokenizerFast
-    except ModuleNotFoundError:
-        from shared_core.cli import UsageError
+    from shared_core.data import require_extra
 
-        raise UsageError(
-            "the 'ntl' arm needs the 'experiments' extra: in the workspace `uv sync "
-            "--package dist2loss --extra experiments`; with pip `pip install 'dist2loss[experiments]'`"
-        ) from None
+    require_extra(
+        "dist2loss", "experiments", ("ntloss", "tokenizers", "transformers"), "the 'ntl' arm"
+    )
+    from ntloss import NTLoss
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
     vocab = {str(v): v for v in range(task.n_numbers)} | {"<bos>": task.bos}
     tok: Any = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.WordLevel(vocab=vocab, unk_token="<bos>")),
