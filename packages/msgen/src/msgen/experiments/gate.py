@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also sample MSGEN with the measured level times these")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
+    if a.guide_clean_fraction and a.guide_noise is None:
+        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
     torch.set_num_threads(1)
     base = SCALES[a.scale]
     cfg = dataclasses.replace(

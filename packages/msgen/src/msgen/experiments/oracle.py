@@ -272,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="network width of both arms (public: 128)")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
+    if a.guide_clean_fraction and a.guide_noise is None:
+        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
     torch.set_num_threads(1)
     if a.exact_score:
         for s in a.seeds:
