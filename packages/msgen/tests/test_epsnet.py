@@ -446,7 +446,7 @@ def test_clean_guide_share_reaches_training() -> None:
         gen = DiffusionGenerator(cfg)
         seen: list[torch.Tensor] = []
         hook = gen.net.edge_condition_global.register_forward_hook(  # type: ignore[union-attr]
-            lambda _m, args, _out: seen.append(args[0].detach()[:, 1])
+            lambda _m, args, _out, seen=seen: seen.append(args[0].detach()[:, 1])
         )
         gen.fit(g, [c.positions.copy() for c in g], seed=0)  # type: ignore[union-attr]
         hook.remove()
