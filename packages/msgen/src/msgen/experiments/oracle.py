@@ -44,10 +44,12 @@ from msgen.diffusion import (
 from msgen.epsnet import GUIDE_EDGES, GUIDE_INPUTS, EpsNetConfig, eq_transform, local_mask
 from msgen.evaluation import evaluate, random_conformers
 from msgen.experiments.conformers import train_config
+from msgen.experiments.gate import summary
 from msgen.model import pack, pair_template
 from msgen.multiscale import hierarchy, upsample_guide
 from msgen.reference import ExactEdgeScore
 from msgen.upsampling import ANCHORS
+from shared_core.atomic import atomic_write_json
 from shared_core.cli import nonneg_int, positive_int
 
 
@@ -304,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     for s in a.seeds:
         results.append(run(cfg, s))
         print(json.dumps(results[-1]), flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"config": dataclasses.asdict(cfg), "runs": results}, f, indent=1)
+    if a.out:  # 0.4.1: with the per-arm mean and spread over the seeds (gate.summary)
+        out = {"config": dataclasses.asdict(cfg), "summary": summary(results), "runs": results}
+        atomic_write_json(a.out, out)
     return 0
 
 
