@@ -219,6 +219,46 @@ CASES = {
         "guide_noise",
         "(1.0, 0.5)",
     ),
+    # ours (0.4.1): the share of exact training guides
+    "clean guide share above 1": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
+            guide_augmentation=False,
+            guide_noise=(0.0, 1.0),
+            guide_clean_fraction=1.5,
+        ),
+        ValueError,
+        "guide_clean_fraction",
+        "1.5",
+    ),
+    "clean guide share negative": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
+            guide_augmentation=False,
+            guide_noise=(0.0, 1.0),
+            guide_clean_fraction=-0.25,
+        ),
+        ValueError,
+        "guide_clean_fraction",
+        "-0.25",
+    ),
+    "clean guide share not a number": (
+        lambda: DiffusionConfig(
+            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
+            guide_augmentation=False,
+            guide_noise=(0.0, 1.0),
+            guide_clean_fraction=float("nan"),
+        ),
+        ValueError,
+        "guide_clean_fraction",
+        "nan",
+    ),
+    "clean guide share without told guide noise": (
+        lambda: DiffusionConfig(epsnet=EpsNetConfig(guided=True), guide_clean_fraction=0.5),
+        ValueError,
+        "guide_clean_fraction",
+        "guide_noise",
+    ),
     "negative told level": (
         lambda: DiffusionConfig(guide_sigma=-0.1),
         ValueError,

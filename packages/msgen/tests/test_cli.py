@@ -45,3 +45,32 @@ def test_reproduce_micro_writes_the_report(tmp_path: Path) -> None:
     arms = set(metrics["metrics"]["metrics"])
     assert {"ETKDG", "random", "single-scale", "MSGEN", "oracle heavy + stage 2"} <= arms
     assert (run / "coverage_vs_delta.png").is_file() and (run / "report.md").is_file()
+
+
+def test_gate_and_oracle_pass_the_clean_guide_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--guide-clean-fraction`` (ours, 0.4.1) reaches the configs the experiments run (the
+    runs themselves are replaced; default 0)."""
+    from msgen.experiments import conformers, gate, oracle
+
+    seen: list[float] = []
+
+    def fake_conformers(cfg: conformers.ConformerConfig, seed: int) -> dict[str, object]:
+        seen.append(cfg.guide_clean_fraction)
+        m = {k: 0.5 for k in gate.KEYS}
+        return {"losses": [], "metrics": {"arm": m}, "guide_sigma": None}
+
+    def fake_oracle(cfg: oracle.OracleConfig, seed: int) -> dict[str, object]:
+        seen.append(cfg.guide_clean_fraction)
+        return {"seed": seed}
+
+    monkeypatch.setattr(conformers, "run", fake_conformers)
+    monkeypatch.setattr(oracle, "run", fake_oracle)
+    told = ["--guide-input", "calibrated", "--guide-noise", "0", "1"]
+    assert gate.main(["--seeds", "0", *told, "--guide-clean-fraction", "0.5"]) == 0
+    assert gate.main(["--seeds", "0", *told]) == 0
+    assert oracle.main(["--seeds", "0", *told, "--guide-clean-fraction", "0.25"]) == 0
+    assert seen == [0.5, 0.0, 0.25]
+    for exp in (gate, oracle):
+        with pytest.raises(SystemExit):
+            exp.main(["--seeds", "0", "--guide-clean-fraction", "0.5"])
+    assert seen == [0.5, 0.0, 0.25]  # refused before any run

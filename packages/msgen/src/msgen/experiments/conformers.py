@@ -77,6 +77,7 @@ class ConformerConfig:
     # "calibrated", guide_augmentation False) and the number of held-out QM9 molecules
     # (after the test ones) on which MSGEN.calibrate measures stage 1's error
     guide_noise: tuple[float, float] | None = None
+    guide_clean_fraction: float = 0.0  # ours (0.4.1): share of exact training guides, told 0
     calibrate: int = 0
     told_factors: tuple[float, ...] = ()  # also MSGEN with the told level x these (ours)
     guide_taus: tuple[float, ...] = (0.5, 1.0, 1.5, 3.0)  # the guide-alone table
@@ -124,6 +125,7 @@ def _generator(
             batch_size=cfg.batch_size, train=train_config(steps, cfg.lr),
             guide_augmentation=cfg.guide_augmentation,
             guide_noise=cfg.guide_noise if guided else None,
+            guide_clean_fraction=cfg.guide_clean_fraction if guided else 0.0,
         )
     )  # fmt: skip
 

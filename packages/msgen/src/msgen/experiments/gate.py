@@ -13,6 +13,8 @@ the mean and spread (max - min) of MAT-R and COV-R@0.5 over the seeds. The oracl
 ``--guide-input calibrated --guide-noise LO HI --calibrate N`` is our stage 2 that is told
 its guide's error (`msgen.epsnet`): trained on guides perturbed at a level U[LO, HI] Å,
 sampled with the level `MSGEN.calibrate` measured for stage 1 on N held-out molecules.
+``--guide-clean-fraction P`` (ours, 0.4.1) leaves a share P of the training guides exact,
+told 0 (`msgen.diffusion.draw_guide_sigma`).
 """
 
 from __future__ import annotations
@@ -58,12 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-augmentation", action="store_true", help="no public augmentation")
     p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                    help="ours: told guide noise U[LO, HI] Å (with --guide-input calibrated)")  # fmt: skip
+    p.add_argument("--guide-clean-fraction", type=float, default=0.0, metavar="P",
+                   help="ours: share of training guides left exact, told 0 (with --guide-noise)")  # fmt: skip
     p.add_argument("--calibrate", type=nonneg_int, default=0,
                    help="held-out molecules on which stage 1's error is measured")  # fmt: skip
     p.add_argument("--told-factors", type=float, nargs="*", default=[],
                    help="also sample MSGEN with the measured level times these")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
+    if a.guide_clean_fraction and a.guide_noise is None:
+        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
     torch.set_num_threads(1)
     base = SCALES[a.scale]
     cfg = dataclasses.replace(
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         epsnet=dataclasses.replace(base.epsnet, guide_input=a.guide_input),
         guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
         guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
+        guide_clean_fraction=a.guide_clean_fraction,
         calibrate=a.calibrate,
         told_factors=tuple(a.told_factors),
     )

@@ -12,7 +12,9 @@ evaluated on the same trained networks.
 Ablation switches (defaults: the public code): ``--tau`` (upsampling distance), ``--anchor
 centroid`` (the public upsampling as it runs), ``--guide-edges heavy`` (guide features only
 on heavy-heavy edges), ``--guide-input difference`` (the guide encoders read g_e - d_e),
-``--time-input`` (both arms read log sigma), ``--ld-steps`` (Langevin
+``--time-input`` (both arms read log sigma), ``--guide-input calibrated --guide-noise LO HI
+[--guide-clean-fraction P]`` (ours: told-level guide noise, a share P of exact guides told
+0; the oracle is told 0), ``--ld-steps`` (Langevin
 levels) and ``--max-step-scale`` (cap of the step's stride multiplier; ``inf`` = 0.2.0's
 sampler): several values are all evaluated on the same trained networks.
 """
@@ -42,10 +44,12 @@ from msgen.diffusion import (
 from msgen.epsnet import GUIDE_EDGES, GUIDE_INPUTS, EpsNetConfig, eq_transform, local_mask
 from msgen.evaluation import evaluate, random_conformers
 from msgen.experiments.conformers import train_config
+from msgen.experiments.gate import summary
 from msgen.model import pack, pair_template
 from msgen.multiscale import hierarchy, upsample_guide
 from msgen.reference import ExactEdgeScore
 from msgen.upsampling import ANCHORS
+from shared_core.atomic import atomic_write_json
 from shared_core.cli import nonneg_int, positive_int
 
 
@@ -67,6 +71,7 @@ class OracleConfig:
     samplers: tuple[str, ...] = ("ld", "ddpm")
     guide_augmentation: bool = True  # the public conditioning augmentation of the guide
     guide_noise: tuple[float, float] | None = None  # ours: told noise (guide_input "calibrated")
+    guide_clean_fraction: float = 0.0  # ours (0.4.1): share of exact guides, told 0
     single_scale: bool = True  # also train the unguided arm
     anchor: str = "bonded"  # upsampling anchors (msgen.upsampling.upsample)
     ld_steps: tuple[int, ...] = (250,)  # Langevin levels, each evaluated
@@ -82,6 +87,7 @@ def _generator(cfg: OracleConfig, guided: bool) -> DiffusionGenerator:
             epsnet=epsnet, batch_size=cfg.batch_size,
             train=train_config(cfg.steps, cfg.lr), guide_augmentation=cfg.guide_augmentation,
             guide_noise=cfg.guide_noise if guided else None,
+            guide_clean_fraction=cfg.guide_clean_fraction if guided else 0.0,
         )
     )  # fmt: skip
 
@@ -247,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                    help="ours: told guide noise U[LO, HI] Å, the oracle told 0 "
                    "(with --guide-input calibrated; replaces the augmentation)")  # fmt: skip
+    p.add_argument("--guide-clean-fraction", type=float, default=0.0, metavar="P",
+                   help="ours: share of training guides left exact, told 0 (with --guide-noise)")  # fmt: skip
     p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
     p.add_argument("--tau", type=float, default=OracleConfig.tau, help="upsampling distance, Å")
     p.add_argument("--anchor", choices=ANCHORS, default=OracleConfig.anchor)
@@ -266,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="network width of both arms (public: 128)")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
+    if a.guide_clean_fraction and a.guide_noise is None:
+        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
     torch.set_num_threads(1)
     if a.exact_score:
         for s in a.seeds:
@@ -278,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         samplers=tuple(a.samplers),
         guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
         guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
+        guide_clean_fraction=a.guide_clean_fraction,
         single_scale=not a.oracle_only,
         tau=a.tau,
         anchor=a.anchor,
@@ -295,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     for s in a.seeds:
         results.append(run(cfg, s))
         print(json.dumps(results[-1]), flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"config": dataclasses.asdict(cfg), "runs": results}, f, indent=1)
+    if a.out:  # 0.4.1: with the per-arm mean and spread over the seeds (gate.summary)
+        out = {"config": dataclasses.asdict(cfg), "summary": summary(results), "runs": results}
+        atomic_write_json(a.out, out)
     return 0
 
 
