@@ -7,6 +7,11 @@ the mean, min and max over seeds of every metric.
 
 ``--run KEY SEED DIR[#ARM]``: DIR is the ``out`` folder of one `reproduce` call (its newest
 ``metrics.json`` below it is read); ``#ARM`` picks one arm of a run that trained several.
+``--copy FILE KEY``: copy arm KEY of an earlier file this script wrote (its runs and summary,
+unchanged, with ``"copied_from": FILE``), so that a table can show the baselines beside new arms:
+
+    python benchmarks/collect_seeds.py --out results/tiny-ablations-r11.json \
+        --copy results/tiny-seeds.json vanilla --run meld-nodes 0 runs/nodes-s0 ...
 """
 
 from __future__ import annotations
@@ -48,20 +53,38 @@ def one_run(path: str) -> dict[str, object]:
         out |= {"process_cpu_s": doc["cpu_s"], "process_wall_s": doc["elapsed_s"]}
     cfg = doc["config"]
     out["config"] = {
-        k: cfg[k] for k in ("gradient", "recon", "tau", "eps", "phi_lr_factor", "sampling_eps")
+        k: cfg[k]
+        for k in ("gradient", "recon", "tau", "eps", "phi_lr_factor", "sampling_eps", "steps")
+        if k in cfg
     } | {"arm": arm, "normalise": arm.endswith("normalised")}
+    if arm.startswith("meld"):  # the arm's own MELDConfig fields (`experiments.qm9._meld_config`)
+        elements = {"meld-nodes": "nodes", "meld-edges": "edges"}.get(arm, "nodes+edges")
+        out["config"] |= {"elements": elements, "permute": arm != "meld-fixed"}
+    commit = doc.get("environment", {}).get("git_commit")
+    if commit:
+        out["git_commit"] = commit
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--run", nargs=3, action="append", metavar=("KEY", "SEED", "DIR"))
+    ap.add_argument("--run", nargs=3, action="append", metavar=("KEY", "SEED", "DIR"), default=[])
+    ap.add_argument("--copy", nargs=2, action="append", metavar=("FILE", "KEY"), default=[])
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     arms: dict[str, dict[str, object]] = {}
+    for file, key in a.copy:
+        earlier = json.loads(Path(file).read_text())["arms"]
+        if key not in earlier:
+            raise ValueError(f"--copy: no arm {key!r} in {file} (it has {sorted(earlier)})")
+        arms[key] = dict(earlier[key]) | {"copied_from": file}
     for key, seed, path in a.run:
+        if "copied_from" in arms.get(key, {}):
+            raise ValueError(f"--run {key}: that key is copied with --copy; name the new one apart")
         arms.setdefault(key, {"runs": {}})["runs"][seed] = one_run(path)  # type: ignore[index]
     for entry in arms.values():
+        if "copied_from" in entry:
+            continue
         runs = list(entry["runs"].values())  # type: ignore[union-attr]
         keys = [k for k in (*METRICS, "process_cpu_s") if all(k in r for r in runs)]
         vals = {k: np.array([float(r[k]) for r in runs]) for k in keys}
