@@ -4,6 +4,8 @@ never NaN conformers or a raw error from inside torch/RDKit."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from msgen import (
@@ -54,6 +56,13 @@ _UN, _GU = _gen(False), _gen(True)
 _MS = MSGEN([_gen(False), _gen(True)])
 _H = hierarchy(_G, ("heavy",))  # type: ignore[arg-type]
 _HEAVY = _H.level_graph(0).positions
+
+
+def _told_noise(**changes: Any) -> DiffusionConfig:
+    """A told-level stage 2 (``calibrated``, guide noise U[0, 1] Å) with `changes`."""
+    kw: dict[str, Any] = {"guide_augmentation": False, "guide_noise": (0.0, 1.0), **changes}
+    return DiffusionConfig(epsnet=EpsNetConfig(guided=True, guide_input="calibrated"), **kw)
+
 
 CASES = {
     # empty lists
@@ -210,45 +219,26 @@ CASES = {
         "guide_noise",
     ),
     "guide noise range reversed": (
-        lambda: DiffusionConfig(
-            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
-            guide_augmentation=False,
-            guide_noise=(1.0, 0.5),
-        ),
+        lambda: _told_noise(guide_noise=(1.0, 0.5)),
         ValueError,
         "guide_noise",
         "(1.0, 0.5)",
     ),
     # ours (0.4.1): the share of exact training guides
     "clean guide share above 1": (
-        lambda: DiffusionConfig(
-            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
-            guide_augmentation=False,
-            guide_noise=(0.0, 1.0),
-            guide_clean_fraction=1.5,
-        ),
+        lambda: _told_noise(guide_clean_fraction=1.5),
         ValueError,
         "guide_clean_fraction",
         "1.5",
     ),
     "clean guide share negative": (
-        lambda: DiffusionConfig(
-            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
-            guide_augmentation=False,
-            guide_noise=(0.0, 1.0),
-            guide_clean_fraction=-0.25,
-        ),
+        lambda: _told_noise(guide_clean_fraction=-0.25),
         ValueError,
         "guide_clean_fraction",
         "-0.25",
     ),
     "clean guide share not a number": (
-        lambda: DiffusionConfig(
-            epsnet=EpsNetConfig(guided=True, guide_input="calibrated"),
-            guide_augmentation=False,
-            guide_noise=(0.0, 1.0),
-            guide_clean_fraction=float("nan"),
-        ),
+        lambda: _told_noise(guide_clean_fraction=float("nan")),
         ValueError,
         "guide_clean_fraction",
         "nan",

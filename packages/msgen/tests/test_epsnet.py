@@ -5,6 +5,7 @@ every edge, the loss, both samplers, seeded determinism and bad input."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -362,18 +363,23 @@ def _level_of(r: torch.Tensor, told: float) -> torch.Tensor:
     return told * (1 / r.double() ** 2 - 1).clamp_min(0).sqrt()
 
 
+def _told_03(*, batch_size: int, train_steps: int, **changes: Any) -> DiffusionConfig:
+    """A tiny told-level stage 2 trained on guides told sigma_g = 0.3 Å, with `changes`."""
+    return DiffusionConfig(
+        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True,
+                            guide_input="calibrated"),
+        langevin=LangevinConfig(steps=6), steps=5, batch_size=batch_size,
+        guide_augmentation=False, guide_noise=(0.3, 0.3),
+        train=TrainConfig(steps=train_steps, lr=1e-3, weight_decay=0.0), **changes,
+    )  # fmt: skip
+
+
 def test_the_told_level_reaches_the_encoders_in_training_and_sampling() -> None:
     """Training with ``guide_noise=(0.3, 0.3)`` tells every edge r for sigma_g = 0.3 at one
     of GeoDiff's training levels; sampling tells ``guide_sigma`` (config default or
     argument) at the sampler's levels. A level that did not arrive gives other r."""
     g = [_conformer("CCO"), _conformer("CC#N")]
-    cfg = DiffusionConfig(
-        epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True,
-                            guide_input="calibrated"),
-        langevin=LangevinConfig(steps=6), steps=5, batch_size=4, guide_augmentation=False,
-        guide_noise=(0.3, 0.3), guide_sigma=0.2,
-        train=TrainConfig(steps=2, lr=1e-3, weight_decay=0.0),
-    )  # fmt: skip
+    cfg = _told_03(batch_size=4, guide_sigma=0.2, train_steps=2)
     torch.manual_seed(0)
     gen = DiffusionGenerator(cfg)
     seen: list[torch.Tensor] = []
@@ -435,13 +441,7 @@ def test_clean_guide_share_reaches_training() -> None:
     g = [_conformer("CCO"), _conformer("CC#N")]
     shares = {}
     for p in (0.0, 0.5, 1.0):
-        cfg = DiffusionConfig(
-            epsnet=EpsNetConfig(hidden=8, num_convs=1, num_convs_local=1, guided=True,
-                                guide_input="calibrated"),
-            langevin=LangevinConfig(steps=6), steps=5, batch_size=8, guide_augmentation=False,
-            guide_noise=(0.3, 0.3), guide_clean_fraction=p,
-            train=TrainConfig(steps=4, lr=1e-3, weight_decay=0.0),
-        )  # fmt: skip
+        cfg = _told_03(batch_size=8, guide_clean_fraction=p, train_steps=4)
         torch.manual_seed(0)
         gen = DiffusionGenerator(cfg)
         seen: list[torch.Tensor] = []
