@@ -21,6 +21,7 @@ Also the guide alone versus tau (bond quality of the upsampled true heavy atoms)
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import time
 from collections.abc import Callable
@@ -111,6 +112,30 @@ class ConformerConfig:
                 "calibrate: only a guide_input='calibrated' stage 2 is told stage 1's error; "
                 f"got guide_input={self.epsnet.guide_input!r}"
             )
+
+
+def add_guide_noise_args(p: argparse.ArgumentParser, no_augmentation_help: str) -> None:
+    """The experiment CLIs' guide-noise switches: ``--no-augmentation`` and ours,
+    ``--guide-noise LO HI`` (told noise, with ``--guide-input calibrated``; replaces the
+    public augmentation) and ``--guide-clean-fraction P`` (0.4.1); read by `guide_noise_args`."""
+    p.add_argument("--no-augmentation", action="store_true", help=no_augmentation_help)
+    p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="ours: told guide noise U[LO, HI] Å (with --guide-input calibrated; "
+                   "replaces the augmentation)")  # fmt: skip
+    p.add_argument("--guide-clean-fraction", type=float, default=0.0, metavar="P",
+                   help="ours: share of training guides left exact, told 0 (with --guide-noise)")  # fmt: skip
+
+
+def guide_noise_args(p: argparse.ArgumentParser, a: argparse.Namespace) -> dict[str, Any]:
+    """``guide_augmentation``, ``guide_noise`` and ``guide_clean_fraction`` from the switches
+    of `add_guide_noise_args` (a usage error, before any training, for a share without noise)."""
+    if a.guide_clean_fraction and a.guide_noise is None:
+        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
+    return {
+        "guide_augmentation": not (a.no_augmentation or a.guide_noise is not None),
+        "guide_noise": None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
+        "guide_clean_fraction": a.guide_clean_fraction,
+    }
 
 
 def _generator(

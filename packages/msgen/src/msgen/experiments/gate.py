@@ -57,19 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stage1-steps", type=positive_int, default=None, help="default: the scale's")
     p.add_argument("--stage2-steps", type=positive_int, default=None, help="default: the scale's")
     p.add_argument("--guide-input", choices=GUIDE_INPUTS, default="length")
-    p.add_argument("--no-augmentation", action="store_true", help="no public augmentation")
-    p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="ours: told guide noise U[LO, HI] Å (with --guide-input calibrated)")  # fmt: skip
-    p.add_argument("--guide-clean-fraction", type=float, default=0.0, metavar="P",
-                   help="ours: share of training guides left exact, told 0 (with --guide-noise)")  # fmt: skip
+    conformers.add_guide_noise_args(p, "no public augmentation")
     p.add_argument("--calibrate", type=nonneg_int, default=0,
                    help="held-out molecules on which stage 1's error is measured")  # fmt: skip
     p.add_argument("--told-factors", type=float, nargs="*", default=[],
                    help="also sample MSGEN with the measured level times these")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
-    if a.guide_clean_fraction and a.guide_noise is None:
-        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
+    guide = conformers.guide_noise_args(p, a)
     torch.set_num_threads(1)
     base = SCALES[a.scale]
     cfg = dataclasses.replace(
@@ -80,9 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         stage1_steps=a.stage1_steps or base.stage1_steps,
         stage2_steps=a.stage2_steps or base.stage2_steps,
         epsnet=dataclasses.replace(base.epsnet, guide_input=a.guide_input),
-        guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
-        guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
-        guide_clean_fraction=a.guide_clean_fraction,
+        **guide,
         calibrate=a.calibrate,
         told_factors=tuple(a.told_factors),
     )

@@ -43,7 +43,7 @@ from msgen.diffusion import (
 )
 from msgen.epsnet import GUIDE_EDGES, GUIDE_INPUTS, EpsNetConfig, eq_transform, local_mask
 from msgen.evaluation import evaluate, random_conformers
-from msgen.experiments.conformers import train_config
+from msgen.experiments.conformers import add_guide_noise_args, guide_noise_args, train_config
 from msgen.experiments.gate import summary
 from msgen.model import pack, pair_template
 from msgen.multiscale import hierarchy, upsample_guide
@@ -249,12 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--samplers", nargs="+", choices=("ld", "ddpm"), default=list(OracleConfig.samplers)
     )
-    p.add_argument("--no-augmentation", action="store_true", help="clean guides in training")
-    p.add_argument("--guide-noise", type=float, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="ours: told guide noise U[LO, HI] Å, the oracle told 0 "
-                   "(with --guide-input calibrated; replaces the augmentation)")  # fmt: skip
-    p.add_argument("--guide-clean-fraction", type=float, default=0.0, metavar="P",
-                   help="ours: share of training guides left exact, told 0 (with --guide-noise)")  # fmt: skip
+    add_guide_noise_args(p, "clean guides in training")  # the oracle is told 0
     p.add_argument("--oracle-only", action="store_true", help="skip the single-scale arm")
     p.add_argument("--tau", type=float, default=OracleConfig.tau, help="upsampling distance, Å")
     p.add_argument("--anchor", choices=ANCHORS, default=OracleConfig.anchor)
@@ -274,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="network width of both arms (public: 128)")  # fmt: skip
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
-    if a.guide_clean_fraction and a.guide_noise is None:
-        p.error(f"--guide-clean-fraction {a.guide_clean_fraction}: needs --guide-noise LO HI")
+    guide = guide_noise_args(p, a)
     torch.set_num_threads(1)
     if a.exact_score:
         for s in a.seeds:
@@ -286,9 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         n_train=a.n_train,
         n_test=a.n_test,
         samplers=tuple(a.samplers),
-        guide_augmentation=not (a.no_augmentation or a.guide_noise is not None),
-        guide_noise=None if a.guide_noise is None else (a.guide_noise[0], a.guide_noise[1]),
-        guide_clean_fraction=a.guide_clean_fraction,
+        **guide,
         single_scale=not a.oracle_only,
         tau=a.tau,
         anchor=a.anchor,
