@@ -43,6 +43,16 @@ KEPT = {
     "shared_core.verbs.predict_command": "the predict/score verb",
     "shared_core.verbs.evaluate_command": "the evaluate verb",
     "shared_core.verbs.record_checkpoint": "links a train run's report to its checkpoint folder",
+    # fine-tuning a causal LM on a user's records: the four LLM packages' train verbs (issue 63)
+    "shared_core.finetune.SFT_FORMATS": "the TRL conventions the LLM packages read",
+    "shared_core.finetune.record_format": "which TRL convention a record follows",
+    "shared_core.finetune.load_causal_lm": "--model: a local folder or smollm2",
+    "shared_core.finetune.encode_records": "TRL records as input_ids/labels",
+    "shared_core.finetune.lora_arg": "the --lora r,alpha type",
+    "shared_core.finetune.add_finetune_flags": "the same fine-tuning flags in the four packages",
+    "shared_core.finetune.training_arguments": "those flags as TrainingArguments",
+    "shared_core.finetune.apply_lora": "--lora through peft",
+    "shared_core.finetune.save_finetuned": "the output folder the Auto classes load",
     "shared_core.device.THREAD_ENV_VARS": "what limit_threads sets, for child processes",
     "shared_core.device.DEVICE_ENV": "the variable the nox cuda sessions set",
     # data and metrics the next packages (issues 16-28) are written against
