@@ -17,7 +17,7 @@ from shared_core.finetune import (
 )
 from shared_core.models import tiny_lm
 
-WORDS = "the cat sat on a mat and dog ran to user assistant".split()
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "user", "assistant"]
 
 
 @pytest.fixture
@@ -52,7 +52,9 @@ def test_messages_go_through_the_chat_template(lm):
         encode_records([{"messages": messages}], tok, 64)
     tok.chat_template = "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
     (enc,) = encode_records([{"messages": messages}], tok, 64)
-    assert tok.decode(enc["input_ids"][:-1]) == tok.decode(tok("user the cat assistant sat")["input_ids"], skip_special_tokens=True)
+    assert tok.decode(enc["input_ids"][:-1]) == tok.decode(
+        tok("user the cat assistant sat")["input_ids"], skip_special_tokens=True
+    )
     assert enc["labels"] == enc["input_ids"]
 
 
@@ -103,7 +105,9 @@ def test_lora_trains_and_the_merged_folder_loads_with_the_auto_class(tmp_path, l
                       data_collator=DataCollatorForSeq2Seq(tok, padding=True))  # fmt: skip
     before = {n: p.detach().clone() for n, p in peft_model.named_parameters() if n in trainable}
     trainer.train()
-    assert any(not torch.equal(before[n], p) for n, p in peft_model.named_parameters() if n in before)
+    assert any(
+        not torch.equal(before[n], p) for n, p in peft_model.named_parameters() if n in before
+    )
     batch = tok(["the cat sat"], return_tensors="pt")
     with torch.no_grad():
         expected = peft_model(**batch).logits
