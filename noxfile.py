@@ -119,6 +119,8 @@ def lint(session: nox.Session) -> None:
     session.run("python", ".ci/check_shared_core.py")
     session.run("python", ".ci/check_readme_numbers.py", "--self-test")  # a planted mismatch fails
     session.run("python", ".ci/check_readme_numbers.py")  # README tables vs results/*.json
+    session.run("python", ".ci/check_imports.py", "--self-test")  # planted cycles are found
+    session.run("python", ".ci/check_imports.py")  # no import cycle inside any package
 
 
 @nox.session

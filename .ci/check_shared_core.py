@@ -70,6 +70,9 @@ KEPT = {
     "shared_core.metrics.r2_score": "regression: orient-bias, explainable-mixtures",
     "shared_core.metrics.unigram_cross_entropy": "sample statistics of text generators (vadd text)",
     "shared_core.metrics.frechet_distance": "Frechet distances: pgm-diffusion, dist2loss VQ, toprovar",
+    "shared_core.metrics.psnr": "ssim's companion for image restoration (paretovae; any image package)",
+    "shared_core.testing.shadowed_exports": ".ci/check_exports.py runs it for every package "
+    "(assert_exports_not_shadowed runs it in a fresh interpreter)",
     "shared_core.models.ModelInfo": "issue 13 registry, for edt-former, nextquill, mathmo, crome",
     "shared_core.models.models": "issue 13 registry: lists the offline models",
     "shared_core.models.model_info": "issue 13 registry: an entry's licence and extra",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from crome import world as W
-from crome.augment import (
+from crome.augmentation import (
     AugmentConfig,
     augment,
     basic_verifier,

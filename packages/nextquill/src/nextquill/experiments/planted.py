@@ -190,15 +190,11 @@ def _train(
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """Train every arm on every seed, print and write the table, plot, optionally SmolLM2
-    (``--ablate``: `nextquill.experiments.ablation` instead)."""
+    (``nextquill reproduce --ablate`` runs `nextquill.experiments.ablation` instead)."""
     from nextquill.model import word_tokenizer
     from nextquill.world import make_world
     from shared_core.report import Run
 
-    if args.extra.get("ablate"):
-        from nextquill.experiments import ablation
-
-        return ablation.reproduce(args)
     config: Config = args.config
     unknown = [a for a in config.arms if a not in LABELS]
     if unknown:
