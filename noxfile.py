@@ -117,6 +117,8 @@ def lint(session: nox.Session) -> None:
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     session.run("python", ".ci/check_layout.py")
     session.run("python", ".ci/check_shared_core.py")
+    session.run("python", ".ci/check_paths.py", "--self-test")  # a planted machine path fails
+    session.run("python", ".ci/check_paths.py")  # no machine-local paths in tracked files
     session.run("python", ".ci/check_readme_numbers.py", "--self-test")  # a planted mismatch fails
     session.run("python", ".ci/check_readme_numbers.py")  # README tables vs results/*.json
 
