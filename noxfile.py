@@ -134,7 +134,8 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def micro(session: nox.Session) -> None:
-    """Every package's ``reproduce --scale micro``, end to end, in README's environment.
+    """Every package's ``reproduce --scale micro``, end to end, in README's environment; then,
+    with every extra added, every README's Python blocks (.ci/check_readme_code.py).
 
     The environment is the root project's (what ``uv sync --all-packages`` and ``uv run``
     give a newcomer: every member with the extras its reproduce needs), not an all-extras one.
@@ -147,6 +148,10 @@ def micro(session: nox.Session) -> None:
             "python", ".ci/check_progress.py", "--",
             name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"},
         )  # fmt: skip
+    # every README's Python blocks, as pasted (a block names the extra it needs: all installed)
+    _sync(session, "--all-packages", "--all-extras")
+    session.run("python", ".ci/check_readme_code.py", "--self-test")
+    session.run("python", ".ci/check_readme_code.py", env={"OMP_NUM_THREADS": "1"})
 
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
