@@ -38,3 +38,6 @@ def test_micro_reproduce_end_to_end(tmp_path):
     for arm in ("vanilla", "class", *meld):
         assert {"validity", "uniqueness", "nspdk", "scaffold"} <= set(metrics[arm])
     assert (run / "state_clashing.png").is_file() and (run / "training_loss.png").is_file()
+    report = (run / "report.md").read_text()
+    assert "| |" not in report.replace("|  |", "| |"), "a blank table cell (use None: '–')"
+    assert "–: not applicable to that row" in report  # the pair table's min/max for non-MELD
