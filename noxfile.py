@@ -142,6 +142,8 @@ def micro(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages")
     session.run("python", ".ci/check_exports.py")
+    session.run("python", ".ci/check_index.py", "--self-test")
+    session.run("python", ".ci/check_index.py")  # the home page's commands = each CLI's
     out = os.path.join(session.create_tmp(), "runs")
     for name in PACKAGES:  # each run must print: nothing at all, or 120 s of silence, fails
         session.run(
