@@ -66,7 +66,6 @@ __all__ = [
     "file_sha256",
     "load_flax",
     "load_folder",
-    "model_card",
     "save_flax",
     "save_folder",
 ]
@@ -74,14 +73,14 @@ __all__ = [
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 PROVENANCE = "provenance.json"
-CARD = "README.md"
-FORMAT = "shared-core-checkpoint/1"
+_CARD = "README.md"
+_FORMAT = "shared-core-checkpoint/1"
 
-C = TypeVar("C")
+_C = TypeVar("_C")
 
-Command = str | Sequence[str] | None
-DataFiles = Sequence[str | os.PathLike[str]] | None
-Metrics = Mapping[str, float | int | str] | None
+_Command = str | Sequence[str] | None
+_DataFiles = Sequence[str | os.PathLike[str]] | None
+_Metrics = Mapping[str, float | int | str] | None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,7 +143,7 @@ def _installed_version(dist: str) -> str:
         raise ValueError(f"distribution: package {dist!r} is not installed") from None
 
 
-def _command(command: Command) -> list[str]:
+def _command(command: _Command) -> list[str]:
     if command is None:
         return [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     if isinstance(command, str):
@@ -154,7 +153,7 @@ def _command(command: Command) -> list[str]:
     return list(command)
 
 
-def _data(data: DataFiles) -> list[dict[str, Any]]:
+def _data(data: _DataFiles) -> list[dict[str, Any]]:
     if data is None:
         return []
     if isinstance(data, (str, os.PathLike)):
@@ -175,7 +174,7 @@ def _data(data: DataFiles) -> list[dict[str, Any]]:
     return out
 
 
-def _metrics(metrics: Metrics) -> dict[str, float | int | str]:
+def _metrics(metrics: _Metrics) -> dict[str, float | int | str]:
     if metrics is None:
         return {}
     if not isinstance(metrics, Mapping):
@@ -192,13 +191,13 @@ def _provenance(
     owner: type,
     distribution: str | None,
     *,
-    metrics: Metrics,
-    command: Command,
-    data: DataFiles,
+    metrics: _Metrics,
+    command: _Command,
+    data: _DataFiles,
 ) -> dict[str, Any]:
     dist = _distribution(owner, distribution)
     return {
-        "format": FORMAT,
+        "format": _FORMAT,
         "package": dist,
         "version": _installed_version(dist),
         "class": f"{owner.__module__}.{owner.__qualname__}",
@@ -219,7 +218,7 @@ def _cell(v: object) -> str:
     return s.replace("|", "\\|")
 
 
-def model_card(provenance: Mapping[str, Any]) -> ModelCard:
+def _model_card(provenance: Mapping[str, Any]) -> ModelCard:
     """The README.md model card of a folder: package, version, command, data, metrics."""
     dist, version, klass = provenance["package"], provenance["version"], provenance["class"]
     card_data = ModelCardData(library_name=dist, tags=["shared-core", dist])
@@ -230,7 +229,7 @@ def model_card(provenance: Mapping[str, Any]) -> ModelCard:
         f"Trained with `{dist}` {version} (class `{klass}`), saved {provenance['created']} "
         f"by shared-core {provenance['shared_core']}.",
         "",
-        "## Command",
+        "## _Command",
         "",
         "```bash",
         command,
@@ -246,7 +245,7 @@ def model_card(provenance: Mapping[str, Any]) -> ModelCard:
         ]
     else:
         lines.append("(no data files recorded)")
-    lines += ["", "## Metrics", ""]
+    lines += ["", "## _Metrics", ""]
     if provenance["metrics"]:
         lines += ["| metric | value |", "|---|---:|"]
         lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in provenance["metrics"].items()]
@@ -440,9 +439,9 @@ def save_folder(
     *,
     owner: type,
     config: Any,
-    metrics: Metrics = None,
-    command: Command = None,
-    data: DataFiles = None,
+    metrics: _Metrics = None,
+    command: _Command = None,
+    data: _DataFiles = None,
     distribution: str | None = None,
 ) -> Path:
     """Write a checkpoint folder atomically; `save(tmp_dir, provenance)` writes the weights.
@@ -461,7 +460,7 @@ def save_folder(
         if not (tmp / CONFIG).is_file():
             (tmp / CONFIG).write_text(json.dumps(encoded, indent=2, sort_keys=True) + "\n")
         files = sorted(
-            f for f in tmp.rglob("*") if f.is_file() and f.name not in (PROVENANCE, CARD)
+            f for f in tmp.rglob("*") if f.is_file() and f.name not in (PROVENANCE, _CARD)
         )
         provenance = {
             **provenance,
@@ -471,8 +470,8 @@ def save_folder(
             },
         }
         (tmp / PROVENANCE).write_text(json.dumps(provenance, indent=2) + "\n")
-        if not (tmp / CARD).is_file():
-            model_card(provenance).save(tmp / CARD)
+        if not (tmp / _CARD).is_file():
+            _model_card(provenance).save(tmp / _CARD)
     return target
 
 
@@ -515,8 +514,8 @@ def load_folder(
         config = json.loads((p / CONFIG).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{p}: {PROVENANCE} or {CONFIG} is not valid JSON ({e})") from None
-    if not isinstance(provenance, dict) or provenance.get("format") != FORMAT:
-        raise ValueError(f"{p}: {PROVENANCE} is not a shared-core checkpoint record ({FORMAT})")
+    if not isinstance(provenance, dict) or provenance.get("format") != _FORMAT:
+        raise ValueError(f"{p}: {PROVENANCE} is not a shared-core checkpoint record ({_FORMAT})")
     dist = _distribution(owner, distribution)
     saved_class = str(provenance.get("class", "?"))
     if provenance.get("package") != dist or saved_class.rsplit(".", 1)[-1] != owner.__qualname__:
@@ -594,9 +593,9 @@ class Pretrained(PyTorchModelHubMixin):
         self,
         directory: str | os.PathLike[str],
         *,
-        metrics: Metrics = None,
-        command: Command = None,
-        data: DataFiles = None,
+        metrics: _Metrics = None,
+        command: _Command = None,
+        data: _DataFiles = None,
     ) -> Path:
         """Write config.json, model.safetensors, provenance.json and README.md into `directory`.
 
@@ -630,7 +629,7 @@ class Pretrained(PyTorchModelHubMixin):
             provenance = _provenance(
                 type(self), self.distribution, metrics=None, command=None, data=None
             )
-        return model_card(provenance)
+        return _model_card(provenance)
 
     @classmethod
     def from_pretrained(  # type: ignore[override]
@@ -702,9 +701,9 @@ def save_flax(
     params: Mapping[str, Any],
     config: Any,
     *,
-    metrics: Metrics = None,
-    command: Command = None,
-    data: DataFiles = None,
+    metrics: _Metrics = None,
+    command: _Command = None,
+    data: _DataFiles = None,
     distribution: str | None = None,
 ) -> Path:
     """Write Flax/jax `params` (a nested dict of arrays) with its config dataclass.
@@ -738,8 +737,8 @@ def save_flax(
 
 
 def load_flax(
-    directory: str | os.PathLike[str], config_type: type[C], *, distribution: str | None = None
-) -> tuple[dict[str, Any], C]:
+    directory: str | os.PathLike[str], config_type: type[_C], *, distribution: str | None = None
+) -> tuple[dict[str, Any], _C]:
     """``(params, config)`` from a folder written by `save_flax` with a `config_type` config."""
     require_extra("shared-core", "jax", "jax", "loading a Flax model")
     from safetensors import SafetensorError
