@@ -256,3 +256,22 @@ def test_import_pulls_in_no_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_crash_mid_save_leaves_the_old_folder_or_none(saved, tmp_path):
+    from shared_core.hub import save_folder
+
+    net, out, _ = saved
+    before = (out / "model.safetensors").read_bytes()
+
+    def crash(tmp, provenance):
+        (tmp / "model.safetensors").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    for target in (out, tmp_path / "fresh"):
+        with pytest.raises(KeyboardInterrupt):
+            save_folder(target, crash, owner=Net, config=net.config, distribution="shared-core")
+    assert (out / "model.safetensors").read_bytes() == before
+    assert not (tmp_path / "fresh").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    Net.from_pretrained(out)
