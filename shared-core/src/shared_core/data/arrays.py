@@ -26,34 +26,35 @@ def read_array(
     differs). Pickled object arrays are refused."""
     p = nonempty_file(path, "a NumPy array")
     suffix = p.suffix.lower()
-    try:
-        if suffix == ".npy":
-            if key is not None:
-                raise ValueError(f"key: a .npy file holds one array; got key={key!r}")
-            array = np.load(p, allow_pickle=False)
-            label = p.name
-        elif suffix == ".npz":
-            with np.load(p, allow_pickle=False) as archive:
-                names = list(archive.files)
-                if key is None:
-                    if len(names) != 1:
-                        raise ValueError(
-                            f"key: {p} holds the arrays {names}; expected key= to name one"
-                        )
-                    key = names[0]
-                if key not in names:
-                    raise ValueError(f"key: {p} has no array {key!r}; it holds {names}")
-                array = archive[key]
-            label = f"{p.name}[{key!r}]"
-        else:
-            raise ValueError(f"path: expected a .npy or .npz file, got {p.name!r}")
-    except (OSError, EOFError) as e:
-        raise ValueError(f"path: {p} is not a readable {suffix} file ({e})") from None
+    if suffix not in (".npy", ".npz"):
+        raise ValueError(f"path: expected a .npy or .npz file, got {p.name!r}")
+    if suffix == ".npy" and key is not None:
+        raise ValueError(f"key: a .npy file holds one array; got key={key!r}")
+    array, names = _load(p, key)
+    if array is None:
+        if key is None:
+            raise ValueError(f"key: {p} holds the arrays {names}; expected key= to name one")
+        raise ValueError(f"key: {p} has no array {key!r}; it holds {names}")
+    label = p.name if suffix == ".npy" else f"{p.name}[{key or names[0]!r}]"
     if ndim is not None and array.ndim != ndim:
         raise ValueError(
             f"{label}: expected an array of rank {ndim}, got shape {array.shape} (rank {array.ndim})"
         )
     return np.asarray(array)
+
+
+def _load(p: Path, key: str | None) -> tuple[np.ndarray | None, list[str]]:
+    """(the array, or None when `key` picks none; the .npz's array names)."""
+    try:
+        if p.suffix.lower() == ".npy":
+            return np.load(p, allow_pickle=False), []
+        with np.load(p, allow_pickle=False) as archive:
+            names = list(archive.files)
+            if key is None and len(names) == 1:
+                key = names[0]
+            return (archive[key] if key in names else None), names
+    except (OSError, EOFError, ValueError) as e:
+        raise ValueError(f"path: {p} is not a readable {p.suffix} file ({e})") from None
 
 
 def write_arrays(path: str | os.PathLike[str], arrays: np.ndarray | Mapping[str, Any]) -> Path:
