@@ -45,12 +45,14 @@ def test_every_record_must_have_the_first_records_format(tmp_path):
     path = tmp_path / "mixed.jsonl"
     rows = [{"prompt": "a", "completion": "b"}, {"text": "c"}, {"prompt": "d", "completion": 4}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(ValueError, match=r"line 2: missing key\(s\) \['prompt', 'completion'\]"):
+    with pytest.raises(ValueError, match=r"line 2: missing field\(s\) \['prompt', 'completion'\]"):
         read_jsonl(path)
     result = read_jsonl(path, skip_invalid=True)
     assert result.format == "prompt_completion"
-    assert [n for n, _ in result.skipped] == [2, 3] and "'completion': expected a string" in (
-        result.skipped[1][1]
+    assert (
+        result.lines == [1]
+        and [n for n, _ in result.skipped] == [2, 3]
+        and "'completion': expected a string" in (result.skipped[1][1])
     )
     with pytest.raises(ValueError, match="line 1: .*'messages'"):
         read_jsonl(path, format="conversational")
@@ -66,7 +68,7 @@ def test_messages_and_formats_are_checked(tmp_path):
     path.write_text(json.dumps({"text": "ok"}) + "\n[1, 2]\n")
     with pytest.raises(ValueError, match="line 2: expected a JSON object, got list"):
         read_jsonl(path)
-    with pytest.raises(ValueError, match=r"records\[0\]: missing key"):
+    with pytest.raises(ValueError, match=r"records\[0\]: missing field"):
         write_jsonl(tmp_path / "x.jsonl", [{"text": "a"}], format="preference")
     with pytest.raises(ValueError, match="format: expected one of"):
         read_jsonl(path, format="chat")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,11 @@ JSONL_FORMATS: dict[str, tuple[str, ...]] = {
 
 @dataclass
 class JsonlRecords(ReadResult[dict[str, Any]]):
-    """`ReadResult` of `read_jsonl`, with the `format` (a key of `JSONL_FORMATS`)."""
+    """`ReadResult` of `read_jsonl`, with the `format` (a key of `JSONL_FORMATS`) and the
+    1-based line of each record in `lines`."""
 
     format: str = ""
+    lines: list[int] = field(default_factory=list)
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -89,7 +91,7 @@ def check_record(record: Any, format: str) -> None:
     missing = [k for k in JSONL_FORMATS[format] if k not in record]
     if missing:
         raise ValueError(
-            f"missing key(s) {missing}; expected the {format} format's keys "
+            f"missing field(s) {missing}; expected the {format} format's keys "
             f"{list(JSONL_FORMATS[format])} (set by the first record)"
         )
     for key in JSONL_FORMATS[format]:
@@ -134,6 +136,7 @@ def read_jsonl(
                 result.reject(line, str(e), skip_invalid)
                 continue
             result.records.append(record)
+            result.lines.append(line)
     result.finish("at least one JSON record")
     return result
 
