@@ -14,8 +14,8 @@ from shared_core.atomic import atomic_write
 from shared_core.data.read_result import ReadResult, nonempty_file
 from shared_core.data.registry import require_extra
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
-IMAGE_MODES = ("L", "RGB")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+_IMAGE_MODES = ("L", "RGB")
 
 
 def read_array(
@@ -99,8 +99,8 @@ def read_image_folder(
     naming it, or skipped and counted with ``skip_invalid=True``. Requires Pillow (the
     ``images`` extra).
     """
-    if mode not in IMAGE_MODES:
-        raise ValueError(f"mode: expected one of {IMAGE_MODES}, got {mode!r}")
+    if mode not in _IMAGE_MODES:
+        raise ValueError(f"mode: expected one of {_IMAGE_MODES}, got {mode!r}")
     if size is not None and (len(size) != 2 or not all(isinstance(s, int) and s > 0 for s in size)):
         raise ValueError(f"size: expected (width, height) of positive ints, got {size!r}")
     root = Path(path)
@@ -116,7 +116,7 @@ def read_image_folder(
         (f, label)
         for label, c in enumerate(classes)
         for f in sorted((root / c).iterdir())
-        if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
+        if f.is_file() and f.suffix.lower() in _IMAGE_SUFFIXES
     ]
     result = ImageFolder(root, unit="record", classes=classes)
     images: list[np.ndarray] = []
@@ -140,7 +140,7 @@ def read_image_folder(
         images.append(array)
         labels.append(label)
         result.records.append(f)
-    result.finish(f"images ({', '.join(IMAGE_SUFFIXES)}) in the class folders {classes}")
+    result.finish(f"images ({', '.join(_IMAGE_SUFFIXES)}) in the class folders {classes}")
     result.images = np.stack(images)
     result.labels = np.asarray(labels, dtype=np.int64)
     return result

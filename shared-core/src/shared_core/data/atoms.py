@@ -15,7 +15,7 @@ from shared_core.data.molecules import Molecule
 from shared_core.data.read_result import ReadResult, nonempty_file
 from shared_core.data.registry import require_extra
 
-ASE_SUFFIXES = (".xyz", ".extxyz", ".db", ".traj", ".json")
+_ASE_SUFFIXES = (".xyz", ".extxyz", ".db", ".traj", ".json")
 
 
 def read_ase(
@@ -33,8 +33,8 @@ def read_ase(
     require_extra("shared-core", "ase", "ase", "reading ASE files", in_root=False)
     from ase.io import read
 
-    if format is None and p.suffix.lower() not in ASE_SUFFIXES:
-        raise ValueError(f"path: expected one of {ASE_SUFFIXES} (or pass format=), got {p.name!r}")
+    if format is None and p.suffix.lower() not in _ASE_SUFFIXES:
+        raise ValueError(f"path: expected one of {_ASE_SUFFIXES} (or pass format=), got {p.name!r}")
     try:
         frames = read(str(p), index=":", format=format)
     except Exception as e:  # ASE raises many types (ValueError, KeyError, IndexError, ...)

@@ -82,7 +82,7 @@ def _check_messages(value: Any, key: str) -> None:
             )
 
 
-def check_record(record: Any, format: str) -> None:
+def _check_record(record: Any, format: str) -> None:
     """ValueError unless `record` is a JSON object holding `format`'s keys with their types."""
     if format not in JSONL_FORMATS:
         raise ValueError(f"format: expected one of {list(JSONL_FORMATS)}, got {format!r}")
@@ -126,7 +126,7 @@ def read_jsonl(
                     raise ValueError(f"expected a JSON object, got {type(record).__name__}")
                 if not result.format:
                     result.format = jsonl_format(record)
-                check_record(record, result.format)
+                _check_record(record, result.format)
             except json.JSONDecodeError as e:
                 result.reject(
                     line, f"not valid JSON ({e.msg}); expected a JSON object", skip_invalid
@@ -155,7 +155,7 @@ def write_jsonl(
             raise TypeError(f"records[{i}]: expected a mapping, got {type(record).__name__}")
         if format is not None:
             try:
-                check_record(dict(record), format)
+                _check_record(dict(record), format)
             except ValueError as e:
                 raise ValueError(f"records[{i}]: {e}") from None
         lines.append(json.dumps(dict(record), ensure_ascii=False) + "\n")

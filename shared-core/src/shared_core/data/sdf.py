@@ -18,7 +18,7 @@ from shared_core.atomic import atomic_path
 from shared_core.data.read_result import ReadResult, nonempty_file
 from shared_core.data.registry import require_extra
 
-GROUP_BY = ("name", "smiles", "none")
+_GROUP_BY = ("name", "smiles", "none")
 
 
 def _chem() -> Any:
@@ -49,8 +49,8 @@ def read_sdf(
     differ from the earlier records of its group, is a malformed record (`ReadResult.unit` is
     ``"record"``; the error also names its first line). Requires RDKit (the ``chem`` extra).
     """
-    if group_by not in GROUP_BY:
-        raise ValueError(f"group_by: expected one of {GROUP_BY}, got {group_by!r}")
+    if group_by not in _GROUP_BY:
+        raise ValueError(f"group_by: expected one of {_GROUP_BY}, got {group_by!r}")
     p = nonempty_file(path, "SDF records")
     chem = _chem()
     starts = _record_lines(p)

@@ -19,8 +19,8 @@ from shared_core.atomic import atomic_write_text
 from shared_core.data.read_result import ReadResult, nonempty_file
 from shared_core.data.registry import require_extra
 
-SMILES_SUFFIXES = (".smi", ".smiles", ".txt")
-TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+_SMILES_SUFFIXES = (".smi", ".smiles", ".txt")
+_TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,12 @@ def read_smiles(
             f"target_columns: expected a sequence of column names, got the string {target_columns!r}"
         )
     suffix = p.suffix.lower()
-    if suffix not in SMILES_SUFFIXES and suffix not in TABLE_DELIMITERS:
+    if suffix not in _SMILES_SUFFIXES and suffix not in _TABLE_DELIMITERS:
         raise ValueError(
-            f"path: expected a {', '.join(SMILES_SUFFIXES + tuple(TABLE_DELIMITERS))} file, "
+            f"path: expected a {', '.join(_SMILES_SUFFIXES + tuple(_TABLE_DELIMITERS))} file, "
             f"got {p.name!r}"
         )
-    if suffix in SMILES_SUFFIXES and target_columns:
+    if suffix in _SMILES_SUFFIXES and target_columns:
         raise ValueError(
             f"target_columns: a {suffix} file has no columns; got {list(target_columns)} "
             "(use a .csv or .tsv with a header)"
@@ -82,8 +82,8 @@ def read_smiles(
     result: ReadResult[SmilesRecord] = ReadResult(p)
     rows = (
         _smi_rows(p, smiles_column)
-        if suffix in SMILES_SUFFIXES
-        else _table_rows(p, TABLE_DELIMITERS[suffix], smiles_column, target_columns, name_column)
+        if suffix in _SMILES_SUFFIXES
+        else _table_rows(p, _TABLE_DELIMITERS[suffix], smiles_column, target_columns, name_column)
     )
     with _quiet():  # a bad SMILES is reported once, by our error
         for line, smiles, name, raw_targets, problem in rows:

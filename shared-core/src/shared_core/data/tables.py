@@ -20,7 +20,7 @@ from shared_core.atomic import atomic_path
 from shared_core.data.read_result import ReadResult, nonempty_file
 from shared_core.data.registry import require_extra
 
-TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
+_TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
 
 
 @dataclass
@@ -51,8 +51,8 @@ def read_frame(path: str | os.PathLike[str]) -> Any:
     file, or one with a header and no row). Requires the ``tables`` extra."""
     p = nonempty_file(path, "a table with a header and rows")
     suffix = p.suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise ValueError(f"path: expected a {', '.join(TABLE_SUFFIXES)} file, got {p.name!r}")
+    if suffix not in _TABLE_SUFFIXES:
+        raise ValueError(f"path: expected a {', '.join(_TABLE_SUFFIXES)} file, got {p.name!r}")
     pd = _pandas()
     try:
         if suffix == ".parquet":
@@ -190,8 +190,8 @@ def write_table(path: str | os.PathLike[str], columns: Mapping[str, Any]) -> Pat
     ``.csv``/``.tsv`` (no index) or ``.parquet``. Requires the ``tables`` extra."""
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise ValueError(f"path: expected a {', '.join(TABLE_SUFFIXES)} file name, got {p.name!r}")
+    if suffix not in _TABLE_SUFFIXES:
+        raise ValueError(f"path: expected a {', '.join(_TABLE_SUFFIXES)} file name, got {p.name!r}")
     pd = _pandas()
     frame = columns if isinstance(columns, pd.DataFrame) else pd.DataFrame(dict(columns))
     with atomic_path(p) as tmp:
