@@ -178,10 +178,6 @@ ESTIMATE_S = {"micro": 10.0, "tiny": 80.0}  # CPU seconds, one thread (--help)
 
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
-    llm_phase = ["SmolLM2 oracle"] if cfg.llm_oracle else []
-    phases = ["load model + augment", "train standard RM", "train CROME RM", "evaluate"]
-    plan([*phases, *llm_phase, "report"], ESTIMATE_S.get(args.scale))
-    phase("load model + augment")
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
     w = W.make_world(cfg.world)
@@ -189,6 +185,10 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     write_pairs(bench, w.test_iid + w.test_cf)
 
     base = new_reward_model(cfg)  # first: a missing extra stops the run before any work
+    llm_phase = ["SmolLM2 oracle"] if cfg.llm_oracle else []
+    phases = ["augment", "train standard RM", "train CROME RM", "evaluate"]
+    plan([*phases, *llm_phase, "report"], ESTIMATE_S.get(args.scale))
+    phase("augment")
     init_state = copy.deepcopy(base.state_dict())
     oracle = ProgrammaticOracle(seed=args.seed)
     aug, stats = augment(

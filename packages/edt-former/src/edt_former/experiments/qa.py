@@ -493,6 +493,7 @@ ESTIMATE_S = {"micro": 10.0, "tiny": 149.0}  # CPU seconds, one thread (README)
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """Run the scale's comparisons; write metrics.json, report.md and the accuracy plots."""
     from shared_core.cli import UsageError
+    from shared_core.data import require_extra
     from shared_core.progress import phase, plan
     from shared_core.report import Run
 
@@ -501,6 +502,8 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         raise UsageError(f"--device: this reproduction runs on the CPU only, got {args.device!r}")
     if c.main_budget not in c.budgets and any(a in CONNECTOR_ARMS for a in c.arms):
         c = replace(c, budgets=tuple(sorted({*c.budgets, c.main_budget})))
+    # a missing extra is one line, before the plan's (prepare checks it again)
+    require_extra("edt-former", "data", "qm9pack", "the QM9 questions", "qm9pack==1.0.3")
     zinc = ["ZINC: encode + compare"] if c.zinc_molecules else []
     phases = ["QM9: data + encoders", "load LLM", "QM9: compare", *zinc, "report"]
     plan(phases, ESTIMATE_S.get(args.scale))

@@ -159,8 +159,8 @@ def reproduce(args: ReproduceArgs) -> int:
     from shared_core.report import Run
 
     cfg: ReproduceConfig = args.config
-    plan(["per-channel selection", "char-LM", "report"], ESTIMATE_S.get(args.scale))
     require_shakespeare()  # fail before the first experiment, not after it
+    plan(["per-channel selection", "char-LM", "report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     seed_everything(args.seed)
     run = Run(

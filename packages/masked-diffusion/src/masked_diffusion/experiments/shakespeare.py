@@ -69,11 +69,6 @@ ESTIMATE_S = {"micro": 10.0, "tiny": 240.0, "small": 1200.0}  # CPU seconds, one
 
 def run(args: ReproduceArgs) -> int:
     """Train, evaluate and sample one MDLM; write the report under ``args.out``."""
-    plan(
-        ["load data", "train MDLM", "validation NELBO", "sample", "report"],
-        ESTIMATE_S.get(args.scale),
-    )
-    phase("load data")
     import torch
 
     from masked_diffusion.backbone import BackboneConfig, MaskedDiffusionTransformer
@@ -91,6 +86,7 @@ def run(args: ReproduceArgs) -> int:
     seed_everything(args.seed)
     info = init_distributed(args.device)
     data = shakespeare_chars(seq_len=cfg.seq_len, plays=cfg.plays, seed=args.seed)
+    plan(["train MDLM", "validation NELBO", "sample", "report"], ESTIMATE_S.get(args.scale))
     v = data.vocab_size
     schedule = LogLinearSchedule()
     model = MaskedDiffusionTransformer(

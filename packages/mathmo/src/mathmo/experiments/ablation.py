@@ -148,10 +148,6 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from shared_core.report import Run
 
     config: Config = args.config
-    searches = {
-        n: f"{n}: {len(config.variants)} methods x {config.seeds} seeds" for n in config.tasks
-    }
-    plan([*searches.values(), "plots and report"], ESTIMATE_S.get(args.scale))
     if config.judge not in ("parsimony", "smollm2"):
         raise ValueError(f"judge: expected 'parsimony' or 'smollm2', got {config.judge!r}")
     ops: Any
@@ -174,6 +170,10 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 "http://127.0.0.1:8000/v1), MATHMO_MODEL and, if needed, OPENAI_API_KEY"
             )
         ops = OpenAIOperators(url, model, os.environ.get("OPENAI_API_KEY"), fallback=ops)
+    searches = {
+        n: f"{n}: {len(config.variants)} methods x {config.seeds} seeds" for n in config.tasks
+    }
+    plan([*searches.values(), "plots and report"], ESTIMATE_S.get(args.scale))
     summary: dict[str, Any] = {}
     all_results: dict[str, dict[str, list[SearchResult]]] = {}
     with Run("mathmo", config, out=args.out) as run:

@@ -372,13 +372,14 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """`meld-diffusion reproduce`: train every arm, sample, score, and the clashing study."""
     import torch
 
-    from meld_diffusion.data import qm9_graphs
+    from meld_diffusion.data import qm9_graphs, require_qm9
     from meld_diffusion.evaluate import sample_metrics
     from shared_core.device import resolve_device
     from shared_core.report import Run
 
     config: Config = args.config
     device = str(resolve_device(args.device))
+    require_qm9()  # a missing extra is one line, before the plan's
     arm_steps = {
         arm: (
             f"{arm}: training ({config.steps} steps)",
