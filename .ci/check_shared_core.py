@@ -43,6 +43,15 @@ KEPT = {
     "shared_core.verbs.predict_command": "the predict/score verb",
     "shared_core.verbs.evaluate_command": "the evaluate verb",
     "shared_core.verbs.record_checkpoint": "links a train run's report to its checkpoint folder",
+    # fine-tuning a causal LM on a user's records: the four LLM packages' train verbs (issue 63)
+    "shared_core.finetune.SFT_FORMATS": "the JSONL formats the LLM packages fine-tune on",
+    "shared_core.finetune.load_causal_lm": "--model: a local folder or smollm2",
+    "shared_core.finetune.encode_records": "TRL records as input_ids/labels",
+    "shared_core.finetune.lora_arg": "the --lora r,alpha type",
+    "shared_core.finetune.add_finetune_flags": "the same fine-tuning flags in the four packages",
+    "shared_core.finetune.training_arguments": "those flags as TrainingArguments",
+    "shared_core.finetune.apply_lora": "--lora through peft",
+    "shared_core.finetune.save_finetuned": "the output folder the Auto classes load",
     "shared_core.device.THREAD_ENV_VARS": "what limit_threads sets, for child processes",
     "shared_core.device.DEVICE_ENV": "the variable the nox cuda sessions set",
     # data and metrics the next packages (issues 16-28) are written against
@@ -60,6 +69,9 @@ KEPT = {
     "shared_core.metrics.r2_score": "regression: orient-bias, explainable-mixtures",
     "shared_core.metrics.unigram_cross_entropy": "sample statistics of text generators (vadd text)",
     "shared_core.metrics.frechet_distance": "Frechet distances: pgm-diffusion, dist2loss VQ, toprovar",
+    "shared_core.metrics.psnr": "ssim's companion for image restoration (paretovae; any image package)",
+    "shared_core.testing.shadowed_exports": ".ci/check_exports.py runs it for every package "
+    "(assert_exports_not_shadowed runs it in a fresh interpreter)",
     "shared_core.models.ModelInfo": "issue 13 registry, for edt-former, nextquill, mathmo, crome",
     "shared_core.models.models": "issue 13 registry: lists the offline models",
     "shared_core.models.model_info": "issue 13 registry: an entry's licence and extra",
@@ -86,6 +98,18 @@ KEPT = {
     "shared_core.train.lr_factor": "the schedule fit applies, for plots and tests",
     "shared_core.train.shard": "fit's rank split, for packages that evaluate under torchrun",
     "shared_core.train.to_device": "fit's batch mover, for a package's evaluation loops",
+    # issue 61 checkpoints: the one save/load path every package's `train` verb adopts
+    "shared_core.hub.Pretrained": "issue 61: the torch model mixin every package's train verb uses",
+    "shared_core.hub.save_flax": "issue 61: Flax/jax models' checkpoint folder",
+    "shared_core.hub.load_flax": "issue 61: Flax/jax models' checkpoint folder",
+    "shared_core.hub.file_sha256": "issue 61: data hashes in provenance and run records",
+    "shared_core.hub.config_to_json": "issue 61: config dataclass -> JSON (--config files)",
+    "shared_core.hub.config_from_json": "issue 61: JSON -> config dataclass (--config files)",
+    "shared_core.hub.CONFIG": "issue 61: the folder's file names, for packages and the CLI",
+    "shared_core.hub.PROVENANCE": "issue 61: the folder's file names, for packages and the CLI",
+    "shared_core.hub.WEIGHTS": "issue 61: the folder's file names (crome; packages' own savers)",
+    "shared_core.hub.save_folder": "issue 61: a checkpoint around a package's own writer (crome)",
+    "shared_core.hub.load_folder": "issue 61: a checkpoint around a package's own reader (crome)",
 }
 
 

@@ -14,9 +14,7 @@ from explainable_mixtures.selection import containment, hellinger, jaccard
 
 
 def _schedule(**changes: object) -> Schedule:
-    params = estimator.ExplainableMixture().get_params()
-    params.update(changes)
-    return Schedule(**{k: v for k, v in params.items() if k in Schedule.__dataclass_fields__})
+    return Schedule.from_params(estimator.ExplainableMixture().get_params() | changes)
 
 
 def test_annealing_is_geometric_from_tau_start_to_tau_end():

@@ -198,9 +198,7 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self._y_1d = np.asarray(y).ndim == 1
         self._x_range = np.stack([x.min(0), x.max(0)], axis=1)
         dt = torch.float64 if self.dtype == "float64" else torch.float32
-        fields = Schedule.__dataclass_fields__
-        schedule = Schedule(**{k: v for k, v in self.get_params().items() if k in fields})
-        self.model_, self.history_ = learn(x, t, schedule, dt)
+        self.model_, self.history_ = learn(x, t, Schedule.from_params(self.get_params()), dt)
         self.rules_ = read_rules(
             self.model_,
             torch.as_tensor(x, dtype=dt),

@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,11 @@ class Schedule:
     seed: int
     device: str
     show_progress: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Schedule:
+        """The schedule of an estimator's ``get_params()`` (other keys, e.g. dtype, ignored)."""
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
 
     def tau_at(self, step: int, total: int) -> float:
         """Geometric annealing ``tau_start -> tau_end`` over `total` steps (then ``tau_end``)."""
