@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
 from free_energy_mixer.hf.configuration import FEMConfig
-from free_energy_mixer.layer import FEMCache
+from free_energy_mixer.layer import FEMCache, RotaryEmbedding
 from free_energy_mixer.model import CausalLM
 
 
@@ -50,6 +51,26 @@ def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
         )
 
 
+def next_token_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: Any = None
+) -> torch.Tensor:
+    """Cross-entropy of ``logits[:, t]`` against ``labels[:, t + 1]`` (``-100`` ignored), in
+    the logits' dtype (transformers' own loss casts to float32, which a float64 check cannot
+    use). Averaged over the labelled tokens, or summed and divided by Trainer's
+    `num_items_in_batch` (its count over gradient-accumulation steps) when given."""
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(
+            f"labels: expected shape {tuple(logits.shape[:2])} (that of input_ids), got "
+            f"{tuple(labels.shape)}"
+        )
+    shifted = F.pad(labels[:, 1:], (0, 1), value=-100).to(logits.device)
+    flat = logits.flatten(0, 1)
+    if num_items_in_batch is None:
+        return F.cross_entropy(flat, shifted.flatten(), ignore_index=-100)
+    total = F.cross_entropy(flat, shifted.flatten(), ignore_index=-100, reduction="sum")
+    return total / num_items_in_batch
+
+
 class FEMPreTrainedModel(PreTrainedModel):
     """Shared transformers plumbing: config class and stateful generation."""
 
@@ -61,9 +82,12 @@ class FEMPreTrainedModel(PreTrainedModel):
     _is_stateful = True
 
     def _init_weights(self, module: nn.Module) -> None:
-        # the package's layers initialise themselves (N(0, 0.02) projections and embedding,
-        # zero biases, theta = beta_init); transformers must not overwrite that
-        return
+        # The package's layers initialise their parameters themselves (N(0, 0.02) projections
+        # and embedding, zero biases, theta = beta_init): left alone. RoPE's frequencies are a
+        # non-persistent buffer, which from_pretrained leaves empty: refilled here.
+        if isinstance(module, RotaryEmbedding):
+            with torch.no_grad():
+                module.inv_freq.copy_(module.frequencies())
 
 
 class FEMModel(FEMPreTrainedModel):
@@ -162,13 +186,7 @@ class FEMForCausalLM(FEMPreTrainedModel, GenerationMixin):
         logits = hidden @ self.model.lm.embed.weight.T  # tied head, as in CausalLM
         loss = None
         if labels is not None:
-            # transformers' causal-LM loss (shift, -100 ignored; Trainer's token count)
-            loss = self.loss_function(
-                logits=logits,
-                labels=labels,
-                vocab_size=self.config.vocab_size,
-                num_items_in_batch=kwargs.get("num_items_in_batch"),
-            )
+            loss = next_token_loss(logits, labels, kwargs.get("num_items_in_batch"))
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if not return_dict:
             rest = (logits, out.cache)
