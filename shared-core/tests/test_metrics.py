@@ -114,3 +114,41 @@ def test_median_centred_bootstrap_keeps_a_biased_estimate_inside():
     assert hi_m - lo_m == pytest.approx(hi - lo)  # the same width, shifted
     with pytest.raises(ValueError, match="centre"):
         bootstrap_ci(fd, gen, centre="bca")
+
+
+def test_ssim_and_psnr_closed_forms():
+    rng = np.random.default_rng(0)
+    a = rng.random((3, 16, 16))
+    np.testing.assert_allclose(m.ssim(a, a), 1.0)
+    assert (m.ssim(a, rng.random((3, 16, 16))) < 0.5).all()
+    # one window covering a constant image pair: SSIM = (2 x y + C1) / (x^2 + y^2 + C1)
+    x, y, c1 = 0.3, 0.5, 1e-4
+    got = m.ssim(np.full((7, 7), x), np.full((7, 7), y))
+    assert float(got) == pytest.approx((2 * x * y + c1) / (x * x + y * y + c1), rel=1e-12)
+    assert m.ssim(a, a + 0.1).shape == (3,)
+    np.testing.assert_allclose(m.psnr(a, a + 0.1), 20.0)  # 10 log10(1 / 0.01)
+    assert np.isinf(m.psnr(a, a)).all()
+    with pytest.raises(ValueError, match="window: expected at most the image side 16"):
+        m.ssim(a, a, window=17)
+    with pytest.raises(ValueError, match="a, b: expected two arrays of one shape"):
+        m.ssim(a, a[:, :8])
+    with pytest.raises(ValueError, match="data_range: expected a finite number > 0"):
+        m.psnr(a, a, data_range=0.0)
+
+
+def test_ssim_with_the_sample_covariance_is_scikit_images_default():
+    skm = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(1)
+    for side in (8, 16):
+        a = rng.random((4, side, side))
+        b = np.clip(a + 0.2 * rng.standard_normal(a.shape), 0, 1)
+        ours = m.ssim(a, b, sample_covariance=True)
+        theirs = [
+            skm.structural_similarity(p, q, data_range=1.0, win_size=7)
+            for p, q in zip(a, b, strict=True)
+        ]
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+        np.testing.assert_allclose(
+            m.psnr(a, b),
+            [skm.peak_signal_noise_ratio(p, q, data_range=1.0) for p, q in zip(a, b, strict=True)],
+        )

@@ -148,3 +148,35 @@ def test_missing_extra_contract(tmp_path, capsys, monkeypatch):
         assert_missing_extra_is_one_line(
             main_of(two_lines), "json", "demo", "data", monkeypatch=m, capsys=capsys, out=tmp_path
         )
+
+
+def test_shadowed_exports_finds_an_export_named_like_its_submodule(tmp_path, monkeypatch):
+    """crome 0.x's case: `augment` (a function) in `augment.py`; importing the submodule first
+    binds the module to the package attribute, so the package must not have such a name."""
+    import sys
+
+    from shared_core.testing import assert_exports_not_shadowed, shadowed_exports
+
+    for name, module in (("shadowpkg2", "augment"), ("cleanpkg2", "augmentation")):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "__init__.py").write_text(
+            "from shared_core.lazy import lazy_exports\n"
+            "__all__ = ['AugmentConfig', 'augment']\n"
+            f"__getattr__, __dir__ = lazy_exports(__name__, {{'augment': '{module}', "
+            f"'AugmentConfig': '{module}'}})\n"
+        )
+        (root / f"{module}.py").write_text(
+            "class AugmentConfig:\n    pass\n\ndef augment():\n    return 1\n"
+        )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    problems = shadowed_exports("shadowpkg2")
+    assert any("exported name is also the submodule shadowpkg2.augment" in p for p in problems)
+    assert any("bound to a module after its submodules were imported" in p for p in problems)
+    with pytest.raises(AssertionError, match="shadowpkg2.augment"):
+        assert_exports_not_shadowed("shadowpkg2")
+    assert shadowed_exports("cleanpkg2") == []
+    assert_exports_not_shadowed("cleanpkg2")
+    for name in [m for m in sys.modules if m.startswith(("shadowpkg2", "cleanpkg2"))]:
+        monkeypatch.delitem(sys.modules, name)

@@ -10,7 +10,6 @@ from convt3.data import (
     load_pdebench_2d,
     moving_digits,
     pde_trajectories,
-    ssim,
     stencil,
 )
 from convt3.reference import depthwise_conv3x3, explicit_operator
@@ -45,13 +44,6 @@ def test_moving_digits_bounce_inside_the_canvas():
     assert frames.min() >= 0 and frames.max() <= 1
     mass = frames.sum((2, 3, 4))
     assert (mass > 0).all()  # digits never leave the canvas
-
-
-def test_ssim_is_one_for_identical_images_and_lower_for_noise():
-    rng = np.random.default_rng(0)
-    a = rng.random((3, 16, 16))
-    np.testing.assert_allclose(ssim(a, a), 1.0)
-    assert (ssim(a, rng.random((3, 16, 16))) < 0.5).all()
 
 
 def test_bad_arguments_raise_clearly():

@@ -101,7 +101,7 @@ def scoring_table(args, model, path: str) -> BenchTable:
 
 def cache_table(args) -> BenchTable:
     from crome import world as W
-    from crome.augment import AugmentConfig, augment, basic_verifier
+    from crome.augmentation import AugmentConfig, augment, basic_verifier
     from crome.cache import OracleCache
     from crome.oracle import LLMOracle, OpenAIBackend
 

@@ -9,7 +9,7 @@ import random
 
 import pytest
 from crome import world as W
-from crome.augment import (
+from crome.augmentation import (
     AugmentConfig,
     augment,
     causal_augmentations,

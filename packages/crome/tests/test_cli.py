@@ -87,3 +87,12 @@ def test_augment_is_the_function_whatever_is_imported_first() -> None:
     from shared_core.testing import assert_fresh_import_is_callable
 
     assert_fresh_import_is_callable("crome", ["AugmentConfig", "augment"])
+
+
+def test_no_export_is_shadowed_by_a_submodule() -> None:
+    """``from crome.augment import ...`` then ``from crome import augment`` gave the submodule, not the
+    function: the submodule is now `crome.augmentation`. With every submodule imported
+    first, each export is what it names and none is also a submodule's name (issue 68)."""
+    from shared_core.testing import assert_exports_not_shadowed
+
+    assert_exports_not_shadowed("crome")

@@ -5,7 +5,7 @@ from typing import ClassVar
 
 import pytest
 from crome import world as W
-from crome.augment import AugmentConfig, augment, basic_verifier
+from crome.augmentation import AugmentConfig, augment, basic_verifier
 from crome.cache import OracleCache
 from crome.oracle import (
     LLMOracle,

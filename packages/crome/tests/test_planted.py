@@ -22,7 +22,7 @@ import random
 from dataclasses import replace
 
 import pytest
-from crome.augment import AugmentConfig, augment, basic_verifier, filter_augmentations
+from crome.augmentation import AugmentConfig, augment, basic_verifier, filter_augmentations
 from crome.data import PairRow
 from crome.evaluate import pairwise_accuracy, sensitivity, signed_preference
 from crome.model import RewardModel, random_bert

@@ -7,7 +7,7 @@ import random
 import pytest
 from crome import rewrite
 from crome import world as W
-from crome.augment import world_verifier
+from crome.augmentation import world_verifier
 from crome.oracle import ProgrammaticOracle
 from crome.rewrite import DISCOURSE, OPERATIONS, generic_rewrite, sentences
 

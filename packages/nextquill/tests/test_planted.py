@@ -95,6 +95,24 @@ def test_no_import_cycle_between_the_experiments():
         assert "nextquill.experiments.planted" not in imported, mod.__name__
 
 
+def test_planted_does_not_import_the_ablation_built_on_it():
+    """ablation takes Config, training and evaluation from planted; `--ablate` is dispatched by
+    `experiments.reproduce`, so planted never imports ablation back (issue 68)."""
+    import ast
+    import inspect
+
+    from nextquill.experiments import planted
+
+    tree = ast.parse(inspect.getsource(planted))
+    imported = {
+        f"{n.module}.{a.name}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    } | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not any(name and name.startswith("nextquill.experiments.ablation") for name in imported)
+
+
 def test_small_is_the_papers_ablation_with_a_trained_theta_d():
     """small compares NextQuill with L_n only (paper form) and ContextSFT over >= 3 seeds,
     with theta_D trained on D for 4x an arm's steps, as tiny does."""

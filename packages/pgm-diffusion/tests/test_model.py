@@ -231,3 +231,24 @@ def test_bos_only_context_gives_the_same_prediction_at_every_position(grid):
             empty, empty, torch.arange(12)[None]
         )
     assert (res[0] - res[0, :1]).abs().amax() > 1e-3
+
+
+def test_the_shared_layers_come_from_masked_diffusion():
+    """PGM imports what it shares with the MDLM baseline instead of copying it (issue 68): the
+    sizes and their checks, the pre-norm block's layers and MLP, and the loss's noise draw."""
+    from masked_diffusion import LogLinearSchedule, PreNormBlock, TransformerSize, mdlm_loss
+    from pgm.loss import pgm_loss
+    from pgm.model import EncoderBlock, PartitionTransformer, PGMConfig
+
+    assert issubclass(PGMConfig, TransformerSize) and issubclass(EncoderBlock, PreNormBlock)
+    with pytest.raises(ValueError, match="vocab_size: expected a positive int"):
+        PGMConfig(vocab_size=True, seq_len=4)
+    torch.manual_seed(0)
+    model = PartitionTransformer(PGMConfig(vocab_size=7, seq_len=10, d_model=16, n_heads=2))
+    x0 = torch.randint(0, 7, (3, 10), generator=torch.Generator().manual_seed(1))
+    ours = pgm_loss(model, x0, LogLinearSchedule(), 7, generator=torch.Generator().manual_seed(2))
+    mdlm = mdlm_loss(
+        lambda x, t: torch.zeros(*x.shape, 7), x0, LogLinearSchedule(), 7,
+        generator=torch.Generator().manual_seed(2),
+    )  # fmt: skip
+    assert torch.equal(ours.t, mdlm.t) and torch.equal(ours.groups, mdlm.x_t == 7)

@@ -9,7 +9,8 @@
   GPU-sized one.
 - The run executes inside `shared_core.device.limit_threads(--threads)` and every `Run`
   records threads, device, seed and scale.
-- Errors: a `UsageError` (bad arguments, found by the package's own checks) or a missing
+- Errors: a `UsageError` (bad arguments, found by the package's own checks), an `InputError`
+  (a malformed file, from `shared_core.data`'s readers) or a missing
   file/optional dependency (`FileNotFoundError`) prints one ``error:`` line and exits 2;
   anything else keeps its traceback (it is a bug, or needs one to diagnose). An error or
   Ctrl-C marks the unfinished run folders failed.
@@ -21,15 +22,19 @@ experiments lazily, inside the ``run`` functions.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+# re-exported: the packages import them from here, beside the commands that run them
+from shared_core.errors import InputError
+from shared_core.progress import Heartbeat as Heartbeat
+from shared_core.progress import phase as phase
+from shared_core.progress import plan as plan
+from shared_core.progress import progress as progress
 
 T = TypeVar("T")
 
@@ -37,11 +42,11 @@ SCALES = ("micro", "tiny", "small", "paper")
 DEFAULT_SCALE = "tiny"
 
 
-class UsageError(ValueError):
+class UsageError(InputError):
     """Bad input to a command: reported as one ``error:`` line with exit status 2."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, FileNotFoundError)
+USER_ERRORS: tuple[type[BaseException], ...] = (InputError, FileNotFoundError)
 """Exceptions reported as one line (exit status 2); others keep their traceback."""
 
 
@@ -123,47 +128,55 @@ def reproduce_command(
 
     def configure(p: argparse.ArgumentParser) -> None:
         p.add_argument("--scale", choices=names, default=default, help="experiment size")
-        p.add_argument(
-            "--device", type=device_arg, default="auto", help="auto, cpu, cuda or cuda:N"
-        )
-        p.add_argument("--seed", type=nonneg_int, default=0, help="random seed")
-        p.add_argument(
-            "--threads", type=positive_int, default=1,
-            help="CPU threads for torch/BLAS/OpenMP (1 is fastest on a busy machine)",
-        )  # fmt: skip
+        add_run_flags(p)
         p.add_argument("--out", type=Path, default=Path("runs"), help="root folder for run reports")
-        p.add_argument(
-            "--name", type=_run_name, default=None,
-            help="a label appended to the run folder: <out>/<package>/<timestamp>-<scale>-<name>",
-        )  # fmt: skip
         if options is not None:
             options(p)
 
     def call(ns: argparse.Namespace) -> Any:
-        from shared_core.device import limit_threads
-        from shared_core.report import set_run_context
-
-        if ns.device != "auto" and ns.device != "cpu":
-            from shared_core.device import resolve_device
-
-            try:
-                resolve_device(ns.device)
-            except ValueError as e:
-                raise UsageError(str(e)) from None
         args = ReproduceArgs(
             scale=ns.scale, device=ns.device, seed=ns.seed, threads=ns.threads, out=ns.out,
             config=scales[ns.scale], name=ns.name or "",
             extra={k: v for k, v in vars(ns).items() if k not in _STANDARD_DESTS},
         )  # fmt: skip
-        named = {"name": args.name} if args.name else {}
-        set_run_context(
-            scale=args.scale, device=args.device, seed=args.seed, threads=args.threads, **named
+        return run_inside(
+            f"reproduce --scale {args.scale}", ns, lambda: run(args), scale=args.scale
         )
-        beat = Heartbeat(f"reproduce --scale {args.scale}")
-        with limit_threads(args.threads), beat:
-            return run(args)
 
     return Command("reproduce", help, call, configure)
+
+
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """``--device``, ``--seed``, ``--threads`` and ``--name``: the flags of every command."""
+    p.add_argument("--device", type=device_arg, default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="random seed")
+    p.add_argument(
+        "--threads", type=positive_int, default=1,
+        help="CPU threads for torch/BLAS/OpenMP (1 is fastest on a busy machine)",
+    )  # fmt: skip
+    p.add_argument(
+        "--name", type=_run_name, default=None,
+        help="a label appended to the run folder: <out>/<package>/<timestamp>-<scale>-<name>",
+    )  # fmt: skip
+
+
+def run_inside(label: str, ns: argparse.Namespace, body: Callable[[], T], **context: Any) -> T:
+    """Run `body` as a command does: ``--device`` checked, the run context set (device, seed,
+    threads, name and `context`), inside `limit_threads(--threads)` and a `Heartbeat`."""
+    from shared_core.device import limit_threads
+    from shared_core.report import set_run_context
+
+    if ns.device not in ("auto", "cpu"):
+        from shared_core.device import resolve_device
+
+        try:
+            resolve_device(ns.device)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    named = {"name": ns.name} if ns.name else {}
+    set_run_context(device=ns.device, seed=ns.seed, threads=ns.threads, **context, **named)
+    with limit_threads(ns.threads), Heartbeat(label):
+        return body()
 
 
 _STANDARD_DESTS = frozenset(
@@ -178,82 +191,6 @@ def _run_name(text: str) -> str:
             f"expected 1-64 letters, digits, '.', '_' or '-', got {text!r}"
         )
     return text
-
-
-_PHASE: list[str] = [""]
-_ACTIVE: list[Heartbeat] = []
-
-
-def phase(name: str, announce: bool = True) -> None:
-    """Name what the run is doing now (a fold, a method, an epoch).
-
-    With `announce`, the running `Heartbeat` prints it at once; without, it only labels the
-    next periodic line (for frequent updates such as epochs). Outside a heartbeat (a library
-    call) nothing is printed.
-    """
-    _PHASE[0] = name
-    if announce and _ACTIVE:
-        _ACTIVE[-1].announce()
-
-
-class Heartbeat:
-    """A line on stderr at least every `interval` seconds while a command runs.
-
-    ``reproduce`` runs inside one, so no phase of any package stays silent for long (a
-    training loop's progress bar, or a fold loop that prints nothing, alike): ``[<label>]
-    2 min 30 s elapsed; phase: <what `phase` last named>``. Only rank 0 of a distributed run
-    prints. `tick` is the clock-driven step (tested with a fake clock); the thread calls it.
-    """
-
-    def __init__(
-        self,
-        label: str,
-        interval: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-        write: Callable[[str], None] | None = None,
-    ) -> None:
-        if not interval > 0:
-            raise ValueError(f"interval: expected seconds > 0, got {interval}")
-        self.label, self.interval, self.clock = label, interval, clock
-        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
-        self.start = self.last = clock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def tick(self) -> str | None:
-        """Write (and return) the heartbeat line if `interval` has passed since the last one."""
-        if self.clock() - self.last < self.interval:
-            return None
-        return self.announce()
-
-    def announce(self) -> str:
-        """Write (and return) the line now; the next periodic one comes `interval` later."""
-        now = self.last = self.clock()
-        minutes, seconds = divmod(int(now - self.start), 60)
-        line = f"[{self.label}] {minutes} min {seconds:02d} s elapsed"
-        if _PHASE[0]:
-            line += f"; phase: {_PHASE[0]}"
-        self.write(line)
-        return line
-
-    def __enter__(self) -> Heartbeat:
-        self.start = self.last = self.clock()
-        _PHASE[0] = ""
-        if os.environ.get("RANK", "0") == "0":
-            _ACTIVE.append(self)
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(min(1.0, self.interval)):
-            self.tick()
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            _ACTIVE.remove(self)
 
 
 class LazyScales(dict[str, Any]):
@@ -355,14 +292,3 @@ def _version(prog: str, given: str | None) -> str:
         return version(prog)
     except PackageNotFoundError:
         return "unknown (not installed)"
-
-
-def progress(
-    iterable: Iterable[T], desc: str = "", total: int | None = None, enabled: bool = True
-) -> Iterable[T]:
-    """A tqdm progress bar on stderr labelled with its phase (pass ``enabled=is_main()``)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        iterable, desc=desc, total=total, disable=not enabled, dynamic_ncols=True, leave=False
-    )

@@ -32,8 +32,10 @@ def lazy_exports(
     The first access to a name imports its module and caches the value in the package's
     namespace, so later accesses are plain attribute lookups. Importing a submodule makes
     Python bind the submodule itself as an attribute of the package, which would shadow an
-    export of the same name (``crome.augment``, the function, defined in ``crome/augment.py``);
-    so after every import, each export whose module is loaded is (re)bound to its value.
+    export of the same name (a function ``augment`` defined in ``pkg/augment.py``); so after
+    every import, each export whose module is loaded is (re)bound to its value. That cannot
+    cover ``from pkg.augment import X; from pkg import augment`` (no ``__getattr__`` runs), so
+    no export may share a submodule's name: `shared_core.testing.shadowed_exports` checks it.
     """
     if not isinstance(package, str) or not package:
         raise ValueError(f"package: expected a module name, got {package!r}")

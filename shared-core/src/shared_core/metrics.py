@@ -201,3 +201,67 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(
         mu @ mu + np.trace(sa) + np.trace(sb) - 2.0 * np.sqrt(np.clip(cross, 0, None)).sum()
     )
+
+
+def _image_pair(a: ArrayLike, b: ArrayLike, data_range: float) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim < 2:
+        raise ValueError(
+            f"a, b: expected two arrays of one shape (..., H, W), got {a.shape} and {b.shape}"
+        )
+    if isinstance(data_range, bool) or not isinstance(data_range, (int, float)):
+        raise TypeError(f"data_range: expected a number, got {data_range!r}")
+    if not 0 < data_range < math.inf:
+        raise ValueError(f"data_range: expected a finite number > 0, got {data_range!r}")
+    return a, b
+
+
+def psnr(a: ArrayLike, b: ArrayLike, data_range: float = 1.0) -> np.ndarray:
+    """Peak signal-to-noise ratio in dB of each image pair ``(..., H, W)`` -> ``(...)``:
+    ``10 log10(L^2 / mean((a - b)^2))`` with ``L = data_range`` (inf for identical images)."""
+    a, b = _image_pair(a, b, data_range)
+    mse = ((a - b) ** 2).mean((-2, -1))
+    with np.errstate(divide="ignore"):
+        return np.asarray(10.0 * np.log10(data_range**2 / mse))
+
+
+def ssim(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    window: int = 7,
+    data_range: float = 1.0,
+    sample_covariance: bool = False,
+) -> np.ndarray:
+    """Mean SSIM (Wang et al., 2004) of each image pair ``(..., H, W)`` -> ``(...)``.
+
+    ``SSIM = (2 mu_a mu_b + C1)(2 s_ab + C2) / ((mu_a^2 + mu_b^2 + C1)(s_a^2 + s_b^2 + C2))``
+    per uniform ``window x window`` window over the valid region (no padding), averaged;
+    ``C1 = (0.01 L)^2``, ``C2 = (0.03 L)^2``, ``L = data_range``. The window's (co)variances
+    divide by N (``sample_covariance=False``) or N - 1 (True: scikit-image's
+    ``structural_similarity(a, b, data_range=L, win_size=window)`` default, equal to it for
+    an odd window, tested).
+    """
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    a, b = _image_pair(a, b, data_range)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+        raise ValueError(f"window: expected an int >= 2, got {window!r}")
+    if window > min(a.shape[-2:]):
+        raise ValueError(
+            f"window: expected at most the image side {min(a.shape[-2:])}, got {window}"
+        )
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    norm = window * window / (window * window - 1) if sample_covariance else 1.0
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return np.asarray(sliding_window_view(x, (window, window), axis=(-2, -1)).mean((-2, -1)))
+
+    mu_a, mu_b = mean(a), mean(b)
+    var_a = norm * (mean(a * a) - mu_a**2)
+    var_b = norm * (mean(b * b) - mu_b**2)
+    cov = norm * (mean(a * b) - mu_a * mu_b)
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / (
+        (mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2)
+    )
+    return np.asarray(s.mean((-2, -1)))

@@ -126,8 +126,8 @@ class Run:
         self.cpu_started = time.process_time()
         self.children_cpu_started = _children_cpu()
         stamp = timestamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        # <timestamp>-<scale>[-<name>], so micro, tiny and named runs are told apart by name
-        suffix = [str(_CONTEXT[k]) for k in ("scale", "name") if _CONTEXT.get(k)]
+        # <timestamp>-<scale or verb>[-<name>], so micro, tiny, train and named runs are told apart
+        suffix = [str(_CONTEXT[k]) for k in ("scale", "command", "name") if _CONTEXT.get(k)]
         self.dir = Path(out) / package / "-".join([stamp, *suffix])
         self.metrics: dict[str, Any] = {}
         self.rows: list[dict[str, Any]] = []

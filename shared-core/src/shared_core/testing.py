@@ -23,8 +23,9 @@ lists its cases in one table and parametrises one test over it::
     def test_bad_input(case): assert_bad_input(*CASES[case])
 
 The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
-`assert_missing_extra_is_one_line`, `run_micro`) and the export check (`assert_fresh_import_is_callable`) follow below. The tiny
-causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
+`assert_missing_extra_is_one_line`, `run_micro`) and the export checks
+(`assert_fresh_import_is_callable`, `shadowed_exports`, `assert_exports_not_shadowed`) follow
+below. The tiny causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
 `tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
 package's own tiny scales build it at run time too.
 """
@@ -155,6 +156,62 @@ def assert_fresh_import_is_callable(package: str, names: Sequence[str]) -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if res.returncode != 0:
         raise AssertionError(f"from {package} import {', '.join(names)}: {res.stderr[-2000:]}")
+
+
+def shadowed_exports(package: str) -> list[str]:
+    """Why `package`'s public names are not all what they name once every submodule is loaded
+    (empty: they are). Python binds an imported submodule as an attribute of its package, so an
+    ``__all__`` name that is also a submodule's name reads as the module whenever the submodule
+    was imported first (``from crome.augment import AugmentConfig; from crome import augment``).
+    Reported: each such name clash, then, with every submodule imported (those needing an absent
+    extra, ImportError, skipped), each name bound to a module in the package namespace before
+    any lazy ``__getattr__`` runs, and each name that reads as a module.
+    """
+    import contextlib
+    import importlib
+    import pkgutil
+    import types
+
+    pkg = importlib.import_module(package)
+    names = [str(n) for n in getattr(pkg, "__all__", [])]
+    paths = list(getattr(pkg, "__path__", []))
+    subs = {info.name for info in pkgutil.iter_modules(paths)}
+    problems = [
+        f"{package}.{n}: exported name is also the submodule {package}.{n}"
+        for n in names
+        if n in subs
+    ]
+    for info in pkgutil.walk_packages(paths, package + ".", onerror=lambda _: None):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(info.name)
+    bound = vars(pkg)
+    problems += [
+        f"{package}.{n}: bound to a module after its submodules were imported"
+        for n in names
+        if isinstance(bound.get(n), types.ModuleType)
+    ]
+    problems += [
+        f"{package}.{n}: reads as a module"
+        for n in names
+        if isinstance(getattr(pkg, n), types.ModuleType)
+    ]
+    return problems
+
+
+def assert_exports_not_shadowed(package: str) -> None:
+    """Assert `shadowed_exports` finds nothing, in a fresh interpreter (the test process may
+    have loaded the package already)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from shared_core.testing import shadowed_exports\n"
+        f"problems = shadowed_exports({package!r})\n"
+        "assert not problems, '\\n'.join(problems)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise AssertionError(f"{package}: {res.stderr[-2000:]}")
 
 
 # --- the console-script contract every package's test_cli.py checks -----------------------

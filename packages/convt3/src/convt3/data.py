@@ -133,26 +133,6 @@ def load_digit_images() -> np.ndarray:
     return np.asarray(images, dtype=np.float64) / 16.0
 
 
-def ssim(a: np.ndarray, b: np.ndarray, window: int = 7, data_range: float = 1.0) -> np.ndarray:
-    """Mean SSIM (uniform ``window`` x ``window`` windows, valid region) of ``(..., H, W)`` image pairs."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-
-    def mean(x: np.ndarray) -> np.ndarray:
-        return sliding_window_view(x, (window, window), axis=(-2, -1)).mean((-2, -1))
-
-    mu_a, mu_b = mean(a), mean(b)
-    var_a = mean(a * a) - mu_a**2
-    var_b = mean(b * b) - mu_b**2
-    cov = mean(a * b) - mu_a * mu_b
-    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / (
-        (mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2)
-    )
-    return s.mean((-2, -1))
-
-
 def load_moving_mnist(path: str | os.PathLike[str]) -> np.ndarray:
     """Moving-MNIST in its published file format -> ``(N, T, 1, H, W)`` float32 in [0, 1].
 

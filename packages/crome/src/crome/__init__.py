@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from shared_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from crome.augment import (
+    from crome.augmentation import (
         AugmentConfig,
         AugmentStats,
         augment,
@@ -56,16 +56,16 @@ if TYPE_CHECKING:
     from crome.world import World, WorldConfig, make_world
 
 _EXPORTS: dict[str, str] = {
-    "AugmentConfig": "crome.augment",
-    "AugmentStats": "crome.augment",
-    "augment": "crome.augment",
-    "basic_verifier": "crome.augment",
-    "causal_augmentations": "crome.augment",
-    "causally_aligned_neutrals": "crome.augment",
-    "filter_augmentations": "crome.augment",
-    "irrelevant_query_neutrals": "crome.augment",
-    "world_irrelevant": "crome.augment",
-    "world_verifier": "crome.augment",
+    "AugmentConfig": "crome.augmentation",
+    "AugmentStats": "crome.augmentation",
+    "augment": "crome.augmentation",
+    "basic_verifier": "crome.augmentation",
+    "causal_augmentations": "crome.augmentation",
+    "causally_aligned_neutrals": "crome.augmentation",
+    "filter_augmentations": "crome.augmentation",
+    "irrelevant_query_neutrals": "crome.augmentation",
+    "world_irrelevant": "crome.augmentation",
+    "world_verifier": "crome.augmentation",
     "OracleCache": "crome.cache",
     "request_key": "crome.cache",
     "PairRow": "crome.data",

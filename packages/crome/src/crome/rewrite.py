@@ -18,7 +18,7 @@ the world, and its operations are the usual surface edits an LLM makes when aske
 
 A causal-content sentence is never dropped nor edited inside (only moved, re-laid out or
 emphasised), so the causal attribute is preserved by construction; the verifier still checks
-it (`crome.augment.world_verifier`).
+it (`crome.augmentation.world_verifier`).
 """
 
 from __future__ import annotations

@@ -1,33 +1,48 @@
 """The oracle: DIST2Loss one position at a time, in float64, in plain Python arithmetic.
 
-It follows the paper's definitions literally, with no gathering, masking or log-sum-exp
-tricks beyond subtracting the row maximum:
+It is the paper's formula read literally, written apart from `dist2loss.loss` (no gathering,
+masking, fused backward, batch counts or normalisation modes; no log-sum-exp trick beyond
+subtracting the row maximum). At a position t with logits z (length V) and label g:
 
-    p_d(v | g) = exp(-d(v, g)/tau) / sum_{v' in V_d} exp(-d(v', g)/tau)
-    p_u(v | g) = p_d(g | g) if v = g else (1 - p_d(g | g)) / (K - 1)   (target="uniform")
-    q(v)       = exp(z_v) / sum_{v' in V}   exp(z_v')          (full vocabulary, default)
-               = exp(z_v) / sum_{v' in V_d} exp(z_v')          (restricted)
-    KL_t       = sum_{v in V_d} p(v) log(p(v) / q(v))
-    NN_t       = -log exp(z_g) / sum_{v in {g} + N_k(g)} exp(z_v)   (k nearest by d, ties by order)
-    CE_t       = -log softmax(z)_g
-    L          = sum_t CE_t / n + (alpha * sum_t w_t KL_t + beta * sum_t w_t NN_t) / n_kl
+    CE_t   = -log softmax(z)_g
+    p_d(v) = exp(-d(v, g)/tau) / sum_{v' in V_d} exp(-d(v', g)/tau)        (g in V_d)
+    p_u(v) = p_d(g) if v = g else (1 - p_d(g)) / (K - 1)    (target="uniform")
+    q(v)   = exp(z_v) / sum_{v' in V} exp(z_v')     (restrict=False, the paper's)
+           = exp(z_v) / sum_{v' in V_d} exp(z_v')   (restrict=True)
+    KL_t   = sum_{v in V_d} p(v) log(p(v) / q(v))
+    NN_t   = -log exp(z_g) / sum_{v in {g} + N_k(g)} exp(z_v)   (k nearest by d, ties by order)
 
-The tests check `dist2loss.dist2_loss` against it, and it against closed forms (tau -> 0,
-tau -> inf, the gradient q - p_d).
+`reference_terms` gives these per position; `reference_dist2_loss` the paper's per-token
+average ``L = (1/n) sum_t [CE_t + w_t (alpha KL_t + beta NN_t)]`` over the n labelled positions
+(KL_t = NN_t = 0 where g is not in V_d). The tests compare `dist2loss.dist2_loss` with it, and
+build its other normalisations (per metric position, outside counts) from `reference_terms`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from dist2loss.metric import MetricTable
 
 
-def _log_sum_exp(xs: list[float]) -> float:
+@dataclass(frozen=True)
+class PositionTerms:
+    """The loss terms at one labelled position: CE_t, and KL_t and NN_t where g is in V_d
+    (None elsewhere; NN_t also None without negatives)."""
+
+    ce: float
+    kl: float | None
+    nn: float | None
+
+
+def _softmax(xs: list[float]) -> list[float]:
     top = max(xs)
-    return top + math.log(sum(math.exp(x - top) for x in xs))
+    e = [math.exp(x - top) for x in xs]
+    total = sum(e)
+    return [v / total for v in e]
 
 
 def position_kl(
@@ -40,75 +55,82 @@ def position_kl(
 ) -> float:
     """KL(p || q) at one position with logits `z` (length V) and label id `g` in V_d."""
     ids = metric.token_ids.tolist()
-    dist = metric.distance.tolist()
-    j = ids.index(g)
-    neg = [-dist[j][i] / tau for i in range(len(ids))]
-    log_zp = _log_sum_exp(neg)
-    logps = [n - log_zp for n in neg]
+    row = metric.distance.tolist()[ids.index(g)]
+    p = _softmax([-d / tau for d in row])  # p_d over V_d, in table order
     if target == "uniform":
-        gold = math.exp(logps[j])
-        rest = (1.0 - gold) / (len(ids) - 1)
-        logps = [
-            logps[j] if i == j else (math.log(rest) if rest > 0 else -math.inf)
-            for i in range(len(ids))
-        ]
-    zq = [z[v] for v in ids]
-    log_zq = _log_sum_exp(zq if restrict else z)
-    kl = 0.0
-    for i in range(len(ids)):
-        p = math.exp(logps[i])
-        if p > 0:
-            kl += p * (logps[i] - (zq[i] - log_zq))
-    return kl
+        gold = p[ids.index(g)]
+        p = [gold if v == g else (1.0 - gold) / (len(ids) - 1) for v in ids]
+    if restrict:
+        q = _softmax([z[v] for v in ids])
+    else:
+        full = _softmax(z)
+        q = [full[v] for v in ids]
+    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True) if pi > 0)
 
 
 def position_neighbor_nll(z: list[float], g: int, metric: MetricTable, k: int) -> float:
     """-log softmax over g and its k nearest members of V_d (ties by table order), at g."""
     ids = metric.token_ids.tolist()
-    dist = metric.distance.tolist()
-    j = ids.index(g)
-    others = sorted((i for i in range(len(ids)) if i != j), key=lambda i: (dist[j][i], i))
-    chosen = [j, *others[:k]]
-    return _log_sum_exp([z[ids[i]] for i in chosen]) - z[g]
+    row = metric.distance.tolist()[ids.index(g)]
+    nearest = sorted((v for v in ids if v != g), key=lambda v: (row[ids.index(v)], ids.index(v)))
+    return -math.log(_softmax([z[v] for v in [g, *nearest[:k]]])[0])
+
+
+def reference_terms(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    metric: MetricTable,
+    tau: float,
+    *,
+    restrict: bool = False,
+    target: str = "distance",
+    negatives: int = 0,
+    ignore_index: int = -100,
+) -> list[PositionTerms | None]:
+    """`PositionTerms` of every position of (..., V) `logits` and (...) `labels`, flattened in
+    row-major order; None where the label is `ignore_index`."""
+    members = set(metric.token_ids.tolist())
+    out: list[PositionTerms | None] = []
+    rows = logits.detach().to(torch.float64).reshape(-1, logits.shape[-1]).tolist()
+    for z, g in zip(rows, labels.reshape(-1).tolist(), strict=True):
+        if g == ignore_index:
+            out.append(None)
+            continue
+        ce = -math.log(_softmax(z)[g])
+        if g not in members:
+            out.append(PositionTerms(ce, None, None))
+            continue
+        kl = position_kl(z, g, metric, tau, restrict, target)
+        nn = position_neighbor_nll(z, g, metric, negatives) if negatives > 0 else None
+        out.append(PositionTerms(ce, kl, nn))
+    return out
 
 
 def reference_dist2_loss(
     logits: torch.Tensor,
     labels: torch.Tensor,
     metric: MetricTable,
-    tau: float = 1.0,
-    alpha: float = 0.1,
     *,
+    tau: float,
+    alpha: float,
+    beta: float = 0.0,
+    negatives: int = 0,
+    weights: torch.Tensor | None = None,
     restrict: bool = False,
     target: str = "distance",
-    negatives: int = 0,
-    beta: float = 0.1,
-    weights: torch.Tensor | None = None,
-    normalise: str = "tokens",
-    num_items_in_batch: float | None = None,
-    num_metric_in_batch: float | None = None,
     ignore_index: int = -100,
 ) -> float:
-    """DIST2Loss of (..., V) `logits` and (...) `labels`, position by position (float64)."""
-    z_all = logits.detach().to(torch.float64).reshape(-1, logits.shape[-1]).tolist()
-    y_all = labels.reshape(-1).tolist()
-    w_all = weights.reshape(-1).tolist() if weights is not None else [1.0] * len(y_all)
-    members = set(metric.token_ids.tolist())
-    ce_sum, aux_sum, n_tokens, n_metric = 0.0, 0.0, 0, 0
-    for z, y, w in zip(z_all, y_all, w_all, strict=True):
-        if y == ignore_index:
+    """The paper's per-token average ``(1/n) sum_t [CE_t + w_t (alpha KL_t + beta NN_t)]``
+    over the n labelled positions; `weights` (...) gives w_t (default 1)."""
+    terms = reference_terms(
+        logits, labels, metric, tau,
+        restrict=restrict, target=target, negatives=negatives, ignore_index=ignore_index,
+    )  # fmt: skip
+    w = [1.0] * len(terms) if weights is None else weights.reshape(-1).tolist()
+    total, n = 0.0, 0
+    for t, w_t in zip(terms, w, strict=True):
+        if t is None:
             continue
-        n_tokens += 1
-        ce_sum += _log_sum_exp(z) - z[y]
-        if y in members:
-            n_metric += 1
-            aux = alpha * position_kl(z, y, metric, tau, restrict, target)
-            if negatives > 0:
-                aux += beta * position_neighbor_nll(z, y, metric, negatives)
-            aux_sum += w * aux
-    n_ce = float(num_items_in_batch) if num_items_in_batch is not None else n_tokens
-    if normalise == "tokens":
-        n_kl = n_ce if num_items_in_batch is not None else max(n_tokens, 1)
-    else:
-        n_kl = float(num_metric_in_batch) if num_metric_in_batch is not None else max(n_metric, 1)
-    return ce_sum / n_ce + aux_sum / n_kl
+        n += 1
+        total += t.ce + w_t * (alpha * (t.kl or 0.0) + beta * (t.nn or 0.0))
+    return total / n

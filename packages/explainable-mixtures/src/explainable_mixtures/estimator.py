@@ -1,27 +1,16 @@
 """`ExplainableMixture`: fit an explainable mixture model (EMM) like a scikit-learn estimator.
 
-The learning procedure (Sec. 4 of the paper), in order:
-
-1. Over-provision ``n_rules`` rules, anchored at k-means++ centres of the standardised joint
-   data ``(x, y)``: each centre's Voronoi cell gives its rule's initial box (the cell's 10 %
-   and 90 % feature quantiles) and its component's initial mean and covariance.
-2. Minimise ``mean NLL + lam * R + gamma * C`` (``R`` the overlap penalty, ``C`` our
-   coverage penalty, see `explainable_mixtures.rules.coverage_penalty`) by gradient descent through
-   `shared_core.train.fit`, annealing the temperature geometrically from ``tau_start`` to
-   ``tau_end`` (standard units) over all steps.
-3. Between ``prune_rounds + 1`` equal stages, prune dead rules (empty box on a used feature,
-   or a share of the data below ``min_share``) and merge redundant ones (covered sets with
-   Jaccard above ``merge_jaccard`` and components closer than ``merge_hellinger``).
-4. Select the rule set by BIC (``2 NLL + |Theta| log n``): drop a rule or merge two that cover
-   the same rows, one step at a time while BIC falls; then drop conditions (open a side of a
-   box) while BIC falls; then polish the survivors for one more stage at ``tau_end``.
+This module is the scikit-learn surface: the hyper-parameters and their checks, ``fit`` (input
+checks, then `explainable_mixtures.schedule.learn`, the paper's Sec. 4 procedure) and the
+fitted model's queries. The rest lives where it belongs: the rule parameterisation (anchoring,
+readable `Rule`s) in `explainable_mixtures.parameterisation`, the training schedule in
+`explainable_mixtures.schedule`, pruning, merging and BIC selection in
+`explainable_mixtures.selection`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,57 +24,12 @@ from explainable_mixtures._checks import (
     check_positive_int,
     check_same_rows,
 )
+from explainable_mixtures.parameterisation import Condition, Rule, read_rules
 
-FEATURE_USE = 0.05  # a feature whose weight a_ij is below 5 % of the rule's largest is unused
+__all__ = ["BIC_COUNTS", "LAM", "Condition", "ExplainableMixture", "Rule"]
+
 LAM = 0.1  # overlap weight: see the README's lambda ablation for the choice
 BIC_COUNTS = ("rules", "all")
-
-
-@dataclass(frozen=True)
-class Condition:
-    """``low <= feature <= high`` in the feature's own units; ``None`` is an open side."""
-
-    feature: str
-    low: float | None
-    high: float | None
-
-    def __str__(self) -> str:
-        if self.low is not None and self.high is not None:
-            return f"{self.low:.4g} <= {self.feature} <= {self.high:.4g}"
-        if self.low is not None:
-            return f"{self.feature} >= {self.low:.4g}"
-        return f"{self.feature} <= {self.high:.4g}"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One learned rule, its component's moments (user units) and its share of the data."""
-
-    conditions: tuple[Condition, ...]
-    share: float  # mean over the training rows of w_i(x)
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-    target_names: tuple[str, ...]
-
-    def __str__(self) -> str:
-        body = " AND ".join(str(c) for c in self.conditions) or "always"
-        moments = ", ".join(
-            f"{t} ~ {m:.4g} ± {s:.3g}"
-            for t, m, s in zip(self.target_names, self.mean, self.std, strict=True)
-        )
-        return f"IF {body} THEN {moments}  ({100 * self.share:.1f} % of rows)"
-
-    def box(self, names: Sequence[str], bounds: np.ndarray) -> np.ndarray:
-        """``(d, 2)`` box with open sides closed at `bounds` (``(d, 2)``, e.g. the data range)."""
-        out = np.array(bounds, dtype=np.float64, copy=True)
-        index = {n: j for j, n in enumerate(names)}
-        for c in self.conditions:
-            j = index[c.feature]
-            if c.low is not None:
-                out[j, 0] = max(out[j, 0], c.low)
-            if c.high is not None:
-                out[j, 1] = min(out[j, 1], c.high)
-        return out
 
 
 class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -232,6 +176,8 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         import torch
         from sklearn.utils.validation import _check_feature_names
 
+        from explainable_mixtures.schedule import Schedule, learn
+
         self._validate()
         _check_feature_names(self, X, reset=True)
         if feature_names is None and hasattr(self, "feature_names_in_"):
@@ -258,73 +204,16 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self._y_1d = np.asarray(y).ndim == 1
         self._x_range = np.stack([x.min(0), x.max(0)], axis=1)
         dt = torch.float64 if self.dtype == "float64" else torch.float32
-        xt = torch.as_tensor(x, dtype=dt)
-        yt = torch.as_tensor(t, dtype=dt)
-        induced = self.components == "induced"
-        model = _initial_model(x, t, self.n_rules, self.n_sub, int(self.seed), dt, induced)
-        stages = int(self.prune_rounds) + 1
-        per_stage = max(1, self.steps // stages)
-        self.history_: list[dict[str, float]] = []
-        for stage in range(stages):
-            self._train(model, xt, yt, per_stage, stage * per_stage, per_stage * stages)
-            if stage < stages - 1:
-                tau = self._tau(stage, per_stage, stages)
-                model.induce(xt, yt, tau)
-                model = _prune_and_merge(model, xt, yt, tau, self)
-        model.induce(xt, yt, self.tau_end)
-        if self.bic_select:
-            model = _select_by_bic(model, xt, yt, self.tau_end, self.merge_jaccard, self.bic_count)
-            model = _simplify_by_bic(model, xt, yt, self.tau_end, self.bic_count)
-            self._train(model, xt, yt, per_stage, per_stage * stages, per_stage * stages)
-            model.induce(xt, yt, self.tau_end)
-        _, share = _coverage(model, xt, self.tau_end)
-        self.model_ = _subset(model, list(np.argsort(-share, kind="stable"))).eval()
-        self.rules_ = self._rules(xt)
+        self.model_, self.history_ = learn(x, t, Schedule.from_params(self.get_params()), dt)
+        self.rules_ = read_rules(
+            self.model_,
+            torch.as_tensor(x, dtype=dt),
+            self.tau_end,
+            self.feature_names_,
+            self.target_names_,
+            self._x_range,
+        )
         return self
-
-    def _tau(self, stage: int, per_stage: int, stages: int) -> float:
-        return self._tau_at((stage + 1) * per_stage - 1, per_stage * stages)
-
-    def _tau_at(self, step: int, total: int) -> float:
-        """Geometric annealing ``tau_start -> tau_end`` over `total` steps (then ``tau_end``)."""
-        frac = min(1.0, step / max(1, total - 1))
-        return self.tau_start * (self.tau_end / self.tau_start) ** frac
-
-    def _train(self, model: Any, x: Any, y: Any, steps: int, offset: int, total: int) -> None:
-        import torch
-
-        from shared_core.train import TrainConfig, fit, step_generator
-
-        n = len(x)
-        lam, gamma = self.lam, self.gamma
-
-        def batch_fn(step: int) -> dict[str, Any]:
-            tau = self._tau_at(offset + step, total)
-            if n <= self.batch_size:
-                return {"x": x, "y": y, "tau": tau}
-            g = step_generator(self.seed, offset + step)
-            idx = torch.randint(n, (self.batch_size,), generator=g)
-            return {"x": x[idx], "y": y[idx], "tau": tau}
-
-        def loss_fn(m: Any, batch: dict[str, Any]) -> tuple[Any, dict[str, float]]:
-            return getattr(m, "module", m).objective(
-                batch["x"], batch["y"], batch["tau"], lam, gamma
-            )
-
-        config = TrainConfig(
-            steps=steps, lr=self.lr, schedule="constant", weight_decay=0.0, grad_clip=0.0
-        )
-        result = fit(
-            model,
-            loss_fn,
-            batch_fn,
-            config,
-            desc=f"emm train k={model.k}",
-            show_progress=self.show_progress,
-            device=self.device,
-        )
-        model.to("cpu")
-        self.history_.extend(result.history)
 
     # -- prediction ----------------------------------------------------------------------------
 
@@ -401,13 +290,17 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     def n_parameters(self) -> int:
         """BIC's ``|Theta|`` under `bic_count`: with "rules" (the paper's), the number of
         thresholds in the printed rules (one per closed side of a condition)."""
+        from explainable_mixtures.selection import n_parameters
+
         self._check_fitted()
-        return _n_parameters(self.model_, self._span(), self.bic_count)
+        return n_parameters(self.model_, self._span(), self.bic_count)
 
     def bic(self, X: Any, y: Any) -> float:
         """``2 * NLL + |Theta| log n`` on the given rows (`bic_count` sets ``|Theta|``)."""
+        from explainable_mixtures.selection import bic
+
         x, t = self._tensors(X, y)
-        return _bic(self.model_, x, t, self.tau_end, self.bic_count, self._span())
+        return bic(self.model_, x, t, self.tau_end, self.bic_count, self._span())
 
     def _span(self) -> Any:
         """``(2, d)`` tensor: the training rows' feature minima and maxima (a threshold outside
@@ -421,337 +314,3 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         ordered by their share of the training rows)."""
         self._check_fitted()
         return "\n".join(f"rule {i + 1}: {r}" for i, r in enumerate(self.rules_))
-
-    def _rules(self, x: Any) -> list[Rule]:
-        import torch
-
-        model = self.model_
-        with torch.no_grad():
-            share = torch.exp(model.log_weights(x, self.tau_end)).mean(0).double().numpy()
-            used = _used_features(model, x)
-            lo = (model.alpha * model.x_scale + model.x_loc).double().numpy()
-            hi = (model.beta * model.x_scale + model.x_loc).double().numpy()
-            mean, cov = _component_moments(model)
-        rules = []
-        for i in range(model.k):
-            conds = tuple(
-                Condition(
-                    self.feature_names_[j],
-                    float(lo[i, j]) if lo[i, j] > self._x_range[j, 0] else None,
-                    float(hi[i, j]) if hi[i, j] < self._x_range[j, 1] else None,
-                )
-                for j in np.flatnonzero(used[i])
-            )
-            rules.append(
-                Rule(
-                    conds,
-                    float(share[i]),
-                    tuple(float(v) for v in mean[i]),
-                    tuple(float(v) for v in np.sqrt(np.diag(cov[i]))),
-                    tuple(self.target_names_),
-                )
-            )
-        return rules
-
-
-# -- the pieces of `fit` -----------------------------------------------------------------------
-
-
-def _initial_model(
-    x: np.ndarray, t: np.ndarray, k: int, n_sub: int, seed: int, dt: Any, induced: bool
-) -> Any:
-    """Rules and components anchored at k-means++ centres of the standardised ``(x, y)``."""
-    import torch
-    from sklearn.cluster import kmeans_plusplus
-
-    from explainable_mixtures.components import GaussianComponents
-    from explainable_mixtures.model import RuleMixture
-
-    x_loc, x_scale = x.mean(0), x.std(0)
-    y_loc, y_scale = t.mean(0), t.std(0)
-    z, u = (x - x_loc) / x_scale, (t - y_loc) / y_scale
-    joint = np.concatenate([z, u], axis=1)
-    centres, _ = kmeans_plusplus(joint, n_clusters=k, random_state=seed)
-    cell = ((joint[:, None, :] - centres[None]) ** 2).sum(-1).argmin(1)
-    d, dy = z.shape[1], u.shape[1]
-    alpha, beta = np.empty((k, d)), np.empty((k, d))
-    means, covs = np.empty((k, n_sub, dy)), np.empty((k, n_sub, dy, dy))
-    rng = np.random.default_rng(seed)
-    for i in range(k):
-        members = cell == i
-        if members.sum() >= 2:
-            alpha[i], beta[i] = np.quantile(z[members], [0.1, 0.9], axis=0)
-            mu, cov = u[members].mean(0), np.atleast_2d(np.cov(u[members].T))
-        else:
-            alpha[i], beta[i] = centres[i, :d] - 0.5, centres[i, :d] + 0.5
-            mu, cov = centres[i, d:], np.eye(dy)
-        cov = cov + 0.05 * np.eye(dy)  # a floor, so a tight cell starts with a usable density
-        # several Gaussians per rule start spread along the cell's spread
-        means[i] = mu + rng.normal(0.0, 0.3, (n_sub, dy)) * np.sqrt(np.diag(cov)) * (n_sub > 1)
-        covs[i] = cov
-    tensor = lambda a: torch.as_tensor(a, dtype=dt)  # noqa: E731
-    return RuleMixture(
-        tensor(alpha),
-        tensor(beta),
-        torch.ones(k, d, dtype=dt),
-        GaussianComponents(tensor(means), tensor(covs)),
-        tensor(x_loc),
-        tensor(x_scale),
-        tensor(y_loc),
-        tensor(y_scale),
-        induced,
-    )
-
-
-def _used_features(model: Any, x: Any) -> np.ndarray:
-    """``(k, d)`` bool: the features a rule reads (weight >= 5 % of its largest, box cuts the data)."""
-    import torch
-
-    with torch.no_grad():
-        a = model.feature_weights()
-        z = (x - model.x_loc) / model.x_scale
-        cuts = (model.alpha > z.min(0).values) | (model.beta < z.max(0).values)
-        heavy = a >= FEATURE_USE * a.max(dim=1, keepdim=True).values
-    return (heavy & cuts).numpy()
-
-
-def _component_moments(model: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Mean ``(k, d_y)`` and covariance ``(k, d_y, d_y)`` of each component, in user units."""
-    import torch
-
-    with torch.no_grad():
-        c = model.components
-        rho = torch.softmax(c.sub_logits, -1).double()  # (k, S)
-        mu, cov = c.mu.double(), c.covariance().double()
-        mean = (rho[..., None] * mu).sum(1)
-        dev = mu - mean[:, None]
-        second = cov + dev[..., :, None] * dev[..., None, :]
-        cov_all = (rho[..., None, None] * second).sum(1)
-        s = model.y_scale.double()
-        mean = mean * s + model.y_loc.double()
-        cov_all = cov_all * s[:, None] * s[None, :]
-    return mean.numpy(), cov_all.numpy()
-
-
-def _subset(model: Any, keep: Sequence[int]) -> Any:
-    """A new `RuleMixture` with only the rules in `keep` (same parameters)."""
-    import torch
-
-    from explainable_mixtures.components import GaussianComponents
-    from explainable_mixtures.model import RuleMixture
-
-    idx = torch.as_tensor(list(keep), dtype=torch.long)
-    with torch.no_grad():
-        comps = GaussianComponents(model.components.mu[idx], model.components.covariance()[idx])
-        comps.sub_logits.copy_(model.components.sub_logits[idx])
-        return RuleMixture(
-            model.alpha[idx],
-            model.beta[idx],
-            model.feature_weights()[idx],
-            comps,
-            model.x_loc,
-            model.x_scale,
-            model.y_loc,
-            model.y_scale,
-            model.induced,
-        )
-
-
-def _hellinger(mean: np.ndarray, cov: np.ndarray, i: int, j: int) -> float:
-    """Hellinger distance between the Gaussians with the moments of components i and j."""
-    s = 0.5 * (cov[i] + cov[j])
-    diff = mean[i] - mean[j]
-    log_bc = (
-        -0.125 * float(diff @ np.linalg.solve(s, diff))
-        - 0.5 * np.linalg.slogdet(s)[1]
-        + 0.25 * (np.linalg.slogdet(cov[i])[1] + np.linalg.slogdet(cov[j])[1])
-    )
-    return math.sqrt(max(0.0, 1.0 - math.exp(log_bc)))
-
-
-def _coverage(model: Any, x: Any, tau: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows each rule covers (``e_i(x) > 1/2``, ``(n, k)`` bool) and each rule's share."""
-    import torch
-
-    with torch.no_grad():
-        log_e = model.log_activation(x, tau)
-        share = torch.exp(log_e - torch.logsumexp(log_e, -1, keepdim=True)).mean(0)
-        return (torch.exp(log_e) > 0.5).numpy(), share.double().numpy()
-
-
-def _jaccard(covered: np.ndarray, i: int, j: int) -> float:
-    union = np.logical_or(covered[:, i], covered[:, j]).sum()
-    return float(np.logical_and(covered[:, i], covered[:, j]).sum() / union) if union else 0.0
-
-
-def _containment(covered: np.ndarray, i: int, j: int) -> float:
-    """Share of the smaller of the two rules' covered rows that the other also covers."""
-    smaller = min(covered[:, i].sum(), covered[:, j].sum())
-    return float(np.logical_and(covered[:, i], covered[:, j]).sum() / smaller) if smaller else 0.0
-
-
-def _merge(model: Any, i: int, j: int, share: np.ndarray) -> Any:
-    """Rule ``i`` absorbs rule ``j``: the hull of both boxes, the larger feature weights, and
-    the moment-matched Gaussian of their two components (weighted by share)."""
-    import torch
-
-    merged = _subset(model, [r for r in range(model.k) if r != j])
-    at = i if i < j else i - 1
-    with torch.no_grad():
-        c = model.components
-        rho = torch.softmax(c.sub_logits, -1)
-        s = torch.as_tensor(share[[i, j]], dtype=c.mu.dtype)
-        w = (s[:, None] * rho[[i, j]]).reshape(-1)
-        w = w / w.sum()
-        mu = c.mu[[i, j]].reshape(-1, c.mu.shape[-1])
-        cov = c.covariance()[[i, j]].reshape(-1, *c.mu.shape[-1:], c.mu.shape[-1])
-        mean = (w[:, None] * mu).sum(0)
-        dev = mu - mean
-        cov_m = (w[:, None, None] * (cov + dev[:, :, None] * dev[:, None, :])).sum(0)
-        chol = torch.linalg.cholesky(cov_m)
-        mc = merged.components
-        mc.mu[at] = mean
-        mc.log_diag[at] = torch.log(torch.diagonal(chol))
-        mc.lower[at] = torch.tril(chol, diagonal=-1)
-        mc.sub_logits[at] = 0.0
-        merged.alpha[at] = torch.minimum(model.alpha[i], model.alpha[j])
-        merged.beta[at] = torch.maximum(model.beta[i], model.beta[j])
-        a = torch.maximum(model.feature_weights()[i], model.feature_weights()[j])
-        merged.a_raw[at] = a + torch.log(-torch.expm1(-a))
-    return merged
-
-
-def _prune_and_merge(model: Any, x: Any, y: Any, tau: float, est: ExplainableMixture) -> Any:
-    """Drop dead rules, then merge redundant pairs; returns a new model (or the same)."""
-    import torch
-
-    covered, share = _coverage(model, x, tau)
-    with torch.no_grad():
-        a = model.feature_weights()
-        used = (a >= FEATURE_USE * a.max(dim=1, keepdim=True).values).numpy()
-        empty = ((model.alpha > model.beta).numpy() & used).any(1)
-    alive = [i for i in range(model.k) if share[i] >= est.min_share and not empty[i]]
-    if not alive:
-        alive = [int(np.argmax(share))]
-    if len(alive) < model.k:
-        model = _subset(model, alive)
-        model.induce(x, y, tau)
-        covered, share = covered[:, alive], share[alive]
-    while model.k > 1:
-        mean, cov = _component_moments(model)
-        pairs = [
-            (i, j)
-            for i in range(model.k)
-            for j in range(model.k)
-            if share[i] >= share[j]
-            and i != j
-            and _jaccard(covered, i, j) > est.merge_jaccard
-            and _hellinger(mean, cov, i, j) < est.merge_hellinger
-        ]
-        if not pairs:
-            break
-        i, j = pairs[0]
-        model = _merge(model, i, j, share)
-        model.induce(x, y, tau)
-        covered, share = _coverage(model, x, tau)
-    return model
-
-
-def _n_parameters(model: Any, x: Any, count: str) -> int:
-    """BIC's ``|Theta|``: one per closed side of a used condition (the rule parameters, the
-    paper's count; the weights ``a_ij`` only decide which conditions are used), plus with
-    ``count="all"`` the components' parameters. The rows `x` give the data range."""
-    import torch
-
-    used = _used_features(model, x)
-    with torch.no_grad():
-        z = (x - model.x_loc) / model.x_scale
-        low = (model.alpha > z.min(0).values).numpy()
-        high = (model.beta < z.max(0).values).numpy()
-    thresholds = int((used & low).sum() + (used & high).sum())
-    return thresholds + (model.components.n_parameters() if count == "all" else 0)
-
-
-def _bic(model: Any, x: Any, y: Any, tau: float, count: str, span: Any = None) -> float:
-    """``2 NLL + |Theta| log n`` on the rows ``(x, y)``; `span` (default `x`) gives the range."""
-    import torch
-
-    with torch.no_grad():
-        nll = -float(model.log_density(x, y, tau).double().sum())
-    n_params = _n_parameters(model, x if span is None else span, count)
-    return 2.0 * nll + n_params * math.log(len(x))
-
-
-def _induced_bic(model: Any, x: Any, y: Any, tau: float, count: str) -> float:
-    """BIC of a candidate rule set on the training rows, its components induced anew first
-    (induced components are functions of the rules)."""
-    model.induce(x, y, tau)
-    return _bic(model, x, y, tau, count)
-
-
-def _simplify_by_bic(model: Any, x: Any, y: Any, tau: float, count: str) -> Any:
-    """Drop rule conditions while BIC falls: each pass scores opening every closed side of
-    every used condition (moving its threshold far outside the data) and applies the ones
-    that lower BIC, best first, each re-checked against the model as it then is."""
-    import torch
-
-    with torch.no_grad():
-        z = (x - model.x_loc) / model.x_scale
-        z_min, z_max = z.min(0).values - 10.0, z.max(0).values + 10.0
-    best_bic = _induced_bic(model, x, y, tau, count)
-    changed = True
-    while changed:
-        changed = False
-        used = _used_features(model, x)
-        sides = [
-            (i, j, side)
-            for i, j in zip(*np.nonzero(used), strict=True)
-            for side in ("alpha", "beta")
-        ]
-        scored = []
-        for i, j, side in sides:
-            score = _induced_bic(_opened(model, i, j, side, z_min, z_max), x, y, tau, count)
-            if score < best_bic:
-                scored.append((score, i, j, side))
-        for _, i, j, side in sorted(scored):
-            candidate = _opened(model, i, j, side, z_min, z_max)
-            score = _induced_bic(candidate, x, y, tau, count)
-            if score < best_bic:
-                model, best_bic, changed = candidate, score, True
-    return model
-
-
-def _opened(model: Any, i: int, j: int, side: str, z_min: Any, z_max: Any) -> Any:
-    """A copy of `model` with the `side` threshold of rule i on feature j opened."""
-    import torch
-
-    out = _subset(model, list(range(model.k)))
-    with torch.no_grad():
-        if side == "alpha":
-            out.alpha[i, j] = z_min[j]
-        else:
-            out.beta[i, j] = z_max[j]
-    return out
-
-
-def _select_by_bic(model: Any, x: Any, y: Any, tau: float, merge_jaccard: float, count: str) -> Any:
-    """Greedy BIC descent over the rule set: at each step take the candidate with the lowest
-    BIC among dropping one rule and merging two rules one of which mostly lies inside the
-    other (`_containment` of their covered rows above `merge_jaccard`, components
-    moment-matched); stop when none lowers BIC."""
-    best, best_bic = model, _induced_bic(model, x, y, tau, count)
-    while best.k > 1:
-        covered, share = _coverage(best, x, tau)
-        candidates = [_subset(best, [r for r in range(best.k) if r != i]) for i in range(best.k)]
-        candidates += [
-            _merge(best, i, j, share)
-            for i in range(best.k)
-            for j in range(i + 1, best.k)
-            if _containment(covered, i, j) > merge_jaccard
-        ]
-        scores = [_induced_bic(c, x, y, tau, count) for c in candidates]
-        i = int(np.argmin(scores))
-        if scores[i] >= best_bic:
-            break
-        best, best_bic = candidates[i], scores[i]
-    return best

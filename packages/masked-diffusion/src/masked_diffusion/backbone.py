@@ -26,7 +26,24 @@ from torch import nn
 
 
 @dataclass(frozen=True)
-class BackboneConfig:
+class TransformerSize:
+    """The sizes every denoiser here shares (MDLM's and `pgm.PGMConfig`): the vocabulary (without
+    the mask or BOS id), the sequence length, the width and the number of attention heads."""
+
+    vocab_size: int
+    seq_len: int
+    d_model: int = 128
+    n_heads: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "seq_len", "d_model", "n_heads"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{name}: expected a positive int, got {v!r}")
+
+
+@dataclass(frozen=True)
+class BackboneConfig(TransformerSize):
     """Size of the denoiser. ``grid=(H, W)`` switches to 2-D rotary positions (H * W = seq_len).
 
     RoPE only encodes *relative* positions, so on a constant input (the all-mask start) every
@@ -35,10 +52,6 @@ class BackboneConfig:
     absolute position embedding to the input as well.
     """
 
-    vocab_size: int
-    seq_len: int
-    d_model: int = 128
-    n_heads: int = 4
     n_layers: int = 4
     mlp_ratio: int = 4
     dropout: float = 0.0
@@ -49,9 +62,10 @@ class BackboneConfig:
     rope_base: float = 10000.0
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_layers", "mlp_ratio"):
+        super().__post_init__()
+        for name in ("n_layers", "mlp_ratio"):
             v = getattr(self, name)
-            if not isinstance(v, int) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads: must divide d_model={self.d_model}, got {self.n_heads}")
@@ -103,22 +117,34 @@ def _modulate(h: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torc
     return h * (1.0 + scale) + shift
 
 
-class Block(nn.Module):
-    """Pre-norm bidirectional self-attention + MLP, both adaLN-modulated when ``c`` is given."""
+def feed_forward(d: int, ratio: int) -> nn.Sequential:
+    """MDLM's MLP: ``Linear(d, ratio d)``, GELU (tanh approximation), ``Linear(ratio d, d)``."""
+    return nn.Sequential(
+        nn.Linear(d, ratio * d), nn.GELU(approximate="tanh"), nn.Linear(ratio * d, d)
+    )
 
-    def __init__(self, cfg: BackboneConfig, d_c: int | None) -> None:
+
+class PreNormBlock(nn.Module):
+    """The layers of a pre-norm self-attention block, without its forward: ``norm1``, ``qkv``
+    (``d -> 3d``, no bias), ``proj`` (no bias), ``norm2`` and the `feed_forward` ``mlp``.
+    MDLM's `Block` and PGM's encoder block subclass it (same layers, same initialisation order)."""
+
+    def __init__(self, d: int, n_heads: int, mlp_ratio: int) -> None:
         super().__init__()
-        d = cfg.d_model
-        self.n_heads = cfg.n_heads
+        self.n_heads = n_heads
         self.norm1 = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d, bias=False)
         self.proj = nn.Linear(d, d, bias=False)
         self.norm2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(
-            nn.Linear(d, cfg.mlp_ratio * d),
-            nn.GELU(approximate="tanh"),
-            nn.Linear(cfg.mlp_ratio * d, d),
-        )
+        self.mlp = feed_forward(d, mlp_ratio)
+
+
+class Block(PreNormBlock):
+    """Pre-norm bidirectional self-attention + MLP, both adaLN-modulated when ``c`` is given."""
+
+    def __init__(self, cfg: BackboneConfig, d_c: int | None) -> None:
+        super().__init__(cfg.d_model, cfg.n_heads, cfg.mlp_ratio)
+        d = cfg.d_model
         self.dropout = nn.Dropout(cfg.dropout)
         self.p_drop = cfg.dropout
         self.ada = None

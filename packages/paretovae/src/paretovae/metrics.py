@@ -152,11 +152,13 @@ def frequency_rank_scores(
 
 
 def psnr_ssim(clean: torch.Tensor, restored: torch.Tensor, side: int = 8) -> dict[str, float]:
-    """Mean PSNR (dB) and SSIM (scikit-image, data range 1) over images ``(num, side*side)``.
+    """Mean PSNR (dB) and SSIM (data range 1) over images ``(num, side*side)``.
 
-    `clean` must lie in [0, 1]; `restored` (a model's output) is clipped to it.
+    `clean` must lie in [0, 1]; `restored` (a model's output) is clipped to it. Both are
+    `shared_core.metrics`' (``ssim`` with a ``min(7, side)`` window and the sample covariance,
+    scikit-image's ``structural_similarity`` default, which 0.2.3 called).
     """
-    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+    from shared_core.metrics import psnr, ssim
 
     check_unit_images("clean", clean)
     if clean.shape != restored.shape:
@@ -165,12 +167,10 @@ def psnr_ssim(clean: torch.Tensor, restored: torch.Tensor, side: int = 8) -> dic
         )
     c = clean.double().numpy().reshape(-1, side, side)
     r = restored.double().clamp(0, 1).numpy().reshape(-1, side, side)
-    psnr = [peak_signal_noise_ratio(ci, ri, data_range=1.0) for ci, ri in zip(c, r, strict=True)]
-    ssim = [
-        structural_similarity(ci, ri, data_range=1.0, win_size=min(7, side))
-        for ci, ri in zip(c, r, strict=True)
-    ]
-    return {"psnr": float(np.mean(psnr)), "ssim": float(np.mean(ssim))}
+    return {
+        "psnr": float(np.mean(psnr(c, r))),
+        "ssim": float(np.mean(ssim(c, r, window=min(7, side), sample_covariance=True))),
+    }
 
 
 def reconstruction_metrics(

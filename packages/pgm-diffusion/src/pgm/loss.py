@@ -25,11 +25,10 @@ from masked_diffusion import (
     Schedule,
     check_times,
     check_tokens,
+    mdlm_loss,
     nelbo,
     nelbo_terms,
     noise_generator,
-    q_xt,
-    sample_t,
 )
 
 
@@ -90,76 +89,49 @@ def partition_terms(
 
 
 def pgm_loss(
-    model: torch.nn.Module,
-    x0: torch.Tensor,
-    schedule: Schedule,
-    vocab_size: int,
-    *,
-    generator: torch.Generator | None = None,
-    antithetic: bool = True,
-    sampling_eps: float = 1e-3,
-    t: torch.Tensor | None = None,
+    model: torch.nn.Module, x0: torch.Tensor, schedule: Schedule, vocab_size: int, **noise: Any
 ) -> PartitionLoss:
     """One Monte-Carlo estimate of the PGM training loss (nats per token) on clean x0 (batch, L).
 
-    t ~ U[sampling_eps, 1) (antithetic by default, as MDLM/PGM), partition by `q_xt`, one
-    full-length partitioned pass ``model(x0, groups)``, then `partition_terms`.
+    MDLM's draw (`masked_diffusion.mdlm_loss`, whose keywords `noise` takes: ``generator``,
+    ``antithetic``, ``sampling_eps``, ``t``): t ~ U[sampling_eps, 1) (antithetic by default, as
+    MDLM/PGM) and ``x_t ~ q(x_t | x0)``, whose masked positions are group 1; then one
+    full-length partitioned pass ``model(x0, groups)`` and `partition_terms`. PGM times must
+    lie in (0, 1): group 0 is weighted at ``1 - t``.
     """
-    check_tokens(x0, vocab_size, "x0")
-    if not isinstance(schedule, Schedule):
-        raise TypeError(
-            f"schedule: expected a masked_diffusion.Schedule, got {type(schedule).__name__}"
-        )
+    t = noise.get("t")
     if t is not None:
+        check_tokens(x0, vocab_size, "x0")
         check_times(t, x0.shape[0])
         if bool((t >= 1).any()):
             raise ValueError(
                 f"t: PGM times must lie in (0, 1) (group 0 is weighted at 1 - t), got {t.max().item()}"
             )
-    else:
-        t = sample_t(
-            x0.shape[0],
-            antithetic=antithetic,
-            sampling_eps=sampling_eps,
-            generator=generator,
-            device=x0.device,
-        )
-    groups = q_xt(x0, t, schedule, vocab_size, generator=generator) == vocab_size
-    logits = model(x0, groups)
-    if logits.shape[-1] != vocab_size:
-        raise ValueError(
-            f"vocab_size: expected the model's vocabulary {logits.shape[-1]}, got {vocab_size}"
-        )
-    terms = partition_terms(logits, x0, groups, t, schedule)
-    return PartitionLoss(loss=terms.mean(), terms=terms, t=t, groups=groups, logits=logits)
+
+    def partitioned(x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = model(x0, x_t == vocab_size)
+        if logits.shape[-1] != vocab_size:
+            raise ValueError(
+                f"vocab_size: expected the model's vocabulary {logits.shape[-1]}, got {vocab_size}"
+            )
+        return logits
+
+    out = mdlm_loss(partitioned, x0, schedule, vocab_size, **noise)
+    groups = out.x_t == vocab_size
+    terms = partition_terms(out.logits, x0, groups, out.t, schedule)
+    return PartitionLoss(loss=terms.mean(), terms=terms, t=out.t, groups=groups, logits=out.logits)
 
 
 def pgm_nelbo(
-    model: torch.nn.Module,
-    x0: torch.Tensor,
-    schedule: Schedule,
-    vocab_size: int,
-    *,
-    n_samples: int = 8,
-    batch_size: int = 256,
-    seed: int = 0,
-    sampling_eps: float = 1e-3,
+    model: torch.nn.Module, x0: torch.Tensor, schedule: Schedule, vocab_size: int, **options: Any
 ) -> float:
     """Validation NELBO (nats per token) of a PGM: group-1 tokens only, weight w(t).
 
-    This is `masked_diffusion.nelbo` on `as_denoiser(model)`: the same estimator (and, with the
-    same seed, the same t and partitions) as the MDLM baseline's validation NELBO.
+    This is `masked_diffusion.nelbo` (whose keywords `options` takes: ``n_samples``,
+    ``batch_size``, ``seed``, ``sampling_eps``) on `as_denoiser(model)`: the same estimator
+    (and, with the same seed, the same t and partitions) as the MDLM baseline's validation NELBO.
     """
-    return nelbo(
-        as_denoiser(model, vocab_size),
-        x0,
-        schedule,
-        vocab_size,
-        n_samples=n_samples,
-        batch_size=batch_size,
-        seed=seed,
-        sampling_eps=sampling_eps,
-    )
+    return nelbo(as_denoiser(model, vocab_size), x0, schedule, vocab_size, **options)
 
 
 def pgm_loss_fn(

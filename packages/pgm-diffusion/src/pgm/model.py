@@ -27,7 +27,14 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from masked_diffusion import apply_rotary, rotary_angles, timestep_embedding
+from masked_diffusion import (
+    PreNormBlock,
+    TransformerSize,
+    apply_rotary,
+    feed_forward,
+    rotary_angles,
+    timestep_embedding,
+)
 from torch import nn
 
 PRE_QUERY_MODES = ("learn", "learn+freqs", "learn+freqs+mean", "learn+freqs+logsumexp")
@@ -36,7 +43,7 @@ _NEG = -1e9  # additive mask: exp(_NEG - max) underflows to exactly 0 in float32
 
 
 @dataclass(frozen=True)
-class PGMConfig:
+class PGMConfig(TransformerSize):
     """Size of a partition model (authors' default split: half encoder, half decoder).
 
     pre_query: content of the GroupSwap queries, ``"learn"`` (b only), ``"learn+freqs"`` (b + PE,
@@ -57,10 +64,6 @@ class PGMConfig:
         position code reaches the decoder stream directly. No extra parameters.
     """
 
-    vocab_size: int
-    seq_len: int
-    d_model: int = 128
-    n_heads: int = 4
     n_encoder: int = 2
     n_decoder: int = 2
     mlp_ratio: int = 4
@@ -72,7 +75,8 @@ class PGMConfig:
     query_residual: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "seq_len", "d_model", "n_heads", "n_encoder", "mlp_ratio"):
+        super().__post_init__()  # vocab_size, seq_len, d_model, n_heads: positive ints
+        for name in ("n_encoder", "mlp_ratio"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
@@ -161,12 +165,6 @@ def masked_attention(
     return torch.where(allow.any(-1)[:, None, :, None], out, torch.zeros_like(out))
 
 
-def _mlp(d: int, ratio: int) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Linear(d, ratio * d), nn.GELU(approximate="tanh"), nn.Linear(ratio * d, d)
-    )
-
-
 def _heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     b, n, d = x.shape
     return x.view(b, n, n_heads, d // n_heads).transpose(1, 2)
@@ -177,18 +175,12 @@ def _merge(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(b, n, h * dh)
 
 
-class EncoderBlock(nn.Module):
-    """Pre-norm self-attention (RoPE, group mask) + GELU MLP, residual both."""
+class EncoderBlock(PreNormBlock):
+    """Pre-norm self-attention (RoPE, group mask) + GELU MLP, residual both (MDLM's block
+    layers, `masked_diffusion.PreNormBlock`, without adaLN)."""
 
     def __init__(self, cfg: PGMConfig) -> None:
-        super().__init__()
-        d = cfg.d_model
-        self.n_heads = cfg.n_heads
-        self.norm1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d, bias=False)
-        self.proj = nn.Linear(d, d, bias=False)
-        self.norm2 = nn.LayerNorm(d)
-        self.mlp = _mlp(d, cfg.mlp_ratio)
+        super().__init__(cfg.d_model, cfg.n_heads, cfg.mlp_ratio)
 
     def forward(
         self, h: torch.Tensor, angles: torch.Tensor, allow: torch.Tensor | None
@@ -279,7 +271,7 @@ class DecoderBlock(nn.Module):
         self.kv = nn.Linear(d, 2 * d, bias=False)
         self.proj = nn.Linear(d, d, bias=False)
         self.norm2 = nn.LayerNorm(d)
-        self.mlp = _mlp(d, cfg.mlp_ratio)
+        self.mlp = feed_forward(d, cfg.mlp_ratio)
 
     def forward(
         self,

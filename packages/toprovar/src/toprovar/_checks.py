@@ -49,15 +49,3 @@ def number(name: str, v: Any, lo: float = -math.inf, hi: float = math.inf) -> fl
     if not lo <= v <= hi:
         raise ValueError(f"{name}: expected a number in [{lo}, {hi}], got {v!r}")
     return float(v)
-
-
-def calibrated_range(calibration: object, a_min: object, a_max: object) -> tuple[float, float]:
-    """The ToProVAR policies' common arguments: a `Calibration` and ``0 <= a_min <= a_max <= 1``."""
-    from toprovar.pruning import Calibration
-
-    if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration: expected a Calibration, got {type(calibration).__name__}")
-    lo, hi = number("a_min", a_min, 0.0, 1.0), number("a_max", a_max, 0.0, 1.0)
-    if hi < lo:
-        raise ValueError(f"a_max: expected >= a_min={a_min}, got {a_max}")
-    return lo, hi

@@ -28,7 +28,13 @@ import torch
 
 from toprovar import _checks
 from toprovar.entropy import keep_probability, layer_score, normalise_entropy, scale_sparsity
-from toprovar.pruning import Calibration, PruningPolicy, restore_tokens, upsample_tokens
+from toprovar.pruning import (
+    Calibration,
+    PruningPolicy,
+    calibrated_range,
+    restore_tokens,
+    upsample_tokens,
+)
 
 
 def sample_keep(p_keep: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -73,7 +79,7 @@ class ToProVARPolicy(PruningPolicy):
         self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75, seed: int = 0
     ) -> None:
         super().__init__()
-        self.a_min, self.a_max = _checks.calibrated_range(calibration, a_min, a_max)
+        self.a_min, self.a_max = calibrated_range(calibration, a_min, a_max)
         if not isinstance(seed, int):
             raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
         self.cal, self.seed = calibration, seed

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import platform
 import warnings
@@ -83,15 +84,28 @@ def load(warn: bool = True) -> Any | None:
     return op
 
 
+def cpu_flash_flops(
+    query_shape: torch.Size,
+    key_shape: torch.Size,
+    value_shape: torch.Size,
+    *args: object,
+    out_shape: object = None,
+    **kwargs: object,
+) -> int:
+    """FLOPs of one fused attention call: ``Q K^T`` and ``A V``, 2 FLOPs per multiply-add
+    (``2 b h n_q n_k (d + d_v)``; a mask does not lower the count, as for the explicit paths)."""
+    *batch, n_q, d = query_shape
+    n_k, d_v = key_shape[-2], value_shape[-1]
+    return 2 * math.prod(batch) * n_q * n_k * (d + d_v)
+
+
 def _register_flops(op: Any) -> None:
     """`count_macs` (torch's FLOP counter) counts the kernel as torch's fused attention:
     ``n_q n_k (d + d_v)`` MACs per head; the entropy adds no product, as in the paper's FAE."""
     from torch.utils.flop_counter import register_flop_formula
 
-    from toprovar.generation import _cpu_flash_flops
-
     with contextlib.suppress(RuntimeError):  # registered already (a second load)
-        register_flop_formula(op)(_cpu_flash_flops)
+        register_flop_formula(op)(cpu_flash_flops)
 
 
 def error() -> str | None:

@@ -9,7 +9,6 @@ unpruned one at the same seed only where its logits moved.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from toprovar.entropy import (
     scale_sparsity,
     spectral_ratio,
 )
+from toprovar.fused import cpu_flash_flops
 from toprovar.model import Block, TinyVAR
 from toprovar.pruning import Calibration, PruningPolicy, gather_tokens
 from toprovar.vq import MultiScaleVQ
@@ -219,26 +219,11 @@ def generate(
     return Generation(images=images, codes=codes)
 
 
-def _cpu_flash_flops(
-    query_shape: torch.Size,
-    key_shape: torch.Size,
-    value_shape: torch.Size,
-    *args: object,
-    out_shape: object = None,
-    **kwargs: object,
-) -> int:
-    """FLOPs of one fused attention call: ``Q K^T`` and ``A V``, 2 FLOPs per multiply-add
-    (``2 b h n_q n_k (d + d_v)``; a mask does not lower the count, as for the explicit paths)."""
-    *batch, n_q, d = query_shape
-    n_k, d_v = key_shape[-2], value_shape[-1]
-    return 2 * math.prod(batch) * n_q * n_k * (d + d_v)
-
-
 # torch's CPU flash-attention op (used by F.scaled_dot_product_attention on CPU and by the
 # "sdpa" entropy path) got a FLOP formula only in torch 2.15; torch 2.13's counter counts it as
 # 0. Our own formula makes `count_macs` the same on every supported torch.
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-_CUSTOM_FLOPS = {} if _FLASH_CPU is None else {_FLASH_CPU: _cpu_flash_flops}
+_CUSTOM_FLOPS = {} if _FLASH_CPU is None else {_FLASH_CPU: cpu_flash_flops}
 
 
 def count_macs(fn: object, *args: object, **kwargs: object) -> tuple[object, int]:

@@ -240,6 +240,16 @@ class Calibration:
         return float(p.mean())
 
 
+def calibrated_range(calibration: object, a_min: object, a_max: object) -> tuple[float, float]:
+    """The ToProVAR policies' common arguments: a `Calibration` and ``0 <= a_min <= a_max <= 1``."""
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration: expected a Calibration, got {type(calibration).__name__}")
+    lo, hi = _checks.number("a_min", a_min, 0.0, 1.0), _checks.number("a_max", a_max, 0.0, 1.0)
+    if hi < lo:
+        raise ValueError(f"a_max: expected >= a_min={a_min}, got {a_max}")
+    return lo, hi
+
+
 class ToProVARTopKPolicy(PruningPolicy):
     """0.1.0's offline-calibrated, deterministic variant (an option; not the paper's rule).
 
@@ -256,7 +266,7 @@ class ToProVARTopKPolicy(PruningPolicy):
 
     def __init__(self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75) -> None:
         super().__init__()
-        self.a_min, self.a_max = _checks.calibrated_range(calibration, a_min, a_max)
+        self.a_min, self.a_max = calibrated_range(calibration, a_min, a_max)
         self.cal = calibration
         self._keep: dict[tuple[int, int], float] = {}  # calibrated mean P_keep per (k, layer)
         self._source: torch.Tensor | None = None

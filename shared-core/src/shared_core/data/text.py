@@ -56,7 +56,7 @@ def shakespeare_corpus(
         max_chars: an int >= 1000.
         val_fraction: share of the characters, from the end, held out for validation.
     """
-    from shared_core.data import load, require_extra
+    from shared_core.data.registry import load, require_extra
 
     if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1000:
         raise ValueError(f"max_chars: expected an int >= 1000, got {max_chars!r}")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from convt3.data import load_digit_images, moving_digits, ssim
+from convt3.data import load_digit_images, moving_digits
 from convt3.experiments.common import build_models, train_next_frame
 from convt3.experiments.config import Config
 from convt3.torch import PredictorConfig, count_parameters
+from shared_core.metrics import ssim
 
 
 def digit_horizons(future: int) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from crome import world as W
-from crome.augment import (
+from crome.augmentation import (
     AugmentConfig,
     augment,
     filter_augmentations,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from crome import world as W
-from crome.augment import (
+from crome.augmentation import (
     AugmentConfig,
     augment,
     causally_aligned_neutrals,

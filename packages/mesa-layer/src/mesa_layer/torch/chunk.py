@@ -23,6 +23,7 @@ read-out; the CG matvec then costs three small matmuls and two fused multiply-ad
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -197,11 +198,7 @@ def _pad_time(x: torch.Tensor, T_pad: int) -> torch.Tensor:
 
 
 def _chunk_forward(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    beta: torch.Tensor,
+    inputs: tuple[torch.Tensor, ...],
     Lambda: torch.Tensor,
     initial_state: tuple[torch.Tensor, torch.Tensor] | None,
     chunk_size: int,
@@ -210,6 +207,7 @@ def _chunk_forward(
     custom_backward: bool,
     q_start: bool,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    q, k, v, g, beta = inputs  # (B, T, H, K) twice, (B, T, H, V), (B, T, H) twice
     B, T, NH, K = q.shape
     V = v.shape[-1]
     dt = compute_dtype(q)
@@ -302,24 +300,21 @@ def mesa_chunk(
     q_start = cg_start == "q"
     B, T, NH, K = q.shape
     V = v.shape[-1]
+
+    def forward(
+        rows: Callable[[torch.Tensor], torch.Tensor],
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """`_chunk_forward` on ``rows(x)`` of each of q, k, v, g, beta (the same options)."""
+        return _chunk_forward(
+            tuple(rows(x) for x in (q, k, v, g, beta)), Lambda, initial_state,
+            chunk_size, max_cg_steps, cg_tol, custom_backward, q_start,
+        )  # fmt: skip
+
     if cu_seqlens is None:
         check_state(initial_state, B, NH, K, V)
         if path == "fla":
             return mesa_chunk_fla(q, k, v, g, beta, Lambda, initial_state, max_cg_steps, None)
-        return _chunk_forward(
-            q,
-            k,
-            v,
-            g,
-            beta,
-            Lambda,
-            initial_state,
-            chunk_size,
-            max_cg_steps,
-            cg_tol,
-            custom_backward,
-            q_start,
-        )
+        return forward(lambda x: x)
     if (
         not isinstance(cu_seqlens, torch.Tensor)
         or cu_seqlens.ndim != 1
@@ -344,20 +339,7 @@ def mesa_chunk(
     def unpack(x: torch.Tensor) -> torch.Tensor:
         return torch.cat([_pad_time(x[:, a:b], longest) for a, b in itertools.pairwise(offsets)], 0)
 
-    o, state = _chunk_forward(
-        unpack(q),
-        unpack(k),
-        unpack(v),
-        unpack(g),
-        unpack(beta),
-        Lambda,
-        initial_state,
-        chunk_size,
-        max_cg_steps,
-        cg_tol,
-        custom_backward,
-        q_start,
-    )
+    o, state = forward(unpack)
     o = torch.cat(
         [o[i : i + 1, : b - a] for i, (a, b) in enumerate(itertools.pairwise(offsets))], 1
     )

@@ -44,21 +44,19 @@ def mesa_step(
             f"{state[1].dtype}"
         )
     check_cg(max_cg_steps, cg_tol)
-    return _step(q, k, v, g, beta, Lambda, state, max_cg_steps, cg_tol)
+    return _step((q, k, v, g, beta), Lambda, state, max_cg_steps, cg_tol)
 
 
 def _step(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    beta: torch.Tensor,
+    step: tuple[torch.Tensor, ...],
     Lambda: torch.Tensor,
     state: tuple[torch.Tensor, torch.Tensor],
-    max_cg_steps: int = 30,
-    cg_tol: float | None = None,
+    max_cg_steps: int,
+    cg_tol: float | None,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-    """`mesa_step` without the input checks (for callers that checked the whole sequence)."""
+    """`mesa_step` on ``step = (q, k, v, g, beta)`` without the input checks (for callers
+    that checked the whole sequence)."""
+    q, k, v, g, beta = step
     dt = state[0].dtype
     H_prev, G_prev = state
     qf, kf, vf = q.to(dt), k.to(dt), v.to(dt)
@@ -101,8 +99,7 @@ def mesa_recurrent(
         state = (initial_state[0].to(dt), initial_state[1].to(dt))
     outs = []
     for t in range(T):
-        o, state = _step(
-            q[:, t], k[:, t], v[:, t], g[:, t], beta[:, t], Lambda, state, max_cg_steps, cg_tol
-        )
+        step = tuple(x[:, t] for x in (q, k, v, g, beta))
+        o, state = _step(step, Lambda, state, max_cg_steps, cg_tol)
         outs.append(o)
     return torch.stack(outs, dim=1), state

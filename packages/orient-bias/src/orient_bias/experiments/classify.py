@@ -23,7 +23,7 @@ from orient_bias.features import orientation_features
 from orient_bias.frames import Poses, centre
 from orient_bias.model import PointCloudNet
 from orient_bias.rotations import random_rotations
-from orient_bias.train import TrainConfig, predict, train
+from orient_bias.training import TrainConfig, predict, train
 from shared_core.data import split_indices
 
 MODELS = ("mpnn", "logistic", "hgb", "pointcloud")

@@ -18,7 +18,7 @@ from orient_bias.classifiers import fit_feature_regressor
 from orient_bias.frames import Poses, principal_frames
 from orient_bias.model import OrientationMLP
 from orient_bias.rotations import random_rotations, rotation_6d
-from orient_bias.train import TrainConfig, predict, train
+from orient_bias.training import TrainConfig, predict, train
 from shared_core.data import split_indices
 from shared_core.metrics import mae, r2_score
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 from topoformer.experiments.common import TrainSettings
 from topoformer.experiments.molecules import MoleculeConfig
 from topoformer.experiments.mutag import MutagConfig
@@ -122,18 +123,33 @@ def _fold_figure(run: Any, selections: dict[str, list[Any]]) -> None:
     run.save_figure("mutag_folds", fig)
 
 
+def _cv_name(config: MutagConfig) -> str:
+    """``10-fold CV``, or ``first 1 of 3 folds of a 3-fold CV`` when `run_folds` cuts it."""
+    ran = min(config.run_folds or config.folds, config.folds)
+    if ran == config.folds:
+        return f"{config.folds}-fold CV"
+    return f"first {ran} of {config.folds} folds of a {config.folds}-fold CV"
+
+
+ESTIMATE_S = {"micro": 20.0, "tiny": 80.0, "small": 600.0, "paper": 600.0}  # CPU s (--help)
+
+
 def reproduce(args: ReproduceArgs) -> int:
+    from shared_core.data import require_extra
     from shared_core.device import resolve_device
     from shared_core.report import Run
     from topoformer.experiments.molecules import run_molecules
     from topoformer.experiments.mutag import run_mutag
 
     cfg: ReproduceConfig = args.config
+    require_extra("topoformer", "graphs", "grakel", "MUTAG")  # one line, before the plan's
+    plan(["MUTAG", "FreeSolv", "report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     run = Run("topoformer", cfg, out=args.out)
+    phase("MUTAG")
     mut = run_mutag(cfg.mutag, seed=args.seed, device=device)
     gaps = {}
-    table = f"MUTAG accuracy (%), {cfg.mutag.folds}-fold CV, mean ± std over folds"
+    table = f"MUTAG accuracy (%), {_cv_name(cfg.mutag)}, mean ± std over folds"
     for method, sels in mut.selections.items():
         honest, opt = [s.honest for s in sels], [s.optimistic for s in sels]
         gaps[method] = 100 * (np.mean(opt) - np.mean(honest))
@@ -152,6 +168,7 @@ def reproduce(args: ReproduceArgs) -> int:
     if mut.tokens:
         _token_figure(run, mut.tokens, mut.labels)
 
+    phase("FreeSolv")
     mol = run_molecules(cfg.molecules, seed=args.seed, device=device)
     for method, s in mol.selections.items():
         run.add_row(
@@ -163,6 +180,7 @@ def reproduce(args: ReproduceArgs) -> int:
             cpu_s=round(mol.cpu_s[method], 1),
         )
         run.log(**{f"freesolv_{method}_rmse": s.honest})
+    phase("report")
     n_tr, n_va, n_te = mol.sizes
     tf = gaps.get("topoformer")
     notes = (

@@ -3,7 +3,7 @@ import random
 import numpy as np
 import pytest
 from crome import world as W
-from crome.augment import (
+from crome.augmentation import (
     AugmentConfig,
     augment,
     filter_augmentations,
