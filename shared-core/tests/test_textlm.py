@@ -14,9 +14,8 @@ from shared_core.textlm import (  # noqa: E402
     FIT_STATE,
     CharTokenizer,
     TextTrainConfig,
-    read_settings,
     sample_text_lm,
-    split_settings,
+    text_lm_settings,
     train_text_lm,
 )
 
@@ -54,27 +53,25 @@ def test_char_tokenizer_round_trips_and_names_unknown_characters(tmp_path):
         CharTokenizer("aa")
 
 
-def test_settings_file_overrides_and_split(tmp_path):
+def test_settings_are_the_config_class_fields_and_the_training_ones(tmp_path):
+    from shared_core.cli import UsageError
+    from shared_core.config import apply_overrides
+
+    Settings = text_lm_settings(transformers.GPT2Config)
     cfg = tmp_path / "small.json"
-    cfg.write_text(json.dumps({"n_embd": 16, "steps": 5}))
-    settings = read_settings(cfg, ["steps=7", "lr=1e-2", "activation_function=relu"])
-    assert settings == {"n_embd": 16, "steps": 7, "lr": 0.01, "activation_function": "relu"}
-    train, model = split_settings(settings, transformers.GPT2Config)
-    assert train == TextTrainConfig(steps=7, lr=0.01)
-    assert model == {"n_embd": 16, "activation_function": "relu"}
-    with pytest.raises(ValueError, match=r"config: unknown keys \['stepz'\]"):
-        split_settings({"stepz": 3}, transformers.GPT2Config)
-    with pytest.raises(ValueError, match="vocab_size comes from the tokenizer"):
-        split_settings({"vocab_size": 3}, transformers.GPT2Config)
-    with pytest.raises(ValueError, match="set: expected key=value, got 'steps'"):
-        read_settings(None, ["steps"])
-    with pytest.raises(FileNotFoundError, match="config: no such file"):
-        read_settings(tmp_path / "nope.json")
+    cfg.write_text(json.dumps({"model": {"n_embd": 16}, "train": {"steps": 5}}))
+    s = apply_overrides(Settings(), cfg, ["train.steps=7", "train.lr=1e-2", "model.n_layer=1"])
+    assert s.train == TextTrainConfig(steps=7, lr=0.01)
+    assert (s.model.n_embd, s.model.n_layer, s.model.n_head) == (16, 1, 12)  # GPT-2's defaults
+    with pytest.raises(UsageError, match="has no setting 'vocab_size'"):
+        apply_overrides(Settings(), None, ["model.vocab_size=3"])
+    with pytest.raises(UsageError, match="steps: expected a positive int, got 0"):
+        apply_overrides(Settings(), None, ["train.steps=0"])
 
 
 def test_train_writes_a_model_folder_that_samples_and_resumes_exactly(corpus, tmp_path):
-    settings = {**GPT2, "steps": 4, "batch_size": 4, "seq_len": 16, "warmup": 0}
-    kw = dict(settings=settings, device="cpu", show_progress=False)
+    train = TextTrainConfig(steps=4, batch_size=4, seq_len=16, warmup=0)
+    kw = dict(model=GPT2, train=train, device="cpu", show_progress=False)
     summary = train_text_lm(transformers.GPT2Config, corpus, tmp_path / "a", **kw)
     assert summary["steps"] == 4 and summary["vocab_size"] == len(set(TEXT))
     assert summary["val_loss"] > 0 and summary["train_tokens"] + summary["val_tokens"] == len(TEXT)
@@ -102,10 +99,10 @@ def test_a_local_transformers_tokenizer_folder(corpus, tmp_path):
         unk_token="[UNK]",
     )
     fast.save_pretrained(tmp_path / "tok")
-    settings = {**GPT2, "steps": 2, "batch_size": 2, "seq_len": 8}
     summary = train_text_lm(
         transformers.GPT2Config, corpus, tmp_path / "m", tokenizer=str(tmp_path / "tok"),
-        settings=settings, device="cpu", show_progress=False,
+        model=GPT2, train=TextTrainConfig(steps=2, batch_size=2, seq_len=8), device="cpu",
+        show_progress=False,
     )  # fmt: skip
     assert summary["vocab_size"] == len(vocab) and summary["train_tokens"] > len(TEXT) * 0.8
     assert not (tmp_path / "m" / CHAR_VOCAB).exists()
@@ -120,3 +117,8 @@ def test_bad_paths_name_the_argument(corpus, tmp_path):
         train_text_lm(transformers.GPT2Config, corpus, tmp_path / "o", tokenizer="nope")
     with pytest.raises(FileNotFoundError, match="checkpoint: expected a folder written by `train`"):
         sample_text_lm(tmp_path, "x")
+    with pytest.raises(ValueError, match="model: .*n_layer.*expected int"):  # the config's check
+        train_text_lm(
+            transformers.GPT2Config, corpus, tmp_path / "o", model={**GPT2, "n_layer": "one"},
+            train=TextTrainConfig(steps=1, batch_size=1, seq_len=8), show_progress=False,
+        )  # fmt: skip

@@ -11,6 +11,7 @@ for ``--resume``.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared_core.atomic import atomic_write_json
+from shared_core.errors import InputError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -139,51 +141,47 @@ class TextTrainConfig:
             )
 
 
-TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TextTrainConfig))
+MODEL_SETTINGS_SKIP = frozenset(
+    {
+        "vocab_size",
+        "pad_token_id",
+        "bos_token_id",
+        "eos_token_id",
+        "use_cache",
+        "tie_word_embeddings",
+    }
+)
+"""Fields of a model config that no ``--set`` reaches: the tokenizer fixes the vocabulary,
+and the rest are structural."""
 
 
-def split_settings(
-    settings: Mapping[str, Any], config_class: Any
-) -> tuple[TextTrainConfig, dict[str, Any]]:
-    """Split one flat settings mapping into the `TextTrainConfig` and the model config's
-    keyword arguments; a key that is neither is a ValueError naming it and the known keys."""
-    model_keys = {f.name for f in dataclasses.fields(config_class)} - {"vocab_size"}
-    unknown = sorted(set(settings) - set(TRAIN_KEYS) - model_keys)
-    if unknown:
-        raise ValueError(
-            f"config: unknown keys {unknown}; training keys are {list(TRAIN_KEYS)}, model keys "
-            f"those of {config_class.__name__} (e.g. {sorted(model_keys)[:8]}); vocab_size "
-            "comes from the tokenizer"
-        )
-    train = TextTrainConfig(**{k: v for k, v in settings.items() if k in TRAIN_KEYS})
-    return train, {k: v for k, v in settings.items() if k not in TRAIN_KEYS}
+def text_lm_settings(config_class: Any) -> type:
+    """The dataclass that ``--config`` / ``--set`` override for `config_class`'s train verb:
+    ``model`` (the config class's own fields with their defaults, less `MODEL_SETTINGS_SKIP`;
+    ``--set model.hidden_size=128``) and ``train`` (`TextTrainConfig`; ``--set train.steps=500``).
 
+    transformers' configs cannot serve directly (their base class's annotations name torch
+    types that `typing.get_type_hints` cannot resolve), so the class's own fields are copied,
+    their annotations evaluated in its module.
+    """
+    import inspect
 
-def read_settings(
-    config: str | os.PathLike[str] | None, overrides: Sequence[str] = ()
-) -> dict[str, Any]:
-    """The ``--config`` JSON object (none: empty) with ``key=value`` overrides on top; a value
-    is read as JSON when it parses (``3``, ``1e-3``, ``true``), else as a string."""
-    settings: dict[str, Any] = {}
-    if config is not None:
-        path = Path(config)
-        if not path.is_file():
-            raise FileNotFoundError(f"config: no such file {str(path)!r}")
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(loaded, dict):
-            raise ValueError(
-                f"config: expected a JSON object in {str(path)!r}, got {type(loaded).__name__}"
-            )
-        settings.update(loaded)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"set: expected key=value, got {item!r}")
-        try:
-            settings[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            settings[key] = raw
-    return settings
+    own = inspect.get_annotations(config_class, eval_str=True)  # this class's fields only
+    by_name = {f.name: f for f in dataclasses.fields(config_class)}
+    fields = []
+    for name, annotation in own.items():
+        if name in MODEL_SETTINGS_SKIP or name not in by_name or name.startswith("_"):
+            continue
+        fields.append((name, annotation, dataclasses.field(default=by_name[name].default)))
+    model = dataclasses.make_dataclass(f"{config_class.__name__}Settings", fields, frozen=True)
+    return dataclasses.make_dataclass(
+        f"{config_class.__name__}TrainSettings",
+        [
+            ("model", model, dataclasses.field(default_factory=model)),
+            ("train", TextTrainConfig, dataclasses.field(default_factory=TextTrainConfig)),
+        ],
+        frozen=True,
+    )
 
 
 def _windows(ids: np.ndarray, starts: Any, length: int) -> Any:
@@ -230,7 +228,8 @@ def train_text_lm(
     out: str | os.PathLike[str],
     *,
     tokenizer: str = "char",
-    settings: Mapping[str, Any] | None = None,
+    model: Mapping[str, Any] | None = None,
+    train: TextTrainConfig | None = None,
     seed: int = 0,
     device: str = "auto",
     resume: bool = False,
@@ -263,7 +262,10 @@ def train_text_lm(
             "or choose another folder"
         )
     text = path.read_text(encoding="utf-8")
-    train_cfg, model_kwargs = split_settings(settings or {}, config_class)
+    train_cfg = TextTrainConfig() if train is None else train
+    model_kwargs = dict(model or {})
+    if "vocab_size" in model_kwargs:
+        raise ValueError("model: vocab_size comes from the tokenizer; leave it out")
     tok = load_tokenizer(tokenizer, text)
     ids = np.asarray(_encode(tok, text), dtype=np.int64)
     n_val = int(len(ids) * train_cfg.val_fraction)
@@ -274,9 +276,13 @@ def train_text_lm(
             f"data: {len(head)} training tokens, fewer than one window of seq_len + 1 = {L}"
         )
     seed_everything(seed)
-    model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-        config_class(vocab_size=_vocab_size(tok), **model_kwargs)
-    )
+    from huggingface_hub.errors import StrictDataclassError
+
+    try:
+        config = config_class(vocab_size=_vocab_size(tok), **model_kwargs)
+    except (ValueError, TypeError, StrictDataclassError) as e:  # the config's own checks
+        raise InputError(f"model: {e}") from None
+    lm = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
 
     def batch_fn(step: int) -> Any:
         gen = step_generator(seed, step)
@@ -289,7 +295,7 @@ def train_text_lm(
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     result = fit(
-        model,
+        lm,
         loss_fn,
         batch_fn,
         TrainConfig(
@@ -305,24 +311,25 @@ def train_text_lm(
         show_progress=show_progress,
         device=device,
     )
-    val = validation_loss(model, tail, train_cfg)
+    val = validation_loss(lm, tail, train_cfg)
     last = result.losses[-10:]
     summary = {
         "model_type": config_class.model_type,
         "steps": result.step,
         "train_loss_last10": sum(last) / len(last) if last else math.nan,
         "val_loss": val,
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": sum(p.numel() for p in lm.parameters()),
         "vocab_size": _vocab_size(tok),
         "train_tokens": len(head),
         "val_tokens": len(tail),
         "seconds": round(time.perf_counter() - t0, 2),
         "seed": seed,
-        "settings": dict(settings or {}),
+        "model": model_kwargs,
+        "train": dataclasses.asdict(train_cfg),
     }
 
     def write(folder: Path) -> None:
-        model.save_pretrained(folder)
+        lm.save_pretrained(folder)
         tok.save_pretrained(folder)
 
     _save_folder(out_dir, write)
@@ -373,85 +380,88 @@ def sample_text_lm(
     return str(tok.decode(out[0].tolist()))
 
 
-def text_lm_commands(load_config_class: Any, what: str) -> list[Any]:
-    """The ``train`` and ``sample`` `Command`s of a package whose causal LM `what` is built
-    from the config class that ``load_config_class()`` imports (and registers)."""
+def text_lm_commands(config_spec: str, what: str) -> list[Any]:
+    """The ``train`` and ``sample`` verbs (`shared_core.verbs`) of a package whose causal LM
+    `what` is built from the config class ``"module:Class"`` (imported, and so registered with
+    the Auto classes, only when a verb runs).
+
+    ``train --data FILE --out DIR [--tokenizer char|DIR] [--config FILE] [--set model.k=v]
+    [--set train.k=v] [--resume]`` and ``sample --checkpoint DIR --prompt TEXT
+    [--max-new-tokens N] [--temperature T] [--out FILE]``.
+    """
     import argparse
 
-    from shared_core.cli import Command, UsageError, device_arg, nonneg_int, positive_int
-    from shared_core.device import limit_threads
+    from shared_core.verbs import Slots, VerbArgs, train_command, verb_command
 
-    def configure_train(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--data", required=True, help="a UTF-8 text file to train on")
-        p.add_argument("--tokenizer", default="char", help="'char' or a local tokenizer folder")
-        p.add_argument("--config", default=None, help="a JSON object of model and training keys")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override one key of --config (repeatable)")  # fmt: skip
-        p.add_argument("--out", required=True, help="the folder the model is written to")
-        p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
-        p.add_argument("--device", type=device_arg, default="auto")
-        p.add_argument("--threads", type=positive_int, default=1)
-        p.add_argument("--seed", type=nonneg_int, default=0)
+    def config_class() -> Any:
+        module, _, name = config_spec.partition(":")
+        return getattr(importlib.import_module(module), name)
 
-    def train(ns: argparse.Namespace) -> int:
-        try:
-            settings = read_settings(ns.config, ns.set)
-            config_class = load_config_class()
-            with limit_threads(ns.threads):
-                summary = train_text_lm(
-                    config_class,
-                    ns.data,
-                    ns.out,
-                    tokenizer=ns.tokenizer,
-                    settings=settings,
-                    seed=ns.seed,
-                    device=ns.device,
-                    resume=ns.resume,
-                )
-        except (ValueError, TypeError, json.JSONDecodeError) as e:
-            raise UsageError(str(e)) from None
+    def settings() -> Any:
+        return text_lm_settings(config_class())()
+
+    def tokenizer_flag(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--tokenizer", default="char", metavar="char|DIR",
+            help="'char' (the text's characters) or a local transformers tokenizer folder",
+        )  # fmt: skip
+
+    def train(args: VerbArgs) -> int:
+        assert args.out is not None
+        summary = train_text_lm(
+            config_class(),
+            args.data_path,
+            args.out,
+            tokenizer=args.extra["tokenizer"],
+            model=dataclasses.asdict(args.config.model),
+            train=args.config.train,
+            seed=args.seed,
+            device=args.device,
+            resume=args.resume,
+        )
         print(
-            f"{summary['steps']} steps, train loss {summary['train_loss_last10']:.4f} (last 10), "
-            f"val loss {summary['val_loss']:.4f}, {summary['parameters']} parameters, "
-            f"{summary['seconds']} s -> {ns.out}"
+            f"{summary['steps']} steps, train loss {summary['train_loss_last10']:.4f} (mean of "
+            f"the last 10), val loss {summary['val_loss']:.4f}, {summary['parameters']} "
+            f"parameters, {summary['seconds']} s -> {args.out}"
         )
         return 0
 
-    def configure_sample(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--checkpoint", required=True, help="a folder written by train")
-        p.add_argument("--prompt", required=True)
-        p.add_argument("--max-new-tokens", type=positive_int, default=200)
+    def sample_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--prompt", required=True, help="the text to continue")
+        p.add_argument("--max-new-tokens", type=int, default=200, metavar="N")
         p.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
-        p.add_argument("--device", type=device_arg, default="auto")
-        p.add_argument("--threads", type=positive_int, default=1)
-        p.add_argument("--seed", type=nonneg_int, default=0)
 
-    def sample(ns: argparse.Namespace) -> int:
-        try:
-            load_config_class()
-            with limit_threads(ns.threads):
-                text = sample_text_lm(
-                    ns.checkpoint,
-                    ns.prompt,
-                    max_new_tokens=ns.max_new_tokens,
-                    temperature=ns.temperature,
-                    seed=ns.seed,
-                    device=ns.device,
-                )
-        except (ValueError, TypeError) as e:
-            raise UsageError(str(e)) from None
+    def sample(args: VerbArgs) -> int:
+        assert args.checkpoint is not None
+        config_class()  # registers the model type
+        text = sample_text_lm(
+            args.checkpoint,
+            args.extra["prompt"],
+            max_new_tokens=args.extra["max_new_tokens"],
+            temperature=args.extra["temperature"],
+            seed=args.seed,
+            device=args.device,
+        )
+        if args.out is not None:
+            from shared_core.atomic import atomic_write_text
+
+            atomic_write_text(args.out, text + "\n")
         print(text)
         return 0
 
     return [
-        Command(
-            "train",
-            f"Train {what} on a text file (char or local tokenizer) and save it as a "
-            "transformers model folder.",
+        train_command(
             train,
-            configure_train,
+            f"Train {what} on a text file and save it as a transformers model folder "
+            "(from_pretrained / generate read it).",
+            config=settings,
+            options=tokenizer_flag,
         ),
-        Command(
-            "sample", f"Continue a prompt with a {what} saved by train.", sample, configure_sample
+        verb_command(
+            "sample",
+            sample,
+            f"Continue a prompt with a {what} saved by train.",
+            Slots(data="none", checkpoint="required", out="optional"),
+            options=sample_flags,
         ),
     ]

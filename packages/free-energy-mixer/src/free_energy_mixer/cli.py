@@ -7,16 +7,8 @@ Thin on purpose: torch, transformers and the experiments are imported inside the
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.textlm import text_lm_commands
-
-
-def _config_class() -> Any:
-    return importlib.import_module("free_energy_mixer.hf").FEMConfig  # registers the Auto classes
-
 
 main = make_main(
     "free-energy-mixer",
@@ -31,7 +23,9 @@ main = make_main(
                 "GPU-sized)."
             ),
         ),
-        *text_lm_commands(_config_class, "an FEM LM (prior: softmax, linear or gla)"),
+        *text_lm_commands(
+            "free_energy_mixer.hf:FEMConfig", "an FEM LM (prior: softmax, linear or gla)"
+        ),
     ],
     description=(
         "Free Energy Mixer (ICLR 2026): reproduce the headline comparisons, or train and sample "

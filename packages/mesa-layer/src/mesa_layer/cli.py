@@ -6,16 +6,8 @@ Thin on purpose: torch, transformers and the experiments are imported inside the
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.textlm import text_lm_commands
-
-
-def _config_class() -> Any:
-    return importlib.import_module("mesa_layer.hf").MesaNetConfig  # registers the Auto classes
-
 
 main = make_main(
     "mesa-layer",
@@ -29,7 +21,9 @@ main = make_main(
                 "thread, small: hours on CPU, paper: GPU-sized)."
             ),
         ),
-        *text_lm_commands(_config_class, "a MesaNet LM (Mesa layer + SwiGLU blocks)"),
+        *text_lm_commands(
+            "mesa_layer.hf:MesaNetConfig", "a MesaNet LM (Mesa layer + SwiGLU blocks)"
+        ),
     ],
     description=(
         "MesaNet's Mesa layer (ICLR 2026): reproduce the headline experiments, or train and "
