@@ -10,12 +10,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from shared_core.textlm import (  # noqa: E402
-    CHAR_VOCAB,
-    FIT_STATE,
+    _CHAR_VOCAB,
+    _FIT_STATE,
     CharTokenizer,
     TextTrainConfig,
+    _text_lm_settings,
     sample_text_lm,
-    text_lm_settings,
     train_text_lm,
 )
 
@@ -47,7 +47,7 @@ def test_char_tokenizer_round_trips_and_names_unknown_characters(tmp_path):
     with pytest.raises(ValueError, match=r"characters 'XZ' are not in the tokenizer's alphabet"):
         tok.encode("the ZX")
     tok.save_pretrained(tmp_path)
-    assert json.loads((tmp_path / CHAR_VOCAB).read_text())["alphabet"] == tok.alphabet
+    assert json.loads((tmp_path / _CHAR_VOCAB).read_text())["alphabet"] == tok.alphabet
     assert CharTokenizer.from_pretrained(tmp_path).alphabet == tok.alphabet
     with pytest.raises(ValueError, match="alphabet: expected distinct characters"):
         CharTokenizer("aa")
@@ -57,7 +57,7 @@ def test_settings_are_the_config_class_fields_and_the_training_ones(tmp_path):
     from shared_core.cli import UsageError
     from shared_core.config import apply_overrides
 
-    Settings = text_lm_settings(transformers.GPT2Config)
+    Settings = _text_lm_settings(transformers.GPT2Config)
     cfg = tmp_path / "small.json"
     cfg.write_text(json.dumps({"model": {"n_embd": 16}, "train": {"steps": 5}}))
     s = apply_overrides(Settings(), cfg, ["train.steps=7", "train.lr=1e-2", "model.n_layer=1"])
@@ -83,7 +83,7 @@ def test_train_writes_a_model_folder_that_samples_and_resumes_exactly(corpus, tm
         train_text_lm(transformers.GPT2Config, corpus, tmp_path / "a", **kw)
     # interrupted after 2 steps, resumed to 4: the same weights as the straight run
     train_text_lm(transformers.GPT2Config, corpus, tmp_path / "b", stop_at=2, **kw)
-    assert (tmp_path / "b" / FIT_STATE).is_file()
+    assert (tmp_path / "b" / _FIT_STATE).is_file()
     train_text_lm(transformers.GPT2Config, corpus, tmp_path / "b", resume=True, **kw)
     resumed = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "b")
     for (name, p), q in zip(model.named_parameters(), resumed.parameters(), strict=True):
@@ -105,7 +105,7 @@ def test_a_local_transformers_tokenizer_folder(corpus, tmp_path):
         show_progress=False,
     )  # fmt: skip
     assert summary["vocab_size"] == len(vocab) and summary["train_tokens"] > len(TEXT) * 0.8
-    assert not (tmp_path / "m" / CHAR_VOCAB).exists()
+    assert not (tmp_path / "m" / _CHAR_VOCAB).exists()
     text = sample_text_lm(tmp_path / "m", "the", max_new_tokens=3, device="cpu")
     assert text.replace(" ", "").startswith("the")
 

@@ -29,9 +29,9 @@ from shared_core.errors import InputError
 if TYPE_CHECKING:
     import numpy as np
 
-CHAR_VOCAB = "char_vocab.json"
-FIT_STATE = "fit_state.pt"
-SUMMARY = "train_summary.json"
+_CHAR_VOCAB = "char_vocab.json"
+_FIT_STATE = "fit_state.pt"
+_SUMMARY = "train_summary.json"
 
 
 class CharTokenizer:
@@ -71,14 +71,14 @@ class CharTokenizer:
         return "".join(self.alphabet[i] for i in ids)
 
     def save_pretrained(self, folder: str | os.PathLike[str]) -> None:
-        atomic_write_json(Path(folder) / CHAR_VOCAB, {"alphabet": self.alphabet})
+        atomic_write_json(Path(folder) / _CHAR_VOCAB, {"alphabet": self.alphabet})
 
     @classmethod
     def from_pretrained(cls, folder: str | os.PathLike[str]) -> CharTokenizer:
-        return cls(json.loads((Path(folder) / CHAR_VOCAB).read_text(encoding="utf-8"))["alphabet"])
+        return cls(json.loads((Path(folder) / _CHAR_VOCAB).read_text(encoding="utf-8"))["alphabet"])
 
 
-def load_tokenizer(spec: str, text: str) -> Any:
+def _load_tokenizer(spec: str, text: str) -> Any:
     """``"char"``: a `CharTokenizer` over `text`'s alphabet; otherwise a local folder read by
     ``AutoTokenizer.from_pretrained`` (no download)."""
     if spec == "char":
@@ -93,9 +93,9 @@ def load_tokenizer(spec: str, text: str) -> Any:
     return AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
-def checkpoint_tokenizer(folder: str | os.PathLike[str]) -> Any:
+def _checkpoint_tokenizer(folder: str | os.PathLike[str]) -> Any:
     """The tokenizer saved in a `train_text_lm` folder (char vocabulary or transformers')."""
-    if (Path(folder) / CHAR_VOCAB).is_file():
+    if (Path(folder) / _CHAR_VOCAB).is_file():
         return CharTokenizer.from_pretrained(folder)
     from transformers import AutoTokenizer
 
@@ -141,7 +141,7 @@ class TextTrainConfig:
             )
 
 
-MODEL_SETTINGS_SKIP = frozenset(
+_MODEL_SETTINGS_SKIP = frozenset(
     {
         "vocab_size",
         "pad_token_id",
@@ -155,9 +155,9 @@ MODEL_SETTINGS_SKIP = frozenset(
 and the rest are structural."""
 
 
-def text_lm_settings(config_class: Any) -> type:
+def _text_lm_settings(config_class: Any) -> type:
     """The dataclass that ``--config`` / ``--set`` override for `config_class`'s train verb:
-    ``model`` (the config class's own fields with their defaults, less `MODEL_SETTINGS_SKIP`;
+    ``model`` (the config class's own fields with their defaults, less `_MODEL_SETTINGS_SKIP`;
     ``--set model.hidden_size=128``) and ``train`` (`TextTrainConfig`; ``--set train.steps=500``).
 
     transformers' configs cannot serve directly (their base class's annotations name torch
@@ -170,7 +170,7 @@ def text_lm_settings(config_class: Any) -> type:
     by_name = {f.name: f for f in dataclasses.fields(config_class)}
     fields = []
     for name, annotation in own.items():
-        if name in MODEL_SETTINGS_SKIP or name not in by_name or name.startswith("_"):
+        if name in _MODEL_SETTINGS_SKIP or name not in by_name or name.startswith("_"):
             continue
         fields.append((name, annotation, dataclasses.field(default=by_name[name].default)))
     model = dataclasses.make_dataclass(f"{config_class.__name__}Settings", fields, frozen=True)
@@ -191,7 +191,7 @@ def _windows(ids: np.ndarray, starts: Any, length: int) -> Any:
     return torch.as_tensor(ids)[torch.as_tensor(starts)[:, None] + offsets]
 
 
-def validation_loss(model: Any, val: np.ndarray, cfg: TextTrainConfig) -> float:
+def _validation_loss(model: Any, val: np.ndarray, cfg: TextTrainConfig) -> float:
     """Mean next-token loss over non-overlapping windows of the held-out tail (nats/token)."""
     import numpy as np
     import torch
@@ -240,8 +240,8 @@ def train_text_lm(
 
     Batches are `batch_size` random windows of ``seq_len + 1`` tokens from the text's head
     (a pure function of the step and `seed`); the loss is the model's own (``labels =
-    input_ids``). Writes the model, the tokenizer, `FIT_STATE` (continued with `resume`) and
-    `SUMMARY` (steps, losses, sizes, seconds) into `out`, and returns the summary.
+    input_ids``). Writes the model, the tokenizer, `fit_state.pt` (continued with `resume`) and
+    `train_summary.json` (steps, losses, sizes, seconds) into `out`, and returns the summary.
     `stop_at` ends the run early (as `fit`'s, how tests interrupt one).
     """
     import numpy as np
@@ -255,7 +255,7 @@ def train_text_lm(
     if not path.is_file():
         raise FileNotFoundError(f"data: no such file {str(path)!r}")
     out_dir = Path(out)
-    state = out_dir / FIT_STATE
+    state = out_dir / _FIT_STATE
     if not resume and state.exists():
         raise ValueError(
             f"out: {str(out_dir)!r} already holds a training run; pass --resume to continue it "
@@ -266,7 +266,7 @@ def train_text_lm(
     model_kwargs = dict(model or {})
     if "vocab_size" in model_kwargs:
         raise ValueError("model: vocab_size comes from the tokenizer; leave it out")
-    tok = load_tokenizer(tokenizer, text)
+    tok = _load_tokenizer(tokenizer, text)
     ids = np.asarray(_encode(tok, text), dtype=np.int64)
     n_val = int(len(ids) * train_cfg.val_fraction)
     head, tail = ids[: len(ids) - n_val], ids[len(ids) - n_val :]
@@ -311,7 +311,7 @@ def train_text_lm(
         show_progress=show_progress,
         device=device,
     )
-    val = validation_loss(lm, tail, train_cfg)
+    val = _validation_loss(lm, tail, train_cfg)
     last = result.losses[-10:]
     summary = {
         "model_type": config_class.model_type,
@@ -333,7 +333,7 @@ def train_text_lm(
         tok.save_pretrained(folder)
 
     _save_folder(out_dir, write)
-    atomic_write_json(out_dir / SUMMARY, summary)
+    atomic_write_json(out_dir / _SUMMARY, summary)
     return summary
 
 
@@ -368,7 +368,7 @@ def sample_text_lm(
     dev = resolve_device(device)
     model: Any = AutoModelForCausalLM.from_pretrained(folder)
     model = model.to(dev).eval()
-    tok = checkpoint_tokenizer(folder)
+    tok = _checkpoint_tokenizer(folder)
     ids = torch.tensor([_encode(tok, prompt)], device=dev)
     sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {}
     out = model.generate(
@@ -398,7 +398,7 @@ def text_lm_commands(config_spec: str, what: str) -> list[Any]:
         return getattr(importlib.import_module(module), name)
 
     def settings() -> Any:
-        return text_lm_settings(config_class())()
+        return _text_lm_settings(config_class())()
 
     def tokenizer_flag(p: argparse.ArgumentParser) -> None:
         p.add_argument(
