@@ -117,7 +117,7 @@ def test_bad_paths_name_the_argument(corpus, tmp_path):
         train_text_lm(transformers.GPT2Config, corpus, tmp_path / "o", tokenizer="nope")
     with pytest.raises(FileNotFoundError, match="checkpoint: expected a folder written by `train`"):
         sample_text_lm(tmp_path, "x")
-    with pytest.raises(ValueError, match="model: .*n_layer.*expected int"):  # the config's check
+    with pytest.raises(ValueError, match=r"(?s)model: .*n_layer.*expected int"):  # config check
         train_text_lm(
             transformers.GPT2Config, corpus, tmp_path / "o", model={**GPT2, "n_layer": "one"},
             train=TextTrainConfig(steps=1, batch_size=1, seq_len=8), show_progress=False,
