@@ -233,8 +233,8 @@ def generate(args: VerbArgs) -> Path:
     write_sdf(args.out, mols)
     written = sum(m.GetNumConformers() for m in mols)
     print(
-        f"wrote {written} conformers of {len(mols)} molecules to {args.out}"
-        + (f" ({diverged} diverged conformers left out)" if diverged else "")
+        f"wrote {written} conformers of {len(mols)} molecule{'s' * (len(mols) != 1)} to "
+        f"{args.out}" + (f" ({diverged} diverged conformers left out)" if diverged else "")
     )
     return args.out
 
