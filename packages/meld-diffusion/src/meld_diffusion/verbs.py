@@ -13,6 +13,7 @@ as a radical) is one error naming the molecule, or is skipped and counted with
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -250,7 +251,7 @@ def _samples(path: Path) -> list[str | None]:
 
 def evaluate(args: VerbArgs) -> dict[str, Any]:
     """``meld-diffusion evaluate --data samples.smi --data train.smi [--out metrics.json]``."""
-    from meld_diffusion.evaluate import smiles_metrics
+    from meld_diffusion.evaluate import fcd_available, smiles_metrics
     from shared_core.atomic import atomic_write_json
 
     if len(args.data) != 2:
@@ -266,10 +267,17 @@ def evaluate(args: VerbArgs) -> dict[str, Any]:
     phase("metrics (validity, uniqueness, novelty, FCD, NSPDK, scaffolds)")
     m = smiles_metrics(samples, train_smiles=reference, reference_smiles=reference)
     m["reference"] = len(reference)
-    for k, v in m.items():
-        print(f"{k:>12}: {v:.4f}" if isinstance(v, float) else f"{k:>12}: {v}")
     if "fcd" not in m:
-        print("         fcd: not computed (pip install 'meld-diffusion[fcd]')")
+        m["fcd"] = None
+    for k, v in m.items():
+        if v is not None:
+            print(f"{k:>12}: {v:.4f}" if isinstance(v, float) else f"{k:>12}: {v}")
+    if m["fcd"] is None:
+        why = (
+            "fewer than 2 valid samples" if fcd_available() else "pip install 'meld-diffusion[fcd]'"
+        )
+        print(f"         fcd: not computed ({why})")
+    m = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in m.items()}
     if args.out is not None:
-        atomic_write_json(args.out, m)
+        atomic_write_json(args.out, m)  # NaN (no valid sample to compare) as null
     return m
