@@ -105,3 +105,16 @@ def test_another_packages_folder_is_refused(tmp_path: Path, capsys) -> None:
     )
     assert "written by package 'meld-diffusion'" in err
     assert not out.exists()
+
+
+def test_loss_plot_label_matches_the_network_loss() -> None:
+    """The reproduce plot's label is the plotted loss's (0.4.2 put the EGNN's "3.0 = predicting
+    zero" over GeoDiff-loss curves at 300-11,000 on a linear axis)."""
+    from msgen.experiments.reproduce import loss_plot_labels
+
+    ylabel, title, logy = loss_plot_labels("geodiff")
+    assert "GeoDiff loss" in ylabel and "3.0" not in ylabel + title and logy
+    ylabel, _, logy = loss_plot_labels("egnn")
+    assert "3.0 = predicting zero" in ylabel and not logy
+    with pytest.raises(ValueError, match="network: expected one of"):
+        loss_plot_labels("schnet")
