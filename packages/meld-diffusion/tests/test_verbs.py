@@ -137,7 +137,7 @@ def test_bad_files(tmp_path: Path, capsys) -> None:
     err = _error(capsys, [*base, "--data", str(DATA / "bad_smiles.smi")])
     assert "bad_smiles.smi, line 2" in err and "C1CC(" in err
     err = _error(capsys, [*base, "--data", str(DATA / "bad_element.smi")])
-    assert "molecule 2" in err and "[Na+].[Cl-]" in err
+    assert "bad_element.smi, line 2 (molecule 2" in err and "[Na+].[Cl-]" in err
     assert "not supported" in err
     err = _error(capsys, [*base, "--data", str(DATA / "no_column.csv")])
     assert "no column 'smiles'" in err

@@ -71,7 +71,7 @@ def _load(folder: Path) -> Any:
 def _graphs(
     path: Path, records: list[Any], max_atoms: int, atom_types: tuple[str, ...] | None, skip: bool
 ) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The representable molecules' kekulised graphs, and the skipped ones."""
+    """The representable molecules' kekulised graphs, and the skipped ones (by line)."""
     from meld_diffusion.data import ELEMENTS, atom_label, decode, encode
     from shared_core import mol_metrics as mm
     from shared_core.data import mol_graph
@@ -103,12 +103,12 @@ def _graphs(
                     "unusual valence), which the graph rows cannot hold"
                 )
         except ValueError as e:
-            reason = f"{path}, molecule {k} ({rec.smiles!r}): {e}"
+            reason = f"{path}, line {rec.line} (molecule {k}, {rec.smiles!r}): {e}"
             if not skip:
                 raise UsageError(
                     reason + " (or pass --skip-invalid to skip such molecules)"
                 ) from None
-            skipped.append({"molecule": k, "reason": reason})
+            skipped.append({"line": rec.line, "reason": reason})
             continue
         graphs.append(g)
     if not graphs:
