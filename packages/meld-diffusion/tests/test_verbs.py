@@ -122,6 +122,9 @@ def test_bad_config_is_refused() -> None:
         GeneratorConfig(atom_types=("C", "N", "O"))
     with pytest.raises(ValueError, match="arm: expected one of"):
         GeneratorConfig(arm="digress")
+    with pytest.raises(ValueError, match="denoiser.d_pos: expected 0"):
+        GeneratorConfig(arm="vanilla")  # the default denoiser takes MELD's embeddings
+    assert GeneratorConfig(count_probs=(0, 0.5, 0.5, *[0] * 7)).denoiser.d_pos == 64
 
 
 def _error(capsys, args: list[str]) -> str:

@@ -36,7 +36,9 @@ class GeneratorConfig:
 
     arm: str = "meld"
     atom_types: tuple[str, ...] = ATOM_TYPES
-    denoiser: GraphTransformerConfig = field(default_factory=GraphTransformerConfig)
+    denoiser: GraphTransformerConfig = field(
+        default_factory=lambda: GraphTransformerConfig(d_pos=MELDConfig().dim)
+    )
     meld: MELDConfig = field(default_factory=MELDConfig)
     sample_steps: int = 50
     count_probs: tuple[float, ...] = ()
@@ -51,6 +53,12 @@ class GeneratorConfig:
                 f"{self.denoiser.atom_types}"
             )
         n = self.denoiser.max_atoms
+        d_pos = self.meld.dim if self.arm == "meld" else 0
+        if self.denoiser.d_pos != d_pos:
+            raise ValueError(
+                f"denoiser.d_pos: expected {d_pos} (arm {self.arm!r}"
+                f"{', meld.dim' if d_pos else ' takes no embeddings'}), got {self.denoiser.d_pos}"
+            )
         if self.arm == "meld" and self.meld.n_columns < n:
             raise ValueError(
                 f"meld.n_columns: expected >= max_atoms={n}, got {self.meld.n_columns}"
@@ -113,10 +121,9 @@ class MELDGenerator(nn.Module, Pretrained):
         self.mdm = GraphMDM(denoiser, rates)
 
     def schedule(self) -> ElementwiseSchedule:
-        """The element-wise log-linear schedule of every arm (eps from ``config.meld``)."""
-        from masked_diffusion import LogLinearSchedule
-
-        return ElementwiseSchedule(LogLinearSchedule(eps=float(self.config.meld.eps)))
+        """The element-wise log-linear schedule of every arm: ``config.meld.schedule()`` (the
+        one source of eps, the paper's 1e-4 by default)."""
+        return self.config.meld.schedule()
 
     def sample_counts(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """Atom counts (n,) drawn from the training distribution ``config.count_probs``."""
