@@ -78,6 +78,8 @@ def test_bad_files(checkpoint: Path, tmp_path: Path, capsys) -> None:
     train = ["train", "--out", str(out), "--runs", str(tmp_path / "runs"), *TINY]
     err = _error(capsys, [*train, "--data", str(DATA / "no_coords.sdf")])
     assert "ethanol_2d" in err and "no 3-D coordinates" in err
+    err = _error(capsys, [*train, "--data", str(DATA / "implicit_h.sdf")])
+    assert "ethanol_no_h" in err and "6 implicit hydrogens" in err
     err = _error(capsys, [*train, "--data", str(DATA / "empty.sdf")])
     assert "is empty" in err
     assert not out.exists()
