@@ -120,3 +120,13 @@ def test_loss_plot_label_matches_the_network_loss() -> None:
     assert "3.0 = predicting zero" in ylabel and not logy
     with pytest.raises(ValueError, match="network: expected one of"):
         loss_plot_labels("schnet")
+
+
+def test_skip_invalid_counts_the_molecule_without_coordinates(tmp_path: Path, capsys) -> None:
+    mixed = tmp_path / "mixed.sdf"
+    mixed.write_text((DATA / "ensembles.sdf").read_text() + (DATA / "no_coords.sdf").read_text())
+    out = tmp_path / "c"
+    args = ["train", "--data", str(mixed), "--out", str(out), "--skip-invalid"]
+    assert main([*args, "--runs", str(tmp_path / "runs"), *TINY]) == 0
+    assert "15 conformers of 5 molecules (1 skipped)" in capsys.readouterr().out
+    assert json.loads((out / "provenance.json").read_text())["metrics"]["skipped"] == 1
