@@ -306,27 +306,31 @@ def prompt_ids(spec: TokenSpec, prompt: str | None, n: int, seq_len: int) -> tor
     return x
 
 
+def check_out(spec: TokenSpec, out: Path) -> None:
+    """`UsageError` unless `out` is a file kind `write_samples` writes for `spec`'s data."""
+    suffix = out.suffix.lower()
+    if spec.kind == "text" and suffix != ".txt":
+        raise UsageError(f"--out: a text model writes a .txt file, got {out.name!r}")
+    if spec.kind == "image" and suffix not in (".png", ".npz"):
+        raise UsageError(f"--out: an image model writes a .png grid or an .npz, got {out.name!r}")
+
+
 def write_samples(spec: TokenSpec, rows: np.ndarray, out: Path) -> None:
-    """Write sample rows: text to ``.txt`` (a ``--- sample i ---`` line before each), images to
-    ``.png`` (a grid) or ``.npz`` (``images`` (n, height, width) uint8 and ``tokens``)."""
+    """Write sample rows (`check_out` first): text to ``.txt`` (a ``--- sample i ---`` line before
+    each), images to ``.png`` (a grid) or ``.npz`` (``images`` (n, height, width) uint8 and
+    ``tokens``)."""
     from masked_diffusion.corpus import decode_text, to_pixels
     from shared_core.atomic import atomic_write_text
     from shared_core.data import write_arrays
 
-    suffix = out.suffix.lower()
+    check_out(spec, out)
     if spec.kind == "text":
-        if suffix != ".txt":
-            raise UsageError(f"--out: a text model writes a .txt file, got {out.name!r}")
         text = "".join(f"--- sample {i} ---\n{decode_text(spec, r)}\n" for i, r in enumerate(rows))
         atomic_write_text(out, text)
-        return
-    pixels = to_pixels(spec, rows)
-    if suffix == ".npz":
-        write_arrays(out, {"images": pixels, "tokens": rows})
-    elif suffix == ".png":
-        write_grid(pixels, out)
+    elif out.suffix.lower() == ".npz":
+        write_arrays(out, {"images": to_pixels(spec, rows), "tokens": rows})
     else:
-        raise UsageError(f"--out: an image model writes a .png grid or an .npz, got {out.name!r}")
+        write_grid(to_pixels(spec, rows), out)
 
 
 def write_grid(images: np.ndarray, out: Path, pad: int = 1) -> None:
@@ -376,14 +380,11 @@ def run_sample(method: Method, args: VerbArgs) -> int:
     plan(["load", f"sample {extra['sampler']}", "write"], None)
     phase("load")
     device = resolve_device(args.device)
-    model = load_model(method, args.checkpoint, str(device)) if args.checkpoint else None
-    assert model is not None  # sample_command requires --checkpoint
+    assert args.checkpoint is not None  # sample_command requires --checkpoint
+    model = load_model(method, args.checkpoint, str(device))
     spec = model.config.data
     x_init = prompt_ids(spec, extra["prompt"], n, model.cfg.seq_len)
-    if spec.kind == "image" and out.suffix.lower() not in (".png", ".npz"):
-        raise UsageError(f"--out: an image model writes a .png grid or an .npz, got {out.name!r}")
-    if spec.kind == "text" and out.suffix.lower() != ".txt":
-        raise UsageError(f"--out: a text model writes a .txt file, got {out.name!r}")
+    check_out(spec, out)  # before sampling: a wrong --out costs nothing
     phase(f"sample {extra['sampler']}")
     g = torch.Generator(device=device).manual_seed(args.seed)
     t0 = time.perf_counter()
