@@ -297,3 +297,13 @@ def test_output_kind_must_match_the_data(
 def test_method_is_the_papers_default() -> None:
     m = mdlm_method()
     assert next(iter(m.samplers)) == "ancestral" and m.model_class is MDLM
+
+
+def test_train_from_a_checkpoint_keeps_its_vocabulary_and_sizes(
+    text_ck: Path, tmp_path: Path
+) -> None:
+    ck = _train(tmp_path, "--data", str(DATA / "valid.txt"), "--checkpoint", str(text_ck))
+    before, after = (json.loads((p / "config.json").read_text()) for p in (text_ck, ck))
+    assert after == before
+    w0 = MDLM.from_pretrained(text_ck).head.weight
+    assert not bool((MDLM.from_pretrained(ck).head.weight == w0).all())  # it trained on
