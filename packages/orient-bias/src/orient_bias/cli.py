@@ -85,8 +85,8 @@ main = make_main(
             "orient_bias.verbs:audit",
             "Test whether a dataset's poses are randomly oriented (the paper's finding 1 on your "
             "file): gradient-boosting and MPNN AUCs, KL of the frames to Haar, frame plots and "
-            "a one-line verdict in report.md (--out copies the report there); for 20,000 "
-            "molecules about 130 CPU-s (extrapolated from 2,000 QM9 molecules; --no-mpnn ~55).",
+            "a one-line verdict in report.md (--out copies the report there); 20,000 QM9 "
+            "molecules took 108 CPU-s (75 of them the MPNN; --no-mpnn skips it).",
             Slots(data="optional", checkpoint="none", out="optional"),
             config="orient_bias.audit:AuditConfig",
             options=_audit_options,
