@@ -143,3 +143,21 @@ def test_bad_inputs_are_one_clear_error(
     evaluate = ["evaluate", "--checkpoint", str(checkpoint), "--data", str(SEQUENCES)]
     assert "at least 11" in _error(capsys, [*evaluate, "--context", "10"])
     assert "need 14 frames" in _error(capsys, [*evaluate, "--context", "4", "--steps", "10"])
+
+
+def test_resume_continues_the_model_in_out(checkpoint: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import torch
+    from convt3.torch.forecaster import Forecaster
+
+    again = tmp_path / "again"
+    shutil.copytree(checkpoint, again)
+    argv = ["train", "--data", str(SEQUENCES), "--out", str(again), "--resume"]
+    assert main([*argv, "--runs", str(tmp_path / "runs"), "--set", "steps=2"]) == 0
+    before, after = Forecaster.from_pretrained(checkpoint), Forecaster.from_pretrained(again)
+    assert before.config == after.config  # the same model (normalisation kept), trained on
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(before.state_dict().values(), after.state_dict().values(), strict=True)
+    )

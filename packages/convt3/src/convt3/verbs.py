@@ -142,8 +142,9 @@ def train(args: VerbArgs) -> dict[str, Any]:
     mean = frames.mean(axis=(0, 1, 3, 4))
     std = frames.std(axis=(0, 1, 3, 4))
     std = np.where(std > 0, std, 1.0)
-    if args.checkpoint is not None:
-        model = _load(args.checkpoint)
+    start = args.out if args.resume and (args.out / "config.json").is_file() else args.checkpoint
+    if start is not None:  # --resume: continue the model in --out; --checkpoint: start from one
+        model = _load(start)
         _check_channels(model, frames, args.data_path)
     else:
         try:
