@@ -1,4 +1,5 @@
-"""The ``toprovar`` console script: ``toprovar reproduce [--scale micro|tiny|small|paper]``.
+"""The ``toprovar`` console script: ``reproduce``, and ``train`` / ``calibrate`` / ``generate``
+on a user's image folder (`toprovar.verbs`).
 
 Thin on purpose: torch and the experiments are imported only when the command runs, so
 ``--help`` stays fast.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import argparse
 
 from shared_core.cli import lazy_reproduce_command, make_main
+from shared_core.verbs import Slots, sample_command, train_command, verb_command
+from toprovar.verbs import generate_options, train_options
 
 
 def _options(p: argparse.ArgumentParser) -> None:
@@ -34,9 +37,32 @@ main = make_main(
             ),
             scales=("micro", "tiny", "small", "paper"),
             options=_options,
-        )
+        ),
+        train_command(
+            "toprovar.verbs:train",
+            "train the multi-scale VQ tokenizer and the VAR on an image folder (one sub-folder "
+            "per class)",
+            config="toprovar.verbs:TrainSettings",
+            options=train_options,
+        ),
+        verb_command(
+            "calibrate",
+            "toprovar.verbs:calibrate",
+            "ToProVAR's statistics from unpruned generations, saved beside the checkpoint",
+            Slots(data="none", checkpoint="required", out="none"),
+            config="toprovar.verbs:GenerateSettings",
+        ),
+        sample_command(
+            "toprovar.verbs:generate",
+            "generate images under a pruning policy and unpruned (same seeds): MACs per image, "
+            "CPU time, speed-up; a grid PNG",
+            name="generate",
+            config="toprovar.verbs:GenerateSettings",
+            options=generate_options,
+        ),
     ],
-    description="ToProVAR (ICLR 2026): entropy-guided token/layer/scale pruning for VAR.",
+    description="ToProVAR (ICLR 2026): entropy-guided token/layer/scale pruning for VAR; "
+    "reproduce the findings, or train, calibrate and generate on your own images.",
 )
 
 if __name__ == "__main__":
