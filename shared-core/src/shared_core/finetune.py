@@ -11,10 +11,12 @@ subclass (their loss); this module gives them the rest, once:
   ``input_ids`` / ``attention_mask`` / ``labels``. As TRL's `SFTTrainer` does by default, the
   EOS token ends each example, a prompt/completion pair is trained on the completion only
   (prompt labels -100) and a conversation on every token;
-- `add_finetune_flags(parser)` and `training_arguments(args)`: the same ``--model``,
+- `add_finetune_flags(parser)` and `training_arguments(out, flags)`: the same ``--model``,
   ``--eval``, ``--lora r,alpha``, ``--merge``, ``--grad-accum``, ``--epochs`` / ``--max-steps``,
-  ``--lr``, ``--batch-size``, ``--max-length``, ``--bf16`` in every package, mapped onto
-  `transformers.TrainingArguments` (no reports, no hub, CPU unless ``--device cuda``);
+  ``--lr``, ``--optim``, ``--batch-size``, ``--max-length``, ``--bf16``, ``--save-steps`` in
+  every package, mapped onto `transformers.TrainingArguments` (no reports, no hub, CPU unless
+  ``--device cuda``; the Trainer's checkpoints every ``--save-steps`` steps in
+  ``<out>/checkpoints``, the last one kept, which `last_checkpoint` finds for ``--resume``);
 - `apply_lora(model, r, alpha)` through peft, and `save_finetuned(model, tokenizer, out,
   merge)`: the adapter, or with `merge` the merged weights, in a folder
   ``AutoModelForCausalLM.from_pretrained`` (or peft's ``AutoPeftModelForCausalLM``) loads.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +87,23 @@ def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tupl
 
 
 def encode_records(
-    records: Sequence[Mapping[str, Any]], tokenizer: Any, max_length: int, where: str = "data"
+    records: Sequence[Mapping[str, Any]],
+    tokenizer: Any,
+    max_length: int,
+    where: str = "data",
+    lines: Sequence[int] | None = None,
 ) -> list[dict[str, list[int]]]:
     """Token ids, attention mask and labels of each record (truncated to `max_length`).
 
-    Every record must follow the first record's convention; record ``i`` of a wrong shape, or
+    Every record must follow the first record's convention; a record of a wrong shape, or
     ``messages`` without a chat template on the tokenizer, is a `UsageError` naming `where`
-    and the record number (1-based, the JSONL line).
+    and the record: ``line N`` with `lines` (the JSONL line of each record, as
+    `shared_core.data.read_jsonl` gives them), else ``record i`` (1-based).
     """
     if not records:
         raise UsageError(f"{where}: no records")
+    if lines is not None and len(lines) != len(records):
+        raise ValueError(f"lines: expected {len(records)} line numbers, got {len(lines)}")
     if max_length < 2:
         raise ValueError(f"max_length: expected >= 2, got {max_length}")
     first = record_format(records[0])
@@ -105,25 +115,26 @@ def encode_records(
     eos = tokenizer.eos_token_id
     out = []
     for i, record in enumerate(records, 1):
+        at = f"{where}: line {lines[i - 1]}" if lines is not None else f"{where}: record {i}"
         try:
             kind = record_format(record)
         except ValueError as e:
-            raise UsageError(f"{where}: record {i}: {e}") from None
+            raise UsageError(f"{at}: {e}") from None
         if kind != first:
-            raise UsageError(f"{where}: record {i} is {kind}, record 1 is {first}")
+            raise UsageError(f"{at} is {kind}, the first record is {first}")
         if kind == "messages":
-            _check_messages(record["messages"], f"{where}: record {i}")
+            _check_messages(record["messages"], at)
             text = tokenizer.apply_chat_template(record["messages"], tokenize=False)
             prompt, completion = [], tokenizer(text, add_special_tokens=False)["input_ids"]
         elif kind == "prompt_completion":
             for key in ("prompt", "completion"):
                 if not isinstance(record[key], str):
-                    raise UsageError(f"{where}: record {i}: {key} must be a string")
+                    raise UsageError(f"{at}: {key} must be a string")
             prompt = tokenizer(record["prompt"])["input_ids"]
             completion = tokenizer(record["completion"], add_special_tokens=False)["input_ids"]
         else:
             if not isinstance(record["text"], str) or not record["text"]:
-                raise UsageError(f"{where}: record {i}: text must be a non-empty string")
+                raise UsageError(f"{at}: text must be a non-empty string")
             prompt, completion = [], tokenizer(record["text"])["input_ids"]
         ids = (list(prompt) + list(completion) + ([eos] if eos is not None else []))[:max_length]
         labels = ([-100] * len(prompt) + ids[len(prompt) :])[: len(ids)]
@@ -178,20 +189,50 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--epochs", type=float, default=1.0, help="passes over the data")
     p.add_argument("--max-steps", type=int, default=-1, help="optimiser steps (overrides --epochs)")
-    p.add_argument("--lr", type=float, default=5e-5, help="peak learning rate (AdamW)")
+    p.add_argument("--lr", type=float, default=5e-5, help="peak learning rate")
+    p.add_argument(
+        "--optim",
+        default="adamw_torch",
+        help="transformers optimizer name (adamw_torch, sgd, adafactor, ...)",
+    )
     p.add_argument(
         "--batch-size", type=positive_int, default=4, help="examples per process and step"
     )
     p.add_argument("--max-length", type=positive_int, default=512, help="tokens per example")
     p.add_argument("--bf16", action="store_true", help="bfloat16 mixed precision (default fp32)")
+    p.add_argument(
+        "--save-steps",
+        type=positive_int,
+        default=50,
+        metavar="N",
+        help="save a checkpoint every N optimiser steps in OUT/checkpoints (for --resume)",
+    )
+
+
+CHECKPOINTS = "checkpoints"
+"""The subfolder of ``--out`` holding the Trainer's checkpoints while a run trains."""
+
+
+def last_checkpoint(out: str | os.PathLike[str]) -> str | None:
+    """The newest ``checkpoint-N`` folder under ``<out>/checkpoints`` (None when there is none)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = Path(out) / CHECKPOINTS
+    found: str | None = get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    return found
 
 
 def training_arguments(
     out: str | os.PathLike[str], extra: Mapping[str, Any], *, seed: int = 0,
     device: str = "auto", **overrides: Any,
 ) -> Any:  # fmt: skip
-    """`transformers.TrainingArguments` from the flags of `add_finetune_flags` (``extra``)."""
+    """`transformers.TrainingArguments` from the flags of `add_finetune_flags` (``extra``).
+
+    `out` is the folder the trained model goes to; the Trainer writes its checkpoints (the last
+    one kept) to ``<out>/checkpoints``. Under ``torchrun`` on CPU the processes talk over gloo.
+    """
     from transformers import TrainingArguments
+    from transformers.training_args import OptimizerNames
 
     if extra.get("merge") and not extra.get("lora"):
         raise UsageError("--merge: only with --lora (without it the full weights are saved)")
@@ -199,15 +240,22 @@ def training_arguments(
         raise UsageError(f"--lr: expected a number > 0, got {extra['lr']}")
     if not (extra["max_steps"] > 0 or extra["epochs"] > 0):
         raise UsageError("--epochs/--max-steps: expected --epochs > 0 or --max-steps >= 1")
+    optimizers = [o.value for o in OptimizerNames]
+    if extra["optim"] not in optimizers:
+        raise UsageError(f"--optim: expected one of {optimizers}, got {extra['optim']!r}")
+    cpu = not device.startswith("cuda")
     settings: dict[str, Any] = {
-        "output_dir": str(out), "per_device_train_batch_size": extra["batch_size"],
+        "output_dir": str(Path(out) / CHECKPOINTS),
+        "per_device_train_batch_size": extra["batch_size"],
         "per_device_eval_batch_size": extra["batch_size"],
         "gradient_accumulation_steps": extra["grad_accum"], "num_train_epochs": extra["epochs"],
         "max_steps": extra["max_steps"], "learning_rate": extra["lr"], "bf16": extra["bf16"],
-        "seed": seed, "data_seed": seed, "report_to": [], "save_strategy": "no",
-        "logging_steps": 1, "use_cpu": not device.startswith("cuda"),
-        "remove_unused_columns": False, "disable_tqdm": True,
+        "optim": extra["optim"], "seed": seed, "data_seed": seed, "report_to": [],
+        "save_strategy": "steps", "save_steps": extra["save_steps"], "save_total_limit": 1,
+        "logging_steps": 1, "use_cpu": cpu, "remove_unused_columns": False, "disable_tqdm": True,
     }  # fmt: skip
+    if cpu and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        settings["ddp_backend"] = "gloo"
     settings.update(overrides)
     return TrainingArguments(**settings)
 
@@ -236,3 +284,195 @@ def save_finetuned(
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
+
+
+TRAINING_CONFIG = "training_config.json"
+TRAINING_LOG = "training_log.json"
+
+
+def save_trained(
+    out: str | os.PathLike[str],
+    model: Any,
+    tokenizer: Any,
+    *,
+    owner: type,
+    settings: Mapping[str, Any],
+    log_history: Sequence[Mapping[str, Any]] = (),
+    merge: bool = False,
+    metrics: Mapping[str, float | int | str] | None = None,
+    data: Sequence[str | os.PathLike[str]] = (),
+) -> Path:
+    """Write the trained model to `out` as a `shared_core.hub` folder, atomically.
+
+    The folder holds what `save_finetuned` writes (the model and tokenizer; a LoRA adapter
+    also gets its base model's config.json), ``training_config.json`` (`settings`: the
+    package's config and flags), ``training_log.json`` (the Trainer's `log_history`: the
+    loss of every step), provenance.json and the model card. The Trainer's checkpoints in
+    ``<out>/checkpoints`` are moved aside while the folder is written and removed once it is
+    in place (put back if writing fails, so ``--resume`` still finds them).
+    """
+    import json
+    import shutil
+    import tempfile
+
+    from shared_core.hub import save_folder
+
+    folder = Path(out)
+    checkpoints = folder / CHECKPOINTS
+    aside: Path | None = None
+    if checkpoints.is_dir():
+        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)) / CHECKPOINTS
+        os.replace(checkpoints, aside)
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+    def write(tmp: Path, _provenance: Mapping[str, Any]) -> None:
+        save_finetuned(model, tokenizer, tmp, merge=merge)
+        if not (tmp / "config.json").is_file():  # a peft adapter: its base model's config
+            model.get_base_model().config.save_pretrained(str(tmp))
+        (tmp / TRAINING_CONFIG).write_text(json.dumps(dict(settings), indent=2, default=str))
+        (tmp / TRAINING_LOG).write_text(json.dumps(list(log_history), indent=2))
+
+    try:
+        save_folder(
+            folder, write, owner=owner, config=dict(settings), metrics=metrics, data=list(data)
+        )
+    except BaseException:
+        if aside is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            os.replace(aside, checkpoints)
+            shutil.rmtree(aside.parent, ignore_errors=True)
+        raise
+    if aside is not None:
+        shutil.rmtree(aside.parent, ignore_errors=True)
+    return folder
+
+
+def read_records(path: str | os.PathLike[str], skip_invalid: bool = False, flag: str = "--data") -> Any:
+    """`shared_core.data.read_jsonl` of a user's file; a malformed file is a `UsageError`
+    naming `flag`, the file and the line (``.records``, ``.lines``, ``.metrics()``)."""
+    from shared_core.data import read_jsonl
+
+    try:
+        return read_jsonl(path, skip_invalid=skip_invalid)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+
+
+@dataclass
+class EncodedFile:
+    """A JSONL file read and encoded by `read_encoded`: its path, examples and reader metrics."""
+
+    path: Path
+    examples: list[dict[str, list[int]]]
+    metrics: dict[str, Any]
+
+
+def read_encoded(
+    path: str | os.PathLike[str],
+    tokenizer: Any,
+    flags: Mapping[str, Any],
+    skip_invalid: bool = False,
+    flag: str = "--data",
+) -> EncodedFile:
+    """`read_records` then `encode_records` (``flags["max_length"]`` tokens per example);
+    every error names `flag`, the file and the JSONL line."""
+    read = read_records(path, skip_invalid, flag)
+    examples = encode_records(
+        read.records, tokenizer, flags["max_length"], f"{flag} {path}", lines=read.lines
+    )
+    return EncodedFile(Path(path), examples, dict(read.metrics()))
+
+
+class TrainingRun:
+    """One LLM ``train`` verb from start to saved folder, around a package's Trainer subclass.
+
+    `start(args)` loads ``--model`` (pad token = EOS when the tokenizer has none); the package
+    builds its Trainer from `trainable()` (the model, with ``--lora`` a peft adapter),
+    `arguments()` (`training_arguments`) and `collator()`; `fit(trainer, ...)` trains (from
+    the last checkpoint in ``--out`` with ``--resume``), reports ``--eval``'s loss, and on
+    the main process saves the folder (`save_trained`) and the run report.
+    """
+
+    def __init__(self, args: Any, model: Any, tokenizer: Any) -> None:
+        self.args = args
+        self.flags: Mapping[str, Any] = args.extra
+        self.model = model
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def start(cls, args: Any) -> TrainingRun:
+        """Check the common flags and load ``--model`` (`args`: `shared_core.verbs.VerbArgs`)."""
+        if args.checkpoint is not None:
+            raise UsageError("--checkpoint: train starts from --model DIR (a model folder)")
+        if args.extra.get("merge") and not args.extra.get("lora"):
+            raise UsageError("--merge: only with --lora (without it the full weights are saved)")
+        model, tokenizer = load_causal_lm(args.extra["model"])
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return cls(args, model, tokenizer)
+
+    def trainable(self) -> Any:
+        """The model to train: with ``--lora r,alpha`` wrapped in a peft adapter."""
+        if self.flags.get("lora"):
+            self.model = apply_lora(self.model, *self.flags["lora"])
+        return self.model
+
+    def arguments(self, **overrides: Any) -> Any:
+        """`training_arguments` for ``--out`` and the common flags."""
+        return training_arguments(
+            self.args.out, self.flags, seed=self.args.seed, device=self.args.device, **overrides
+        )
+
+    def collator(self) -> Any:
+        """Pads ``input_ids``/``attention_mask`` with the pad token and ``labels`` with -100."""
+        from transformers import DataCollatorForSeq2Seq
+
+        return DataCollatorForSeq2Seq(self.tokenizer, padding=True)
+
+    def fit(
+        self,
+        trainer: Any,
+        *,
+        owner: type,
+        settings: Mapping[str, Any],
+        data: Sequence[EncodedFile | None] = (),
+    ) -> Path:
+        """Train, evaluate on the trainer's eval set, save ``--out``; returns the folder."""
+        from shared_core.progress import phase
+        from shared_core.report import Run
+        from shared_core.verbs import record_checkpoint
+
+        out = Path(self.args.out)
+        resume_from = last_checkpoint(out) if self.args.resume else None
+        if self.args.resume and resume_from is None:
+            print(f"--resume: no checkpoint in {out / CHECKPOINTS}; training from the start")
+        phase("train")
+        result = trainer.train(resume_from_checkpoint=resume_from)
+        files = [d for d in data if d is not None]
+        metrics: dict[str, Any] = {
+            "train_loss": float(result.training_loss),
+            "steps": int(trainer.state.global_step),
+        }
+        for d, name in zip(files, ("data", "eval"), strict=False):
+            metrics.update({f"{name}_{k}": v for k, v in d.metrics.items()})
+        if trainer.eval_dataset is not None:
+            metrics["eval_loss"] = float(trainer.evaluate()["eval_loss"])
+        phase("save")
+        flags = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.flags.items()}
+        all_settings = {**settings, "flags": flags, "seed": self.args.seed,
+                        "data": [str(d.path) for d in files]}  # fmt: skip
+        if trainer.is_world_process_zero():
+            package = owner.__module__.split(".")[0].replace("_", "-")
+            with Run(package, all_settings, out=self.args.runs) as run:
+                save_trained(
+                    out, self.model, self.tokenizer, owner=owner, settings=all_settings,
+                    log_history=trainer.state.log_history, merge=bool(self.flags.get("merge")),
+                    metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str))},
+                    data=[d.path for d in files],
+                )  # fmt: skip
+                run.log(**metrics)
+                record_checkpoint(run, out)
+                run.finish(f"{package} train")
+        trainer.accelerator.wait_for_everyone()
+        return out
