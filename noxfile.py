@@ -117,6 +117,8 @@ def lint(session: nox.Session) -> None:
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
     session.run("python", ".ci/check_layout.py")
     session.run("python", ".ci/check_shared_core.py")
+    session.run("python", ".ci/check_paths.py", "--self-test")  # a planted machine path fails
+    session.run("python", ".ci/check_paths.py")  # no machine-local paths in tracked files
     session.run("python", ".ci/check_readme_numbers.py", "--self-test")  # a planted mismatch fails
     session.run("python", ".ci/check_readme_numbers.py")  # README tables vs results/*.json
     session.run("python", ".ci/check_imports.py", "--self-test")  # planted cycles are found
@@ -134,19 +136,26 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def micro(session: nox.Session) -> None:
-    """Every package's ``reproduce --scale micro``, end to end, in README's environment.
+    """Every package's ``reproduce --scale micro``, end to end, in README's environment; then,
+    with every extra added, every README's Python blocks (.ci/check_readme_code.py).
 
     The environment is the root project's (what ``uv sync --all-packages`` and ``uv run``
     give a newcomer: every member with the extras its reproduce needs), not an all-extras one.
     """
     _sync(session, "--all-packages")
     session.run("python", ".ci/check_exports.py")
+    session.run("python", ".ci/check_index.py", "--self-test")
+    session.run("python", ".ci/check_index.py")  # the home page's commands = each CLI's
     out = os.path.join(session.create_tmp(), "runs")
     for name in PACKAGES:  # each run must print: nothing at all, or 120 s of silence, fails
         session.run(
             "python", ".ci/check_progress.py", "--",
             name, "reproduce", "--scale", "micro", "--out", out, env={"OMP_NUM_THREADS": "1"},
         )  # fmt: skip
+    # every README's Python blocks, as pasted (a block names the extra it needs: all installed)
+    _sync(session, "--all-packages", "--all-extras")
+    session.run("python", ".ci/check_readme_code.py", "--self-test")
+    session.run("python", ".ci/check_readme_code.py", env={"OMP_NUM_THREADS": "1"})
 
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

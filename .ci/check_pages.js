@@ -16,7 +16,9 @@
 //     item that was not converted;
 //   - the page threw a JavaScript error.
 // Requests outside the site (the theme asks GitHub for the repository's stars) are printed as
-// notes: the check runs offline. Chromium: $CHROMIUM, else /usr/bin/chromium; exit 3 (and a
+// notes: the check runs offline. Then the 404 page is opened for two missing addresses, one at
+// the server's root and one under a preview folder, and fails when a stylesheet, script or
+// image of it did not load or its home link misses the site's home. Chromium: $CHROMIUM, else /usr/bin/chromium; exit 3 (and a
 // message) when it is not there.
 "use strict";
 const fs = require("fs");
@@ -36,13 +38,26 @@ const TYPES = {
   ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf", ".ico": "image/x-icon",
 };
 
-function serve(root) {
+// the site under `prefix` (as a project page or a preview folder is); a missing file gets the
+// site's 404.html with status 404, as GitHub Pages serves it
+function serve(root, prefix = "/") {
   const server = http.createServer((req, res) => {
     let rel = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    if (!rel.startsWith(prefix)) {
+      res.writeHead(404).end("not found");
+      return;
+    }
+    rel = "/" + rel.slice(prefix.length);
     if (rel.endsWith("/")) rel += "index.html";
     const file = path.join(root, path.normalize(rel));
     if (!file.startsWith(root) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404).end("not found");
+      const missing = path.join(root, "404.html");
+      if (fs.existsSync(missing)) {
+        res.writeHead(404, { "Content-Type": TYPES[".html"] });
+        fs.createReadStream(missing).pipe(res);
+      } else {
+        res.writeHead(404).end("not found");
+      }
       return;
     }
     res.writeHead(200, { "Content-Type": TYPES[path.extname(file)] || "application/octet-stream" });
@@ -233,6 +248,61 @@ async function checkPage(cdp, base, page, out) {
   return problems.length;
 }
 
+// the 404 page, served for a missing address: its stylesheets, scripts and images load and its
+// home link leads to the site's home page, wherever the site is served (`base`, a folder)
+async function check404(cdp, base, missing) {
+  const { targetId } = await cdp.send("Target.createTarget", { url: "about:blank" });
+  const { sessionId } = await cdp.send("Target.attachToTarget", { targetId, flatten: true });
+  const send = (method, params) => cdp.send(method, params, sessionId);
+  const url = `${base}${missing}`;
+  const failed = [];
+  const errors = [];
+  let loaded;
+  const load = new Promise((resolve) => (loaded = resolve));
+  cdp.on((m) => {
+    if (m.sessionId !== sessionId) return;
+    if (m.method === "Page.loadEventFired") loaded();
+    if (m.method === "Network.responseReceived" && m.params.response.status >= 400 &&
+        m.params.response.url !== url) {
+      failed.push(`${m.params.response.status} ${m.params.response.url}`);
+    }
+    if (m.method === "Runtime.exceptionThrown") {
+      const d = m.params.exceptionDetails;
+      errors.push((d.exception && d.exception.description) || d.text);
+    }
+  });
+  await send("Page.enable");
+  await send("Network.enable");
+  await send("Runtime.enable");
+  await send("Page.navigate", { url });
+  await load;
+  const { result } = await send("Runtime.evaluate", {
+    expression: `(async () => {
+      await document.fonts.ready;
+      const home = document.querySelector("a.md-header__button.md-logo, a.md-logo");
+      return {
+        title: (document.querySelector("h1") || {}).textContent || "",
+        sheets: [...document.styleSheets].filter((s) => s.href).length,
+        header: getComputedStyle(document.querySelector("header") || document.body).position,
+        home: home ? home.href : null,
+      };
+    })()`,
+    awaitPromise: true, returnByValue: true,
+  });
+  await cdp.send("Target.closeTarget", { targetId });
+  const info = result.value;
+  const problems = [
+    ...failed.map((f) => `request failed: ${f}`),
+    ...errors.map((e) => `JavaScript error: ${e}`),
+  ];
+  if (!info.title.includes("404")) problems.push(`no "404" heading (got ${JSON.stringify(info.title)})`);
+  if (info.sheets === 0 || info.header === "static") problems.push("the theme's stylesheet did not apply");
+  if (info.home !== `${base}/`) problems.push(`home link is ${info.home}, expected ${base}/`);
+  console.log(`pages: 404 at ${url}: ${info.sheets} stylesheets, home ${info.home}; ${problems.length ? problems.length + " problem(s)" : "ok"}`);
+  for (const p of problems) console.error(`pages: 404 at ${url}: ${p}`);
+  return problems.length;
+}
+
 async function main() {
   const [site, out, ...pages] = process.argv.slice(2);
   if (!site || !out || pages.length === 0) {
@@ -253,6 +323,7 @@ async function main() {
   }
   fs.mkdirSync(out, { recursive: true });
   const server = await serve(root);
+  const preview = await serve(root, "/preview/site/"); // a folder that is not site_url's path
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "check-pages-"));
   const child = spawn(chromium, [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -262,7 +333,7 @@ async function main() {
   ], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
-  const timeoutMs = TIMEOUT_BASE_MS + TIMEOUT_PAGE_MS * pages.length;
+  const timeoutMs = TIMEOUT_BASE_MS + TIMEOUT_PAGE_MS * (pages.length + 2); // + two 404 checks
   const timer = setTimeout(() => {
     console.error(`pages: no answer from Chromium in ${timeoutMs / 1000} s\n${stderr.slice(-2000)}`);
     child.kill("SIGKILL");
@@ -277,10 +348,14 @@ async function main() {
     const cdp = devtools(child);
     const base = `http://127.0.0.1:${server.address().port}`;
     for (const page of pages) problems += await checkPage(cdp, base, page, out);
+    const elsewhere = `http://127.0.0.1:${preview.address().port}/preview/site`;
+    problems += await check404(cdp, base, "/no/such/page/");
+    problems += await check404(cdp, elsewhere, "/packages/no-such-package/");
     await cdp.send("Browser.close").catch(() => null);
   } finally {
     clearTimeout(timer);
     server.close();
+    preview.close();
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
     if (child.exitCode === null) child.kill("SIGKILL");
     fs.rmSync(profile, { recursive: true, force: true });

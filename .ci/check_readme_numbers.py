@@ -12,7 +12,19 @@ that says "paper" (the paper's numbers are quoted, not measured). A number glued
 (``d3``, ``v1``, ``5k``) is a name, not a measurement, and is skipped; the suffixes ``x``/``×``,
 ``%``, ``s``, ``ms``, ``min`` and ``h`` are units and are checked.
 
+Census (issue 67): besides checking, the script counts per README the marked tables and the
+UNMARKED tables of measured numbers. A table is *measured* when a body cell outside the first
+column, outside the paper's rows and columns, is a number (with an optional unit, ``±`` spread,
+``[lo, hi]`` interval or parenthesised note: ``0.523``, ``**12.3%**``, ``1.9x [1.8-2.0]``, ``190
+s``); API, install and settings tables (names, signatures, prose) are not. A table is *the
+paper's* (exempt) when the line ``<!-- paper -->`` stands above it, or when every body row's
+first cell, or the first column's header, says "paper". Unmarked measured tables are printed
+as ``file:line`` with ``--list``; ``--strict`` fails on them (not yet the default: most
+packages commit no results files).
+
     python .ci/check_readme_numbers.py              # every packages/*/README.md
+    python .ci/check_readme_numbers.py --list       # ... and where the unmarked tables are
+    python .ci/check_readme_numbers.py --strict     # ... and fail on an unmarked table
     python .ci/check_readme_numbers.py README.md... # the given files
     python .ci/check_readme_numbers.py --self-test  # a planted mismatch must fail
 """
@@ -103,8 +115,76 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", s)]
 
 
+def _is_delimiter_row(cells: list[str]) -> bool:
+    """GitHub's table delimiter row: every cell hyphens with optional colons (``---``, ``--:``)."""
+    return all(re.fullmatch(r":?-+:?", c) for c in cells) and bool(cells)
+
+
 def _is_separator(cells: list[str]) -> bool:
     return all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c) and any(cells)
+
+
+PAPER_MARKER = re.compile(r"^\s*<!--\s*paper\b.*-->\s*$")
+# a cell that is a measurement: a number, a unit, then at most a spread, interval or note
+MEASURED_CELL = re.compile(
+    r"^[~≈<>]?\s*[-−+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+−]?\d+)?\s*(?:%|×|x|ms|min|s|h)?"
+    r"(?:\s*(?:±\s*\S+|\[[^\]]*\]|\([^)]*\)))*\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A Markdown table of a README: its first line (1-based), marked, the paper's, measured."""
+
+    line: int
+    marked: bool
+    paper: bool
+    measured: bool
+
+
+def tables(readme_text: str) -> list[Table]:
+    """Every table (a ``|`` line followed by a separator row) with how it is marked."""
+    lines = readme_text.splitlines()
+    found: list[Table] = []
+    i = 0
+    while i < len(lines):
+        if not (
+            lines[i].lstrip().startswith("|")
+            and i + 1 < len(lines)
+            and _is_delimiter_row(_cells(lines[i + 1]))
+        ):
+            i += 1
+            continue
+        k = i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        above = lines[k] if k >= 0 else ""
+        header = _cells(lines[i])
+        paper_cols = {c for c, h in enumerate(header) if "paper" in h.lower()}
+        j = i + 2
+        rows = []
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            rows.append(_cells(lines[j]))
+            j += 1
+        paper = bool(PAPER_MARKER.match(above)) or 0 in paper_cols
+        paper = paper or (bool(rows) and all(r and "paper" in r[0].lower() for r in rows))
+        measured = any(
+            MEASURED_CELL.match(cell.replace("**", "").replace("`", "").strip())
+            for r in rows
+            if not (r and "paper" in r[0].lower())
+            for c, cell in enumerate(r)
+            if c > 0 and c not in paper_cols and "paper" not in cell.lower()
+        )
+        found.append(Table(i + 1, bool(MARKER.match(above)), paper, measured))
+        i = j
+    return found
+
+
+def census(readme: Path) -> tuple[int, list[int]]:
+    """(marked tables, first lines of the unmarked measured tables that are not the paper's)."""
+    found = tables(readme.read_text(encoding="utf-8"))
+    unmarked = [t.line for t in found if t.measured and not t.marked and not t.paper]
+    return sum(t.marked for t in found), unmarked
 
 
 def check_readme(readme: Path) -> list[str]:
@@ -174,27 +254,45 @@ def self_test() -> None:
         assert len(bad) == 1 and "'0.524'" in bad[0] and ":7:" in bad[0], bad
         (d / "README.md").write_text(good.replace("results/tiny.json", "results/none.json"))
         assert "not found" in check_readme(d / "README.md")[0]
-    print("check_readme_numbers self-test: a planted mismatch fails, the true table passes")
+        # census: the marked table, an unmarked measured one, an API table, a paper table
+        (d / "README.md").write_text(
+            good + "\n| arm | loss |\n|---|---|\n| ours | 1.9x [1.8-2.0] |\n"
+            "\n| name | what |\n|---|---|\n| `f(x, eps=1e-3)` | the op, 3 ways |\n"
+            "\n<!-- paper -->\n| model | acc |\n|---|---|\n| big | 0.91 |\n"
+            "\n| source | acc |\n|---|---|\n| paper, Table 2 | 0.91 |\n"
+        )
+        assert census(d / "README.md") == (1, [11]), census(d / "README.md")
+    print(
+        "check_readme_numbers self-test: a planted mismatch fails, the true table passes, "
+        "the census counts marked and unmarked measured tables"
+    )
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--self-test"]:
         self_test()
         return 0
-    readmes = [Path(a) for a in argv] or sorted(ROOT.glob("packages/*/README.md"))
+    flags = {a for a in argv if a in ("--list", "--strict")}
+    readmes = [Path(a) for a in argv if a not in flags] or sorted(ROOT.glob("packages/*/README.md"))
     problems = [p for r in readmes for p in check_readme(r)]
     for p in problems:
         print(p, file=sys.stderr)
-    marked = sum(
-        1
-        for r in readmes
-        for line in r.read_text(encoding="utf-8").splitlines()
-        if MARKER.match(line)
-    )
+    marked = unmarked = 0
+    for r in readmes:
+        n_marked, lines = census(r)
+        marked, unmarked = marked + n_marked, unmarked + len(lines)
+        name = r.parent.name if r.name == "README.md" else str(r)
+        print(f"  {name}: {n_marked} marked, {len(lines)} unmarked measured table(s)")
+        if "--list" in flags:
+            for line in lines:
+                print(f"    {r}:{line}: a table of measured numbers without a results marker")
     print(
         f"check_readme_numbers: {marked} marked table(s) in {len(readmes)} README(s), "
-        f"{len(problems)} number(s) not found"
+        f"{unmarked} unmarked table(s) of measured numbers, {len(problems)} number(s) not found"
     )
+    if "--strict" in flags and unmarked:
+        print(f"check_readme_numbers: --strict: {unmarked} unmarked measured table(s)")
+        return 1
     return 1 if problems else 0
 
 

@@ -99,6 +99,18 @@ KEPT = {
     "shared_core.train.lr_factor": "the schedule fit applies, for plots and tests",
     "shared_core.train.shard": "fit's rank split, for packages that evaluate under torchrun",
     "shared_core.train.to_device": "fit's batch mover, for a package's evaluation loops",
+    # issue 61 checkpoints: the one save/load path every package's `train` verb adopts
+    "shared_core.hub.Pretrained": "issue 61: the torch model mixin every package's train verb uses",
+    "shared_core.hub.save_flax": "issue 61: Flax/jax models' checkpoint folder",
+    "shared_core.hub.load_flax": "issue 61: Flax/jax models' checkpoint folder",
+    "shared_core.hub.file_sha256": "issue 61: data hashes in provenance and run records",
+    "shared_core.hub.config_to_json": "issue 61: config dataclass -> JSON (--config files)",
+    "shared_core.hub.config_from_json": "issue 61: JSON -> config dataclass (--config files)",
+    "shared_core.hub.CONFIG": "issue 61: the folder's file names, for packages and the CLI",
+    "shared_core.hub.PROVENANCE": "issue 61: the folder's file names, for packages and the CLI",
+    "shared_core.hub.WEIGHTS": "issue 61: the folder's file names (crome; packages' own savers)",
+    "shared_core.hub.save_folder": "issue 61: a checkpoint around a package's own writer (crome)",
+    "shared_core.hub.load_folder": "issue 61: a checkpoint around a package's own reader (crome)",
 }
 
 

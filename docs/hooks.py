@@ -14,6 +14,14 @@
   may start right after a paragraph line (a blank line is put before it).
 - ``$$...$$`` inside a paragraph (GitHub renders it as display maths, arithmatex only as a block
   of its own) becomes a block of its own: without this, ``$`` signs leaked around the formula.
+- The 404 page: mkdocs writes its links and assets as absolute paths under `site_url`'s path
+  (``/methods/...``), which break wherever else the site is served (a custom domain's root, a
+  preview folder, a local server, a file). They are made relative to a ``<base>`` that a
+  first inline script sets from the address (and the tags that load files are written by
+  script after it, out of the preload scanner's sight): the folder of ``404.html`` when it is opened
+  directly; else the part of the path before the first of the site's top-level folders
+  (``packages/``, ``assets/``, ...); else `site_url`'s path when the address is under it; else
+  ``/``.
 - Formulas: a package page (``docs/packages/<name>.md``, shared-core's aside) with no LaTeX
   formula in its README part (above "API reference") fails the build, save the pages listed
   in ``README_WITHOUT_FORMULA``; KaTeX renders them offline (``docs/katex``).
@@ -21,11 +29,13 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
@@ -206,7 +216,64 @@ def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
     return html
 
 
+_BASE_SCRIPT = """<script>(function () {
+  var path = location.pathname, site = %(site)s, tops = %(tops)s, base = "/";
+  if (/\\/404\\.html$/.test(path)) {
+    base = path.slice(0, path.length - "404.html".length);
+  } else {
+    var hits = tops.map(function (t) { return path.indexOf("/" + t + "/"); })
+      .filter(function (i) { return i >= 0; });
+    if (hits.length) base = path.slice(0, Math.min.apply(null, hits) + 1);
+    else if (path.indexOf(site) === 0) base = site;
+  }
+  document.write('<base href="' + base + '">');
+})();</script>"""
+_CONFIG_SCRIPT = """<script>(function () {
+  var c = document.getElementById("__config"), cfg = JSON.parse(c.textContent);
+  cfg.base = document.baseURI;
+  c.textContent = JSON.stringify(cfg);
+})();</script>"""
+
+
+def _top_folders(site_dir: str) -> list[str]:
+    """The site's top-level folders (``assets``, ``packages``, ...): where a base path ends."""
+    return sorted(p.name for p in Path(site_dir).iterdir() if p.is_dir())
+
+
+def _js_string(text: str) -> str:
+    """`text` as a JavaScript string literal that cannot end the ``<script>`` it stands in."""
+    return json.dumps(text).replace("</", "<\\/")
+
+
+def error_page(html: str, site_path: str, tops: list[str]) -> str:
+    """The 404 page with its links relative to a ``<base>`` set from the address (module doc)."""
+    # "/methods/assets/x.css" -> "assets/x.css", "/methods/" -> "" (the base itself)
+    html = re.sub(r'(\s(?:href|src)=")' + re.escape(site_path) + "(?!/)", r"\1", html)
+    # the browser's preload scanner fetches the URLs it sees in the markup before any script
+    # runs (against the address, not the <base>): the tags that load a file are written by
+    # script instead, after the <base> is set
+    html = re.sub(
+        r'<link\b[^>]*\shref="(?![a-z]+:|/|#)[^"]*"[^>]*>'
+        r'|<script\b[^>]*\ssrc="(?![a-z]+:|/)[^"]*"[^>]*>\s*</script>',
+        lambda m: "<script>document.write(" + _js_string(m.group(0)) + ")</script>",
+        html,
+    )
+    script = _BASE_SCRIPT % {"site": json.dumps(site_path), "tops": json.dumps(tops)}
+    html = re.sub(r"<head>", lambda _: "<head>" + script, html, count=1)
+    return re.sub(
+        r'(<script id="__config"[^>]*>.*?</script>)',
+        lambda m: m.group(1) + _CONFIG_SCRIPT,
+        html,
+        count=1,
+        flags=re.S,
+    )
+
+
 def on_post_build(config: Any) -> None:
+    page = Path(config["site_dir"]) / "404.html"
+    if page.exists():
+        site_path = urlsplit(config.get("site_url") or "/").path or "/"
+        page.write_text(error_page(page.read_text(), site_path, _top_folders(config["site_dir"])))
     if _missing_formula:
         problems = "; ".join(sorted(_missing_formula))
         _missing_formula.clear()

@@ -78,3 +78,16 @@ def test_missing_results_file_fails(tmp_path: Path) -> None:
 
 def test_self_test_runs() -> None:
     crn.self_test()
+
+
+def test_census_counts_unmarked_measured_tables_and_exempts_the_papers(tmp_path: Path) -> None:
+    text = (
+        TABLE
+        + "\n| arm | CPU s |\n|---|---|\n| ours | **190** |\n"  # measured, unmarked
+        + "\n| name | what |\n|---|---|\n| `fit(x, n=500)` | 3 starts |\n"  # an API table
+        + "\n<!-- paper -->\n| model | acc |\n|---|---|\n| big | 0.91 |\n"  # the paper's
+    )
+    readme = _write(tmp_path, text, {"nll": 1.23449, "acc": 0.5231, "steps": 500})
+    assert crn.census(readme) == (1, [9])
+    assert crn.main([str(readme)]) == 0  # not a failure yet
+    assert crn.main([str(readme), "--strict"]) == 1

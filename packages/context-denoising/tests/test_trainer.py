@@ -3,6 +3,8 @@ step perturbs (and is the plain Trainer's at beta = 0), evaluation runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from context_denoising import CDTConfig, sft_loss
@@ -41,10 +43,10 @@ class GradCapture(TrainerCallback):
         self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
 
 
-def one_step(k: int, trainer_cls=CDTTrainer, **extra):
+def one_step(k: int, out: Path, trainer_cls=CDTTrainer, **extra):
     model = tiny_llama(VOCAB, hidden_size=32, seed=1)
     args = TrainingArguments(
-        output_dir="/tmp/cdt-trainer-test",
+        output_dir=str(out),
         per_device_train_batch_size=ROWS // k,
         gradient_accumulation_steps=k,
         max_steps=1,
@@ -65,14 +67,19 @@ def one_step(k: int, trainer_cls=CDTTrainer, **extra):
 
 
 @pytest.fixture(scope="module")
-def k1():
-    return one_step(1)
+def out(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cdt-trainer")
+
+
+@pytest.fixture(scope="module")
+def k1(out):
+    return one_step(1, out)
 
 
 @pytest.mark.parametrize("k", [2, 4])
-def test_gradient_accumulation_gives_the_same_loss_and_gradients(k1, k):
+def test_gradient_accumulation_gives_the_same_loss_and_gradients(k1, k, out):
     loss1, grads1, _ = k1
-    loss_k, grads_k, _ = one_step(k)
+    loss_k, grads_k, _ = one_step(k, out)
     assert loss_k == pytest.approx(loss1, rel=1e-5)
     flat1 = torch.cat([g.flatten() for g in grads1.values()])
     flat_k = torch.cat([grads_k[n].flatten() for n in grads1])
@@ -83,11 +90,11 @@ def test_gradient_accumulation_gives_the_same_loss_and_gradients(k1, k):
         assert_close(f"grad {n} k={k}", g, grads_k[n], 1e-5)
 
 
-def test_beta_zero_is_the_plain_trainer_and_the_default_step_is_not(k1):
+def test_beta_zero_is_the_plain_trainer_and_the_default_step_is_not(k1, out):
     _, grads_cdt, trainer = k1
     assert trainer.cdt_config == CDTConfig()
-    loss0, grads0, _ = one_step(2, cdt_config=CDTConfig(beta=0.0))
-    loss_hf, grads_hf, _ = one_step(2, trainer_cls=Trainer)
+    loss0, grads0, _ = one_step(2, out, cdt_config=CDTConfig(beta=0.0))
+    loss_hf, grads_hf, _ = one_step(2, out, trainer_cls=Trainer)
     assert loss0 == pytest.approx(loss_hf, rel=1e-5)
     for n, g in grads_hf.items():
         assert_close(f"grad {n} beta=0 vs Trainer", g, grads0[n], 1e-5)

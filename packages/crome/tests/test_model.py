@@ -73,3 +73,24 @@ def test_bad_input_raises_clearly(tiny_rm, tmp_path):
         RewardModel.from_backbone(tmp_path)
     with pytest.raises(ValueError, match="max_length"):
         RewardModel(tiny_rm.backbone, tiny_rm.tokenizer, max_length=2)
+
+
+def test_saved_folder_has_provenance_and_refuses_other_folders(tiny_rm, tmp_path):
+    import json
+
+    data = tmp_path / "prefs.jsonl"
+    data.write_text('{"prompt": "q", "chosen": "a", "rejected": "b"}\n')
+    out = tiny_rm.save_pretrained(
+        tmp_path / "rm", metrics={"acc": 0.5}, command="crome train --data prefs.jsonl", data=[data]
+    )
+    assert (out / "backbone" / "config.json").is_file()
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["package"] == "crome" and prov["class"] == "crome.model.RewardModel"
+    card = (out / "README.md").read_text()
+    assert "crome train --data prefs.jsonl" in card and prov["data"][0]["sha256"] in card
+    prov["package"] = "msgen"
+    (out / "provenance.json").write_text(json.dumps(prov))
+    with pytest.raises(
+        ValueError, match=r"rm: written by package 'msgen'.*expected a crome RewardModel"
+    ):
+        RewardModel.from_pretrained(out)

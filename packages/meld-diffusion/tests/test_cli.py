@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from meld_diffusion.cli import main
@@ -18,6 +19,18 @@ def test_bad_scale_is_a_usage_error(capsys):
         main(["reproduce", "--scale", "huge"])
     assert e.value.code == 2
     assert "scale" in capsys.readouterr().err
+
+
+def test_help_tiny_cost_is_the_committed_run(capsys):
+    """The tiny CPU cost in --help is the one results/tiny.json recorded."""
+    results = Path(__file__).resolve().parents[1] / "results" / "tiny.json"
+    if not results.is_file():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    cpu = json.loads(results.read_text())["cpu_s"]
+    assert f"tiny ~{cpu:.0f} CPU-s" in text, text
 
 
 def test_scales_and_arms():
@@ -38,3 +51,6 @@ def test_micro_reproduce_end_to_end(tmp_path):
     for arm in ("vanilla", "class", *meld):
         assert {"validity", "uniqueness", "nspdk", "scaffold"} <= set(metrics[arm])
     assert (run / "state_clashing.png").is_file() and (run / "training_loss.png").is_file()
+    report = (run / "report.md").read_text()
+    assert "| |" not in report.replace("|  |", "| |"), "a blank table cell (use None: '–')"
+    assert "–: not applicable to that row" in report  # the pair table's min/max for non-MELD

@@ -28,6 +28,20 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "micro" in capsys.readouterr().out
 
 
+def test_help_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The tiny and small CPU costs in --help are those of results/tiny.json and small.json."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    tiny = json.loads((results / "tiny.json").read_text())["cpu_s"]
+    small = json.loads((results / "small.json").read_text())["cpu_s"]
+    assert f"tiny: ~{tiny:.0f} CPU-s" in text, text
+    assert f"small: ~{small / 60:.0f} CPU-minutes" in text, text
+
+
 def test_missing_data_extra_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -51,3 +51,24 @@ def test_help_is_fast_and_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "--scale" in out.stdout
+
+
+def test_cv_name_says_how_many_folds_ran():
+    from topoformer.experiments.reproduce import _cv_name
+
+    assert _cv_name(MutagConfig()) == "10-fold CV"
+    assert _cv_name(MutagConfig(folds=3, run_folds=1)) == "first 1 of 3 folds of a 3-fold CV"
+    assert _cv_name(MutagConfig(folds=3, run_folds=3)) == "3-fold CV"
+
+
+def test_torch_geometric_import_leaks_no_future_warning():
+    # torch_geometric calls the deprecated torch.jit.script at import; a run must not print it
+    code = (
+        "import numpy as np\nfrom topoformer.baselines import to_pyg\n"
+        "from topoformer.graph import Graph\n"
+        "to_pyg(Graph(3, np.array([[0, 1], [1, 2]])), np.ones((3, 1), np.float32))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error::FutureWarning", "-c", code], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr

@@ -16,8 +16,9 @@ from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 REPRODUCE_HELP = (
     "Train a standard and a CROME reward model on the same preference pairs of a controlled "
     "world (causal: correct sum; spurious: decoration) and compare accuracy, sensitivity and "
-    "Best-of-N: micro (random tiny BERT, smoke run) takes ~10 s of CPU, tiny (MiniLM-L6) ~80 s "
-    "of CPU (2-8 min wall on 2 busy cores with --threads 1), small and paper are sized for a GPU."
+    "Best-of-N: micro (random tiny BERT, smoke run) takes ~13 s of CPU, tiny (MiniLM-L6) ~190 s "
+    "of CPU (about 3 min wall with --threads 1 on a quiet machine), small and paper are sized "
+    "for a GPU."
 )
 
 

@@ -1,26 +1,35 @@
 """The reward model: a transformers encoder backbone, mean pooling and a linear scalar head.
 
 R_theta(Q, A) = w^T meanpool(encoder([CLS] Q [SEP] A [SEP])) + b. The prompt is part of the
-input (otherwise irrelevant-query neutrals would mean nothing). `save_pretrained` writes the
-backbone config, the tokenizer and ONE safetensors file holding backbone and head;
+input (otherwise irrelevant-query neutrals would mean nothing). `save_pretrained` writes a
+`shared_core.hub` folder: ONE safetensors file holding backbone and head, the backbone's
+transformers config and tokenizer under ``backbone/``, provenance and a model card;
 `RewardModel.from_pretrained` reads it back with no hub access.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from shared_core.atomic import atomic_path, atomic_write_json
+BACKBONE = "backbone"
 
-WEIGHTS = "model.safetensors"
-HEAD_CONFIG = "crome_reward.json"
+
+@dataclass(frozen=True)
+class RewardHeadConfig:
+    """The reward model's own settings (config.json of a saved folder).
+
+    The backbone's architecture is its transformers config (``backbone/config.json``).
+    """
+
+    max_length: int = 64
+    pooling: Literal["mean"] = "mean"
 
 
 def minilm_path() -> Path:
@@ -243,37 +252,60 @@ class RewardModel(nn.Module):
             )
         return self.score(prompts, first, batch_size) - self.score(prompts, second, batch_size)
 
-    def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
-        """Write config.json, tokenizer files, model.safetensors and crome_reward.json."""
+    def save_pretrained(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        metrics: Mapping[str, float | int | str] | None = None,
+        command: str | Sequence[str] | None = None,
+        data: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> Path:
+        """Write a `shared_core.hub` checkpoint folder, atomically.
+
+        config.json (`RewardHeadConfig`), model.safetensors (backbone and head), the backbone's
+        transformers config and tokenizer under ``backbone/``, provenance.json (crome version,
+        `command`, default ``sys.argv``, `data` files with their SHA-256, `metrics`) and a
+        README.md model card.
+        """
         from safetensors.torch import save_file
 
-        p = Path(path)
-        p.mkdir(parents=True, exist_ok=True)
-        config: Any = self.backbone.config
-        config.save_pretrained(str(p))
-        self.tokenizer.save_pretrained(str(p))
+        from shared_core.hub import WEIGHTS, save_folder
+
+        backbone_config: Any = self.backbone.config
         state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        with atomic_path(p / WEIGHTS) as tmp:
-            save_file(state, str(tmp), metadata={"format": "pt", "crome": "reward-model"})
-        atomic_write_json(p / HEAD_CONFIG, {"max_length": self.max_length, "pooling": "mean"})
-        return p
+
+        def save(tmp: Path, provenance: Mapping[str, Any]) -> None:
+            backbone_config.save_pretrained(str(tmp / BACKBONE))
+            self.tokenizer.save_pretrained(str(tmp / BACKBONE))
+            save_file(state, str(tmp / WEIGHTS), metadata={"format": "pt"})
+
+        return save_folder(
+            path,
+            save,
+            owner=RewardModel,
+            config=RewardHeadConfig(max_length=self.max_length),
+            metrics=metrics,
+            command=command,
+            data=data,
+        )
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str]) -> RewardModel:
-        """Load what `save_pretrained` wrote (architecture from config.json, no download)."""
+        """Load what `save_pretrained` wrote (no download), checked by `shared_core.hub`.
+
+        FileNotFoundError for a missing folder or file; ValueError naming the folder for one
+        written by another package, a newer crome or a truncated/corrupt file.
+        """
         os.environ["HF_HUB_OFFLINE"] = "1"
         from safetensors.torch import load_file
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+        from shared_core.hub import WEIGHTS, load_folder
+
         p = Path(path)
-        for name in ("config.json", WEIGHTS, HEAD_CONFIG):
-            if not (p / name).is_file():
-                raise FileNotFoundError(
-                    f"path: {p} has no {name}; expected a folder from save_pretrained"
-                )
-        head = json.loads((p / HEAD_CONFIG).read_text())
-        backbone = AutoModel.from_config(AutoConfig.from_pretrained(str(p)))
-        model = cls(backbone, AutoTokenizer.from_pretrained(str(p)), int(head["max_length"]))
+        config, _ = load_folder(p, RewardModel, RewardHeadConfig)
+        backbone = AutoModel.from_config(AutoConfig.from_pretrained(str(p / BACKBONE)))
+        model = cls(backbone, AutoTokenizer.from_pretrained(str(p / BACKBONE)), config.max_length)
         model.load_state_dict(load_file(str(p / WEIGHTS)))
         return model
 

@@ -17,8 +17,8 @@ main = make_main(
                 "Train VAE, LaplaceVAE, t3VAE and ParetoVAE (t and symPareto decoders) on "
                 "heavy-tailed 2-D data, scale-free degree vectors, Shakespeare word counts and "
                 "salt-and-pepper digits; tail MMD/SW, head/tail Jaccard, PSNR/SSIM (micro: "
-                "seconds, tiny: ~5 CPU-minutes with one thread, 3 seeds; small: ~10 "
-                "CPU-minutes, 5 seeds; paper: GPU-sized)."
+                "seconds, tiny: ~103 CPU-s with one thread, 3 seeds; small: ~399 CPU-s, 5 "
+                "seeds, as measured in the README; paper: GPU-sized)."
             ),
         )
     ],

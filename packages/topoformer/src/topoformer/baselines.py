@@ -5,6 +5,7 @@ same filtrations (gudhi) read by an MLP. Our code is only the glue and the train
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +26,21 @@ def one_hot_labels(graph: Graph, vocabulary: Sequence[int]) -> np.ndarray:
     return x
 
 
+def import_pyg() -> None:
+    """Import torch_geometric, without the FutureWarning torch (2.15 here) gives for the
+    ``torch.jit.script`` that torch_geometric's own modules call at import (theirs, not ours:
+    a run's output should not carry it). Later imports are cached, so they stay quiet."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning
+        )
+        import torch_geometric.data
+        import torch_geometric.nn  # noqa: F401
+
+
 def to_pyg(graph: Graph, features: np.ndarray) -> Any:
     """A torch_geometric ``Data`` with both edge directions."""
+    import_pyg()
     from torch_geometric.data import Data
 
     e = torch.as_tensor(graph.edges.T, dtype=torch.long)
@@ -42,6 +56,7 @@ class GINModel(nn.Module):
         dropout: float = 0.5,
     ) -> None:  # fmt: skip
         super().__init__()
+        import_pyg()
         from torch_geometric.nn import GIN
 
         self.gnn = GIN(in_channels, hidden, num_layers, norm="batch_norm")

@@ -132,9 +132,10 @@ def gin_fold(
     settings: TrainSettings, device: str, hidden: int = 64, layers: int = 4,
 ) -> tuple[Selection, list[dict[str, float]]]:  # fmt: skip
     """torch_geometric's GIN on a list of ``Data`` graphs."""
-    from torch_geometric.data import Batch
+    from topoformer.baselines import GINModel, import_pyg
 
-    from topoformer.baselines import GINModel
+    import_pyg()
+    from torch_geometric.data import Batch
 
     seed_everything(split.seed)
     model = GINModel(in_channels, task.num_outputs, hidden, layers)
