@@ -10,6 +10,7 @@ from shared_core.finetune import (
     add_finetune_flags,
     apply_lora,
     encode_records,
+    last_checkpoint,
     load_causal_lm,
     record_format,
     save_finetuned,
@@ -62,7 +63,7 @@ def test_messages_go_through_the_chat_template(lm):
     "records, match",
     [
         ([], "data: no records"),
-        ([{"text": "the cat"}, {"prompt": "a", "completion": "b"}], "record 2 is prompt_completion, record 1 is text"),
+        ([{"text": "the cat"}, {"prompt": "a", "completion": "b"}], "record 2 is prompt_completion, the first record is text"),
         ([{"text": "the"}, {"body": "x"}], "record 2: record: expected the fields"),
         ([{"prompt": "a", "completion": 3}], "record 1: completion must be a string"),
         ([{"text": ""}], "record 1: text must be a non-empty string"),
@@ -71,6 +72,14 @@ def test_messages_go_through_the_chat_template(lm):
 def test_bad_records_name_the_record(lm, records, match):
     with pytest.raises(UsageError, match=match):
         encode_records(records, lm[1], 64)
+
+
+def test_records_are_named_by_their_jsonl_line(lm):
+    records = [{"text": "the cat"}, {"text": ""}]
+    with pytest.raises(UsageError, match="f.jsonl: line 7: text must be"):
+        encode_records(records, lm[1], 64, "f.jsonl", lines=[3, 7])
+    with pytest.raises(ValueError, match="lines: expected 2 line numbers"):
+        encode_records(records, lm[1], 64, lines=[3])
 
 
 def test_record_format():
@@ -122,14 +131,25 @@ def test_lora_trains_and_the_merged_folder_loads_with_the_auto_class(tmp_path, l
 @pytest.mark.parametrize(
     "argv, match",
     [(["--merge"], "--merge: only with --lora"), (["--lr", "0"], "--lr: expected a number > 0"),
-     (["--epochs", "0"], "expected --epochs > 0 or --max-steps >= 1")],
+     (["--epochs", "0"], "expected --epochs > 0 or --max-steps >= 1"),
+     (["--optim", "adamw"], "--optim: expected one of")],
 )  # fmt: skip
 def test_bad_training_flags(tmp_path, argv, match):
     with pytest.raises(UsageError, match=match):
         training_arguments(tmp_path, flags(*argv))
 
 
+def test_checkpoints_go_to_a_subfolder_of_out(tmp_path):
+    args = training_arguments(tmp_path / "out", flags("--save-steps", "3", "--optim", "sgd"))
+    assert args.output_dir == str(tmp_path / "out" / "checkpoints")
+    assert (args.save_steps, args.save_total_limit, args.optim.value) == (3, 1, "sgd")
+    assert last_checkpoint(tmp_path / "out") is None
+    for step in (2, 10):
+        (tmp_path / "out" / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    assert last_checkpoint(tmp_path / "out") == str(tmp_path / "out/checkpoints/checkpoint-10")
+
+
 def test_bad_flag_values_are_refused_by_the_parser():
-    for argv in (["--grad-accum", "0"], ["--lora", "8"], ["--lora", "0,4"]):
+    for argv in (["--grad-accum", "0"], ["--lora", "8"], ["--lora", "0,4"], ["--save-steps", "0"]):
         with pytest.raises(SystemExit):
             flags(*argv)

@@ -55,7 +55,8 @@ def record_format(record: Mapping[str, Any]) -> str:
 def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tuple[Any, Any]:
     """``(model, tokenizer)`` from a local model folder or a `shared_core.models` name.
 
-    ``smollm2`` is short for ``smollm2-135m-instruct``. A folder whose ``config.json`` names no
+    ``smollm2`` is short for ``smollm2-135m-instruct``. A peft adapter folder (adapter_config.json,
+    no config.json) loads on its base model. A folder whose ``config.json`` names no
     ``*ForCausalLM`` architecture (an encoder, a classifier) is a `UsageError` naming it.
     """
     from shared_core.models import load_model, load_tokenizer, models
@@ -64,12 +65,14 @@ def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tupl
     if name in {m.name for m in models()}:
         return load_model(name, dtype), load_tokenizer(name)
     folder = Path(spec)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
+        return _load_adapter(folder, dtype)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(
             f"--model: {folder} is neither a model folder (no config.json) nor one of "
             f"{['smollm2', *(m.name for m in models())]}"
         )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -80,6 +83,20 @@ def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tupl
             f"--model: {folder} is not a causal LM (its config.json names {architectures or 'no'}"
             " architectures); expected a folder saved from an AutoModelForCausalLM"
         )
+    model = AutoModelForCausalLM.from_pretrained(
+        str(folder), local_files_only=True, dtype=getattr(torch, dtype)
+    )
+    return model, AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _load_adapter(folder: Path, dtype: str) -> tuple[Any, Any]:
+    """A peft LoRA adapter folder (``train --lora`` without ``--merge``) on its base model."""
+    from shared_core.data import require_extra
+
+    require_extra("shared-core", "lora", "peft", "a LoRA adapter folder (peft)")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     model = AutoModelForCausalLM.from_pretrained(
         str(folder), local_files_only=True, dtype=getattr(torch, dtype)
     )
@@ -215,10 +232,11 @@ CHECKPOINTS = "checkpoints"
 
 def last_checkpoint(out: str | os.PathLike[str]) -> str | None:
     """The newest ``checkpoint-N`` folder under ``<out>/checkpoints`` (None when there is none)."""
-    from transformers.trainer_utils import get_last_checkpoint
+    from transformers import trainer_utils
 
     folder = Path(out) / CHECKPOINTS
-    found: str | None = get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    last: Any = trainer_utils.get_last_checkpoint  # untyped in transformers 5
+    found: str | None = last(str(folder)) if folder.is_dir() else None
     return found
 
 
@@ -304,9 +322,9 @@ def save_trained(
 ) -> Path:
     """Write the trained model to `out` as a `shared_core.hub` folder, atomically.
 
-    The folder holds what `save_finetuned` writes (the model and tokenizer; a LoRA adapter
-    also gets its base model's config.json), ``training_config.json`` (`settings`: the
-    package's config and flags), ``training_log.json`` (the Trainer's `log_history`: the
+    The folder holds what `save_finetuned` writes (the model and tokenizer, or a LoRA adapter:
+    without a config.json, so that ``AutoModelForCausalLM.from_pretrained`` loads it as one),
+    ``training_config.json`` (`settings`: the package's config and flags), ``training_log.json`` (the Trainer's `log_history`: the
     loss of every step), provenance.json and the model card. The Trainer's checkpoints in
     ``<out>/checkpoints`` are moved aside while the folder is written and removed once it is
     in place (put back if writing fails, so ``--resume`` still finds them).
@@ -328,15 +346,13 @@ def save_trained(
 
     def write(tmp: Path, _provenance: Mapping[str, Any]) -> None:
         save_finetuned(model, tokenizer, tmp, merge=merge)
-        if not (tmp / "config.json").is_file():  # a peft adapter: its base model's config
-            model.get_base_model().config.save_pretrained(str(tmp))
-        (tmp / TRAINING_CONFIG).write_text(json.dumps(dict(settings), indent=2, default=str))
         (tmp / TRAINING_LOG).write_text(json.dumps(list(log_history), indent=2))
 
     try:
         save_folder(
-            folder, write, owner=owner, config=dict(settings), metrics=metrics, data=list(data)
-        )
+            folder, write, owner=owner, config=json.loads(json.dumps(settings, default=str)),
+            metrics=metrics, data=list(data), config_name=TRAINING_CONFIG,
+        )  # fmt: skip
     except BaseException:
         if aside is not None:
             folder.mkdir(parents=True, exist_ok=True)
@@ -348,10 +364,12 @@ def save_trained(
     return folder
 
 
-def read_records(path: str | os.PathLike[str], skip_invalid: bool = False, flag: str = "--data") -> Any:
+def read_records(
+    path: str | os.PathLike[str], skip_invalid: bool = False, flag: str = "--data"
+) -> Any:
     """`shared_core.data.read_jsonl` of a user's file; a malformed file is a `UsageError`
     naming `flag`, the file and the line (``.records``, ``.lines``, ``.metrics()``)."""
-    from shared_core.data import read_jsonl
+    from shared_core.data.records import read_jsonl  # TEMP until readers merge
 
     try:
         return read_jsonl(path, skip_invalid=skip_invalid)

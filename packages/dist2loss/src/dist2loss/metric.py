@@ -294,11 +294,15 @@ def table_from_json(path: str | Any, tokenizer: Any, vocab_size: int | None = No
         if token not in vocab:
             raise ValueError(f"{p}: token {token!r} is not in the tokenizer's vocabulary")
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        is_point = isinstance(value, list) and value and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in value
+        is_point = (
+            isinstance(value, list)
+            and value
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
         )
         if not (is_number or is_point):
-            raise ValueError(f"{p}: {token!r}: expected a number or a list of numbers, got {value!r}")
+            raise ValueError(
+                f"{p}: {token!r}: expected a number or a list of numbers, got {value!r}"
+            )
         ids.append(vocab[token])
         values.append(value)
     kinds = {isinstance(v, list) for v in values}
@@ -306,6 +310,8 @@ def table_from_json(path: str | Any, tokenizer: Any, vocab_size: int | None = No
         raise ValueError(f"{p}: expected all numbers or all points, got a mix")
     if kinds == {True}:
         if len({len(v) for v in values}) > 1:
-            raise ValueError(f"{p}: expected points of one dimension, got {sorted({len(v) for v in values})}")
+            raise ValueError(
+                f"{p}: expected points of one dimension, got {sorted({len(v) for v in values})}"
+            )
         return coordinate_table(ids, values, size)
     return number_table(dict(zip(ids, values, strict=True)), size)
