@@ -44,8 +44,7 @@ KEPT = {
     "shared_core.verbs.evaluate_command": "the evaluate verb",
     "shared_core.verbs.record_checkpoint": "links a train run's report to its checkpoint folder",
     # fine-tuning a causal LM on a user's records: the four LLM packages' train verbs (issue 63)
-    "shared_core.finetune.SFT_FORMATS": "the TRL conventions the LLM packages read",
-    "shared_core.finetune.record_format": "which TRL convention a record follows",
+    "shared_core.finetune.SFT_FORMATS": "the JSONL formats the LLM packages fine-tune on",
     "shared_core.finetune.load_causal_lm": "--model: a local folder or smollm2",
     "shared_core.finetune.encode_records": "TRL records as input_ids/labels",
     "shared_core.finetune.lora_arg": "the --lora r,alpha type",

@@ -12,7 +12,6 @@ from shared_core.finetune import (
     encode_records,
     last_checkpoint,
     load_causal_lm,
-    record_format,
     save_finetuned,
     training_arguments,
 )
@@ -49,7 +48,7 @@ def test_each_trl_convention_is_encoded_with_eos_and_completion_only_labels(lm):
 def test_messages_go_through_the_chat_template(lm):
     _, tok = lm
     messages = [{"role": "user", "content": "the cat"}, {"role": "assistant", "content": "sat"}]
-    with pytest.raises(UsageError, match="has no chat template"):
+    with pytest.raises(UsageError, match="record 1: holds messages but the tokenizer has no chat"):
         encode_records([{"messages": messages}], tok, 64)
     tok.chat_template = "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
     (enc,) = encode_records([{"messages": messages}], tok, 64)
@@ -57,15 +56,20 @@ def test_messages_go_through_the_chat_template(lm):
         tok("user the cat assistant sat")["input_ids"], skip_special_tokens=True
     )
     assert enc["labels"] == enc["input_ids"]
+    (pc,) = encode_records([{"prompt": messages[:1], "completion": messages[1:]}], tok, 64)
+    assert pc["input_ids"] == enc["input_ids"]  # the same conversation, split for its labels
+    assert pc["labels"][:3] == [-100] * 3 and pc["labels"][-2:] == pc["input_ids"][-2:]
 
 
 @pytest.mark.parametrize(
     "records, match",
     [
         ([], "data: no records"),
-        ([{"text": "the cat"}, {"prompt": "a", "completion": "b"}], "record 2 is prompt_completion, the first record is text"),
-        ([{"text": "the"}, {"body": "x"}], "record 2: record: expected the fields"),
-        ([{"prompt": "a", "completion": 3}], "record 1: completion must be a string"),
+        ([{"text": "the cat"}, {"prompt": "a", "completion": "b"}], "record 2: missing field"),
+        ([{"text": "the"}, {"body": "x"}], "record 2: missing field"),
+        ([{"body": "x"}], "record 1: keys .* fit no dataset format"),
+        ([{"prompt": "a", "completion": 3}], "record 1: 'completion': expected a string"),
+        ([{"prompt": "a", "chosen": "b", "rejected": "c"}], "records are preference"),
         ([{"text": ""}], "record 1: text must be a non-empty string"),
     ],
 )  # fmt: skip
@@ -80,13 +84,6 @@ def test_records_are_named_by_their_jsonl_line(lm):
         encode_records(records, lm[1], 64, "f.jsonl", lines=[3, 7])
     with pytest.raises(ValueError, match="lines: expected 2 line numbers"):
         encode_records(records, lm[1], 64, lines=[3])
-
-
-def test_record_format():
-    assert record_format({"prompt": "a", "completion": "b"}) == "prompt_completion"
-    assert record_format({"messages": []}) == "messages"
-    with pytest.raises(ValueError, match="expected the fields"):
-        record_format({"prompt": "a"})
 
 
 def test_a_folder_that_is_not_a_causal_lm_is_refused(tmp_path, lm):

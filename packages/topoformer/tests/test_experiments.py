@@ -72,3 +72,16 @@ def test_torch_geometric_import_leaks_no_future_warning():
         [sys.executable, "-W", "error::FutureWarning", "-c", code], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_missing_graphs_extra_is_one_line(monkeypatch, capsys, tmp_path):
+    # the error comes before the run's plan line (shared_core.progress), so it stays alone
+    from topoformer.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, "grakel", "topoformer", "graphs", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path,
+    )  # fmt: skip
+    assert "MUTAG" in line

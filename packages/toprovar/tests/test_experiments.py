@@ -102,3 +102,16 @@ def test_min_depth_ablation_below_two_is_a_usage_error(tmp_path):
     from toprovar.cli import main
 
     assert main(["reproduce", "--scale", "micro", "--min-depth", "1", "--out", str(tmp_path)]) == 2
+
+
+def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path):
+    # the error comes before the run's plan line (shared_core.progress), so it stays alone
+    from toprovar.cli import main
+
+    from shared_core.testing import assert_missing_extra_is_one_line
+
+    line = assert_missing_extra_is_one_line(
+        main, "sklearn", "toprovar", "data", monkeypatch=monkeypatch, capsys=capsys,
+        out=tmp_path,
+    )  # fmt: skip
+    assert "digits" in line

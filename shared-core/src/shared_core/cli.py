@@ -9,7 +9,8 @@
   GPU-sized one.
 - The run executes inside `shared_core.device.limit_threads(--threads)` and every `Run`
   records threads, device, seed and scale.
-- Errors: a `UsageError` (bad arguments, found by the package's own checks) or a missing
+- Errors: a `UsageError` (bad arguments, found by the package's own checks), an `InputError`
+  (a malformed file, from `shared_core.data`'s readers) or a missing
   file/optional dependency (`FileNotFoundError`) prints one ``error:`` line and exits 2;
   anything else keeps its traceback (it is a bug, or needs one to diagnose). An error or
   Ctrl-C marks the unfinished run folders failed.
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 # re-exported: the packages import them from here, beside the commands that run them
+from shared_core.errors import InputError
 from shared_core.progress import Heartbeat as Heartbeat
 from shared_core.progress import phase as phase
 from shared_core.progress import plan as plan
@@ -40,11 +42,11 @@ SCALES = ("micro", "tiny", "small", "paper")
 DEFAULT_SCALE = "tiny"
 
 
-class UsageError(ValueError):
+class UsageError(InputError):
     """Bad input to a command: reported as one ``error:`` line with exit status 2."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (UsageError, FileNotFoundError)
+USER_ERRORS: tuple[type[BaseException], ...] = (InputError, FileNotFoundError)
 """Exceptions reported as one line (exit status 2); others keep their traceback."""
 
 

@@ -6,8 +6,9 @@ subclass (their loss); this module gives them the rest, once:
 - `load_causal_lm(spec)`: a local Hugging Face model folder (refused, naming the folder, when
   its config is not a causal LM) or a name of `shared_core.models` (``smollm2`` for the offline
   SmolLM2-135M), with its tokenizer;
-- `encode_records(records, tokenizer, max_length)`: records in TRL's dataset conventions
-  (``text``; ``prompt``/``completion``; ``messages`` through the tokenizer's chat template) as
+- `encode_records(records, tokenizer, max_length)`: records in TRL's dataset conventions, as
+  `shared_core.data.read_jsonl` reads them (``text``; ``prompt``/``completion``; ``messages``
+  through the tokenizer's chat template) as
   ``input_ids`` / ``attention_mask`` / ``labels``. As TRL's `SFTTrainer` does by default, the
   EOS token ends each example, a prompt/completion pair is trained on the completion only
   (prompt labels -100) and a conversation on every token;
@@ -36,20 +37,9 @@ from typing import Any
 
 from shared_core.cli import UsageError, positive_int
 
-SFT_FORMATS = ("text", "prompt_completion", "messages")
-
-
-def record_format(record: Mapping[str, Any]) -> str:
-    """The TRL convention a record follows: ``text``, ``prompt_completion`` or ``messages``."""
-    if "messages" in record:
-        return "messages"
-    if "prompt" in record and "completion" in record:
-        return "prompt_completion"
-    if "text" in record:
-        return "text"
-    raise ValueError(
-        f"record: expected the fields text, prompt+completion or messages, got {sorted(record)}"
-    )
+SFT_FORMATS = ("language_modeling", "prompt_completion", "conversational")
+"""The `shared_core.data.JSONL_FORMATS` a causal LM is fine-tuned on (preference pairs are
+crome's)."""
 
 
 def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tuple[Any, Any]:
@@ -112,59 +102,83 @@ def encode_records(
 ) -> list[dict[str, list[int]]]:
     """Token ids, attention mask and labels of each record (truncated to `max_length`).
 
-    Every record must follow the first record's convention; a record of a wrong shape, or
-    ``messages`` without a chat template on the tokenizer, is a `UsageError` naming `where`
-    and the record: ``line N`` with `lines` (the JSONL line of each record, as
-    `shared_core.data.read_jsonl` gives them), else ``record i`` (1-based).
+    Every record must follow the first record's convention (`shared_core.data.jsonl_format`;
+    one of `SFT_FORMATS`); a record of a wrong shape, or messages without a chat template on
+    the tokenizer, is a `UsageError` naming `where` and the record: ``line N`` with `lines`
+    (each record's JSONL line, as `shared_core.data.read_jsonl` gives them), else ``record i``
+    (1-based). A prompt/completion pair may be two strings or, as TRL allows, two lists of
+    messages.
     """
+    from shared_core.data import check_record, jsonl_format
+
     if not records:
         raise UsageError(f"{where}: no records")
     if lines is not None and len(lines) != len(records):
         raise ValueError(f"lines: expected {len(records)} line numbers, got {len(lines)}")
     if max_length < 2:
         raise ValueError(f"max_length: expected >= 2, got {max_length}")
-    first = record_format(records[0])
-    if first == "messages" and not getattr(tokenizer, "chat_template", None):
-        raise UsageError(
-            f"{where}: records hold messages but the tokenizer has no chat template; give a "
-            "model whose tokenizer_config.json has one, or text / prompt+completion records"
-        )
+    try:
+        first = jsonl_format(records[0])
+    except ValueError as e:
+        raise UsageError(f"{where}: record 1: {e}") from None
+    if first not in SFT_FORMATS:
+        raise UsageError(f"{where}: records are {first}; expected one of {SFT_FORMATS}")
     eos = tokenizer.eos_token_id
     out = []
     for i, record in enumerate(records, 1):
         at = f"{where}: line {lines[i - 1]}" if lines is not None else f"{where}: record {i}"
         try:
-            kind = record_format(record)
+            check_record(record, first)
         except ValueError as e:
             raise UsageError(f"{at}: {e}") from None
-        if kind != first:
-            raise UsageError(f"{at} is {kind}, the first record is {first}")
-        if kind == "messages":
-            _check_messages(record["messages"], at)
-            text = tokenizer.apply_chat_template(record["messages"], tokenize=False)
-            prompt, completion = [], tokenizer(text, add_special_tokens=False)["input_ids"]
-        elif kind == "prompt_completion":
-            for key in ("prompt", "completion"):
-                if not isinstance(record[key], str):
-                    raise UsageError(f"{at}: {key} must be a string")
-            prompt = tokenizer(record["prompt"])["input_ids"]
-            completion = tokenizer(record["completion"], add_special_tokens=False)["input_ids"]
-        else:
-            if not isinstance(record["text"], str) or not record["text"]:
-                raise UsageError(f"{at}: text must be a non-empty string")
-            prompt, completion = [], tokenizer(record["text"])["input_ids"]
-        ids = (list(prompt) + list(completion) + ([eos] if eos is not None else []))[:max_length]
+        prompt, completion = _split(record, first, tokenizer, at)
+        ids = (prompt + completion + ([eos] if eos is not None else []))[:max_length]
         labels = ([-100] * len(prompt) + ids[len(prompt) :])[: len(ids)]
         out.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels})
     return out
 
 
-def _check_messages(messages: Any, where: str) -> None:
-    if not isinstance(messages, list) or not messages:
-        raise UsageError(f"{where}: messages must be a non-empty list")
-    for turn in messages:
-        if not (isinstance(turn, Mapping) and {"role", "content"} <= set(turn)):
-            raise UsageError(f"{where}: each message needs role and content, got {turn!r}")
+def _split(
+    record: Mapping[str, Any], kind: str, tokenizer: Any, where: str
+) -> tuple[list[int], list[int]]:
+    """The prompt's ids (not trained on) and the trained ids of one record."""
+    if kind == "language_modeling":
+        if not record["text"]:
+            raise UsageError(f"{where}: text must be a non-empty string")
+        return [], list(tokenizer(record["text"])["input_ids"])
+    if kind == "conversational":
+        text = _template(tokenizer, record["messages"], where)
+        return [], list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    prompt, completion = record["prompt"], record["completion"]
+    if isinstance(prompt, str) and isinstance(completion, str):
+        return (
+            list(tokenizer(prompt)["input_ids"]),
+            list(tokenizer(completion, add_special_tokens=False)["input_ids"]),
+        )
+    if not (isinstance(prompt, list) and isinstance(completion, list)):
+        raise UsageError(f"{where}: prompt and completion must both be strings or both messages")
+    head = _template(tokenizer, prompt, where, add_generation_prompt=True)
+    full = _template(tokenizer, prompt + completion, where)
+    if not full.startswith(head):
+        raise UsageError(f"{where}: the chat template does not extend the prompt by the completion")
+    return (
+        list(tokenizer(head, add_special_tokens=False)["input_ids"]),
+        list(tokenizer(full[len(head) :], add_special_tokens=False)["input_ids"]),
+    )
+
+
+def _template(
+    tokenizer: Any, messages: Any, where: str, add_generation_prompt: bool = False
+) -> str:
+    if not getattr(tokenizer, "chat_template", None):
+        raise UsageError(
+            f"{where}: holds messages but the tokenizer has no chat template; give a model "
+            "whose tokenizer_config.json has one, or text / prompt+completion strings"
+        )
+    text: str = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=add_generation_prompt
+    )
+    return text
 
 
 def lora_arg(text: str) -> tuple[int, int]:
@@ -369,7 +383,7 @@ def read_records(
 ) -> Any:
     """`shared_core.data.read_jsonl` of a user's file; a malformed file is a `UsageError`
     naming `flag`, the file and the line (``.records``, ``.lines``, ``.metrics()``)."""
-    from shared_core.data.records import read_jsonl  # TEMP until readers merge
+    from shared_core.data import read_jsonl
 
     try:
         return read_jsonl(path, skip_invalid=skip_invalid)

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared_core.atomic import atomic_path, atomic_write_text
+from shared_core.atomic import atomic_path
+from shared_core.data import read_jsonl, write_jsonl
 
 LABELS = ("preference", "tie")
 
@@ -83,8 +84,7 @@ def write_pairs(path: str | os.PathLike[str], rows: Iterable[PairRow]) -> Path:
     p = Path(path)
     rows = check_rows(list(rows), allow_empty=True)
     if p.suffix == ".jsonl":
-        text = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows)
-        return atomic_write_text(p, text)
+        return write_jsonl(p, (r.to_dict() for r in rows))
     if p.suffix == ".parquet":
         pa, pq = _pyarrow()
         records = [{**r.to_dict(), "meta": json.dumps(r.meta)} for r in rows]
@@ -114,16 +114,13 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PairRow]:
 
 def _read(p: Path) -> list[PairRow]:
     if p.suffix == ".jsonl":
-        out = []
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"path: {p} line {i + 1} is not valid JSON ({e.msg})") from None
-            out.append(PairRow.from_dict(d, where=f"{p.name} line {i + 1}"))
-        return out
+        if not p.read_text(encoding="utf-8").strip():
+            return []  # read_pairs says the file holds no rows
+        records = read_jsonl(p, format="preference")
+        return [
+            PairRow.from_dict(d, where=f"{p.name} line {n}")
+            for d, n in zip(records.records, records.lines, strict=True)
+        ]
     if p.suffix == ".json":
         try:
             data = json.loads(p.read_text(encoding="utf-8"))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from orient_bias.data import parse_qm9pack_csv
-from shared_core.data import Molecule, iter_sdf, read_xyz, require_extra
+from shared_core.data import Molecule, iter_sdf, read_ase, read_xyz, require_extra
 
 __all__ = [
     "SUFFIXES",
@@ -326,15 +326,6 @@ def write_aselmdb(
 
 def _load_ase_db(p: Path, on_error: str) -> LoadResult:
     require_extra("orient-bias", "ase", "ase", "reading ASE .db files", in_root=False)
-    from ase.db import connect
-
-    out = LoadResult(files=1)
-    for row in connect(str(p)).select():
-        name = f"{p.stem}:{row.id}"
-        try:
-            out.molecules.append(Molecule(row.numbers, row.positions, name=name))
-        except ValueError as e:
-            if on_error == "raise":
-                raise
-            out.skipped.append((name, str(e)))
-    return out
+    read = read_ase(p, format="db", skip_invalid=on_error == "skip")
+    skipped = [(f"{p.stem}:{n}", reason) for n, reason in read.skipped]
+    return LoadResult(molecules=read.records, skipped=skipped, files=1)

@@ -1,7 +1,10 @@
 """Datasets that load with no network, deterministic splits, batching, molecule readers,
-molecular and TU graphs, and a cache."""
+molecular and TU graphs, a cache, and the readers and writers of a user's own files (SMILES,
+SDF, extended XYZ/ASE, text and JSONL, CSV/Parquet tables, NumPy arrays, image folders)."""
 
 from shared_core.data import sources as _sources  # noqa: F401  (registers the built-in entries)
+from shared_core.data.arrays import ImageFolder, read_array, read_image_folder, write_arrays
+from shared_core.data.atoms import read_ase
 from shared_core.data.cache import cache_dir, cached_arrays
 from shared_core.data.graphs import (
     ATOM_FEATURES,
@@ -23,6 +26,16 @@ from shared_core.data.molecules import (
     iter_xyz,
     read_xyz,
 )
+from shared_core.data.read_result import ReadResult
+from shared_core.data.records import (
+    JSONL_FORMATS,
+    JsonlRecords,
+    check_record,
+    jsonl_format,
+    read_jsonl,
+    read_text,
+    write_jsonl,
+)
 from shared_core.data.registry import (
     DatasetInfo,
     dataset_info,
@@ -32,6 +45,8 @@ from shared_core.data.registry import (
     register,
     require_extra,
 )
+from shared_core.data.sdf import read_sdf, write_sdf
+from shared_core.data.smiles import SmilesRecord, read_smiles, write_smiles
 from shared_core.data.splits import (
     batches,
     group_split,
@@ -39,6 +54,7 @@ from shared_core.data.splits import (
     scaffold_split,
     split_indices,
 )
+from shared_core.data.tables import Table, read_frame, read_table, write_table
 from shared_core.data.text import CharCorpus, char_corpus, shakespeare_corpus
 from shared_core.data.tu import TUGraph, read_tu
 
@@ -49,17 +65,24 @@ __all__ = [
     "BOND_TYPES",
     "FEATURISATION_VERSION",
     "HYBRIDISATIONS",
+    "JSONL_FORMATS",
     "QM9_PROPERTIES",
     "CharCorpus",
     "DatasetInfo",
+    "ImageFolder",
+    "JsonlRecords",
     "MolGraph",
     "Molecule",
+    "ReadResult",
+    "SmilesRecord",
     "TUGraph",
+    "Table",
     "atomic_number",
     "batches",
     "cache_dir",
     "cached_arrays",
     "char_corpus",
+    "check_record",
     "dataset_info",
     "datasets",
     "graph_to_mol",
@@ -67,10 +90,20 @@ __all__ = [
     "iter_qm9pack_csv",
     "iter_sdf",
     "iter_xyz",
+    "jsonl_format",
     "load",
     "mol_graph",
     "murcko_scaffolds",
     "package_dir",
+    "read_array",
+    "read_ase",
+    "read_frame",
+    "read_image_folder",
+    "read_jsonl",
+    "read_sdf",
+    "read_smiles",
+    "read_table",
+    "read_text",
     "read_tu",
     "read_xyz",
     "register",
@@ -78,4 +111,9 @@ __all__ = [
     "scaffold_split",
     "shakespeare_corpus",
     "split_indices",
+    "write_arrays",
+    "write_jsonl",
+    "write_sdf",
+    "write_smiles",
+    "write_table",
 ]

@@ -7,13 +7,17 @@ from typing import Any
 
 from context_denoising.experiments.retrieval import Config, run, summarise
 
+ESTIMATE_S = {"micro": 20.0, "tiny": 270.0}  # CPU seconds, one thread (README)
+
 
 def reproduce(args: Any) -> int:
     """Run the scale's experiment and write ``runs/context-denoising/<ts>/``."""
     from shared_core.device import resolve_device
+    from shared_core.progress import phase, plan
     from shared_core.report import Run
 
     cfg: Config = args.config
+    plan([f"train + evaluate {arm}" for arm in cfg.arms] + ["report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     with Run("context-denoising", cfg, out=args.out) as rep:
         t0 = time.process_time()
@@ -25,6 +29,7 @@ def reproduce(args: Any) -> int:
                 "per seed",
                 **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()},
             )
+        phase("report")
         rep.log(train_eval_cpu_s=time.process_time() - t0, runs=results["runs"])
         held = [r for r in results["runs"] if r["test"] == "held-out"]
         rep.plot(

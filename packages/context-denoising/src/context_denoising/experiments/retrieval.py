@@ -35,6 +35,7 @@ from context_denoising.data import (
 from context_denoising.ig import attention_ig, manual_denoising, rank_correlation
 from context_denoising.model import tiny_llama
 from context_denoising.score import embedding_gradients, forward, noise_mask, token_norms
+from shared_core.progress import phase
 
 ARMS = ("SFT", "CDT", "CDT large step", "SFT equal-FLOPs")
 
@@ -213,6 +214,7 @@ def run(cfg: Config, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
     results: dict[str, Any] = {"runs": []}
     for s in range(seed, seed + cfg.seeds):
         for arm in cfg.arms:
+            phase(f"train + evaluate {arm}")
             model, fitted = train_arm(arm, cfg, s, device)
             # ||delta_i|| / ||e_i|| on the moved tokens, median over training steps (0 for SFT)
             shift = float(np.median([h.get("shift_ratio", 0.0) for h in fitted.history]))

@@ -127,15 +127,17 @@ def reproduce_small(args: Any) -> int:
     base, tok, text = _load(cfg)  # first: a missing extra is one error line
     import peft
 
-    from shared_core.cli import phase
+    from shared_core.progress import phase, plan
     from shared_core.report import Run
     from shared_core.train import TrainConfig, fit
 
     tc = TrainConfig(steps=cfg.steps, lr=cfg.lr, warmup=2, weight_decay=0.0)
     table = "SmolLM2-135M answer on held-out needle prompts"
     diffs: dict[str, list[float]] = {"logprob": [], "exact": []}
+    seeds = range(args.seed, args.seed + cfg.seeds)
+    plan([f"seed {seed}" for seed in seeds] + ["report"], 1551.0)  # measured CPU s (README)
     with Run("context-denoising", cfg, out=args.out) as rep:
-        for seed in range(args.seed, args.seed + cfg.seeds):
+        for seed in seeds:
             phase(f"seed {seed}")
             train = make_prompts(cfg, tok, text, cfg.n_train, 2 * seed)
             test = make_prompts(cfg, tok, text, cfg.n_test, 2 * seed + 1)
@@ -170,6 +172,7 @@ def reproduce_small(args: Any) -> int:
                 )  # fmt: skip
             diffs["logprob"].append(scores["CDT"][0] - scores["SFT"][0])
             diffs["exact"].append(scores["CDT"][1] - scores["SFT"][1])
+        phase("report")
         for name, d in diffs.items():
             rep.add_row(
                 "paired CDT - SFT over seeds", score=name, mean=float(np.mean(d)),

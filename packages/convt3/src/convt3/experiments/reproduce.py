@@ -9,9 +9,12 @@ import numpy as np
 from convt3.experiments.common import LABELS, paired_interval
 from convt3.experiments.config import SCALES, Config
 from shared_core.cli import ReproduceArgs, UsageError
+from shared_core.progress import phase, plan
 from shared_core.report import Run
 
 __all__ = ["SCALES", "Config", "reproduce"]
+
+ESTIMATE_S = {"micro": 15.0, "tiny": 120.0, "small": 3600.0}  # CPU seconds, one thread (README)
 
 TASK_TITLES = {
     "heat": "heat (5-point stencil)",
@@ -79,10 +82,13 @@ def reproduce(args: ReproduceArgs) -> int:
     c: Config = args.config
     if args.device not in ("auto", "cpu"):
         raise UsageError(f"--device: this reproduction runs on the CPU, got {args.device!r}")
+    tasks = [f"forced PDE {kind}" for kind in c.tasks]
+    plan(tasks + ["moving digits"] * c.digits + ["report"], ESTIMATE_S.get(args.scale))
     torch.manual_seed(args.seed)
     run = Run("convt3", c, out=args.out)
     summary: dict[str, Any] = {}
     for kind in c.tasks:
+        phase(f"forced PDE {kind}")
         per_seed = [run_task(kind, c, c.models, args.seed + s) for s in c.seeds]
         res = per_seed[0]
         series = {}
@@ -114,6 +120,7 @@ def reproduce(args: ReproduceArgs) -> int:
             run, f"frames_{kind}", rows, list(c.horizons), f"{TASK_TITLES[kind]}: one test field"
         )
     if c.digits:
+        phase("moving digits")
         res = run_digits(c, args.seed)
         truth = res.pop("_truth")
         series = {}
@@ -137,6 +144,7 @@ def reproduce(args: ReproduceArgs) -> int:
         strip: dict[str, np.ndarray] = {"truth": np.asarray(truth["frames"])}
         strip |= {LABELS[n]: np.asarray(r["frames"]) for n, r in res.items()}
         _strip(run, "digits_frames", strip, cols, "moving digits: predicted frames (test digits)")
+    phase("report")
     run.log(results=summary)
     run.finish(
         title="convt3 reproduce: ConvT3 vs ConvS5 vs ConvLSTM",

@@ -48,6 +48,7 @@ from crome.train import TrainConfig, train_reward_model
 from shared_core.cli import ReproduceArgs
 from shared_core.device import seed_everything
 from shared_core.distributed import is_main
+from shared_core.progress import phase, plan
 from shared_core.report import Run
 
 
@@ -172,6 +173,9 @@ def budget(cfg: ExperimentConfig, n_rows: int) -> TrainConfig:
     return replace(cfg.train, steps=steps)
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 80.0}  # CPU seconds, one thread (--help)
+
+
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     cfg = config_for(args, llm_oracle)
     seed_everything(args.seed)
@@ -181,6 +185,10 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     write_pairs(bench, w.test_iid + w.test_cf)
 
     base = new_reward_model(cfg)  # first: a missing extra stops the run before any work
+    llm_phase = ["SmolLM2 oracle"] if cfg.llm_oracle else []
+    phases = ["augment", "train standard RM", "train CROME RM", "evaluate"]
+    plan([*phases, *llm_phase, "report"], ESTIMATE_S.get(args.scale))
+    phase("augment")
     init_state = copy.deepcopy(base.state_dict())
     oracle = ProgrammaticOracle(seed=args.seed)
     aug, stats = augment(
@@ -191,12 +199,14 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
         irrelevant=world_irrelevant,
     )
     train_cfg = budget(cfg, len(w.train) + len(aug))
+    phase("train standard RM")
     t0 = time.time()
     hist_std = train_reward_model(
         base, w.train, train_cfg, show_progress=is_main(), desc="standard RM train"
     )
     std_s = time.time() - t0
 
+    phase("train CROME RM")
     margins = base.margins(
         [r.prompt for r in aug], [r.chosen for r in aug], [r.rejected for r in aug]
     ).numpy()
@@ -211,6 +221,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     )
     crome_s = time.time() - t0
 
+    phase("evaluate")
     results = {
         "standard RM": _evaluate(base, w, bench, cfg.n_best_of, args.seed),
         "CROME RM": _evaluate(crome_model, w, bench, cfg.n_best_of, args.seed),
@@ -244,6 +255,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     _plots(report, results, hist_std, hist_crome)
 
     if cfg.llm_oracle:
+        phase("SmolLM2 oracle")
         llm = llm_oracle_run(cfg, w, report.dir / "oracle_cache", device=_dev(args.device))
         report.add_row(
             "SmolLM2-135M-Instruct oracle (augmentation acceptance)",
@@ -255,6 +267,7 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
             generate_s=llm["generate_s"],
         )
         report.log(llm_oracle=llm)
+    phase("report")
     notes = (
         "Controlled world: sums 'What is a + b?'; causal attribute = correctness of the value; "
         "spurious = polite preamble, bullets, filler length (on the preferred answer with p="

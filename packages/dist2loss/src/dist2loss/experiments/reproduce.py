@@ -29,14 +29,22 @@ SCALES: dict[str, Config] = {
 }
 
 
+ESTIMATE_S = {"micro": 13.0, "tiny": 175.0, "small": 3600.0}  # CPU seconds, one thread (README)
+
+
 def run(args: ReproduceArgs) -> dict[str, Any]:
     """Run the toy, then the VQ finding; one `metrics.json` / `report.md` for both."""
+    from shared_core.progress import phase, plan
     from shared_core.report import Run
 
     config: Config = args.config
+    plan(["toy: in-context regression", "VQ digits", "report"], ESTIMATE_S.get(args.scale))
     with Run("dist2loss", config, out=args.out) as run:
+        phase("toy: in-context regression")
         toy = icl_regression.run_in(run, config.toy, args.seed, args.device)
+        phase("VQ digits")
         vq = vq_digits.run_in(run, config.vq, args.seed, args.device)
+        phase("report")
         run.finish(
             "DIST2Loss: the low-data toy and VQ digits",
             notes=f"Toy: {icl_regression.notes(config.toy)} VQ: {vq_digits.notes(config.vq)}",

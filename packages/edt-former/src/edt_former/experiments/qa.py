@@ -487,9 +487,14 @@ def _tables(
     return curves
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 149.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """Run the scale's comparisons; write metrics.json, report.md and the accuracy plots."""
     from shared_core.cli import UsageError
+    from shared_core.data import require_extra
+    from shared_core.progress import phase, plan
     from shared_core.report import Run
 
     c: Config = args.config
@@ -497,10 +502,18 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         raise UsageError(f"--device: this reproduction runs on the CPU only, got {args.device!r}")
     if c.main_budget not in c.budgets and any(a in CONNECTOR_ARMS for a in c.arms):
         c = replace(c, budgets=tuple(sorted({*c.budgets, c.main_budget})))
+    # a missing extra is one line, before the plan's (prepare checks it again)
+    require_extra("edt-former", "data", "qm9pack", "the QM9 questions", "qm9pack==1.0.3")
+    zinc = ["ZINC: encode + compare"] if c.zinc_molecules else []
+    phases = ["QM9: data + encoders", "load LLM", "QM9: compare", *zinc, "report"]
+    plan(phases, ESTIMATE_S.get(args.scale))
     run = Run("edt-former", {**asdict(c), "seed": args.seed}, out=args.out)
+    phase("QM9: data + encoders")
     qa, enc, info, frozen = prepare(c, args.seed)
+    phase("load LLM")
     base = _base_llm(c)
     majority = majority_accuracy(qa)
+    phase("QM9: compare")
     results = compare(runs_of(c), c, args.seed, qa, enc, base, "qm9")
     curves = _tables(run, results, "accuracy")
     run.log(majority_accuracy=majority, **info)
@@ -521,6 +534,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     if c.zinc_molecules:
         from edt_former.experiments.zinc import zinc_qa
 
+        phase("ZINC: encode + compare")
         zqa = zinc_qa(c.zinc_molecules, c.zinc_question, args.seed)
         zenc, zinfo = encode(zqa.smiles, frozen, c)
         zmaj = majority_accuracy(zqa)
@@ -543,6 +557,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             f"'{c.zinc_question}'): majority-answer accuracy {zmaj:.3f}; peak rule "
             f"Delta = {c.peak_delta}, gamma = {c.peak_gamma} bits."
         )
+    phase("report")
     run.finish(
         "EDT-Former: entropy/BRICS queries vs static queries (molecular yes/no QA)", notes=notes
     )

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from explainable_mixtures.experiments.reproduce import SCALES, Config
-from shared_core.cli import ReproduceArgs, phase
+from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 LAMS = (0.0, 0.1, 0.3, 1.0)
 
@@ -33,6 +34,9 @@ def _tables(config: Config, seed: int) -> list[tuple[str, Any]]:
     return tables
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 231.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from explainable_mixtures import data
     from explainable_mixtures.estimator import ExplainableMixture
@@ -40,8 +44,12 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
 
     config: Config = args.config
     results: dict[str, dict[str, dict[str, float]]] = {}
+    real_keys = ["qm9-gap"] * bool(config.qm9_n) + ["diabetes"] * config.diabetes
+    plan(["load data", "planted-1d", *real_keys, "report"], ESTIMATE_S.get(args.scale))
     with Run("explainable-mixtures-lambda", config, out=args.out) as run:
+        phase("load data")
         for key, table in _tables(config, args.seed):
+            phase(key)
             results[key] = {}
             cells: dict[float, dict[str, list[float]]] = {
                 lam: {"rules": [], "conditions": [], "nll": [], "cpu_s": []} for lam in LAMS
@@ -77,6 +85,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     NLL=f"{row['nll']:.3f} ± {row['nll_std']:.3f}",
                     cpu_s=f"{row['cpu_s']:.1f}",
                 )
+        phase("report")
         run.log(results=results)
         run.finish(
             "Explainable mixture models: the overlap weight lambda",

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from shared_core.cli import ReproduceArgs, phase
+from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 PAPER, OURS = "EMM (paper)", "EMM (ours)"
 METHODS = (PAPER, OURS, "GMM on y", "tree + Gaussian leaves", "MDN")
@@ -121,17 +122,25 @@ def _recovery(emm: Any, train: Any, test: Any) -> dict[str, float]:
     }
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 178.0, "small": 478.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from explainable_mixtures import data
     from explainable_mixtures.reference import partition_log_density
     from shared_core.report import Run
 
     config: Config = args.config
+    planted = [f"planted-{targets}d" for targets in config.planted_targets]
+    real_keys = ["qm9-gap"] * bool(config.qm9_n) + ["diabetes"] * config.diabetes
+    load = ["load real data"] if real_keys else []
+    plan([*planted, *load, *real_keys, "plots and report"], ESTIMATE_S.get(args.scale))
     results: dict[str, Any] = {}
     with Run("explainable-mixtures", config, out=args.out) as run:
         first_emm: dict[str, Any] = {}
         for targets in config.planted_targets:
             key = f"planted-{targets}d"
+            phase(key)
             cells: dict[str, list[float]] = {m: [] for m in METHODS}
             cells["truth"] = []
             rec: dict[str, list[dict[str, float]]] = {PAPER: [], OURS: []}
@@ -169,11 +178,14 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     fidelity=round(r["fidelity"], 3),
                 )
         real: list[tuple[str, Any]] = []
+        if real_keys:
+            phase("load real data")
         if config.qm9_n:
             real.append(("qm9-gap", data.qm9_gap(config.qm9_n, seed=args.seed)))
         if config.diabetes:
             real.append(("diabetes", data.diabetes()))
         for key, table in real:
+            phase(key)
             cells = {m: [] for m in METHODS}
             n_rules: dict[str, list[int]] = {PAPER: [], OURS: []}
             for s in range(config.seeds):

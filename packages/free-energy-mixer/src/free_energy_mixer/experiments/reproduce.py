@@ -10,6 +10,7 @@ from typing import Any
 from free_energy_mixer.experiments import charlm, selection
 from free_energy_mixer.experiments.common import LABELS, train_config
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 
 @dataclass
@@ -148,6 +149,9 @@ def _plot_accuracy(
     )
 
 
+ESTIMATE_S = {"micro": 9.0, "tiny": 170.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> int:
     """Run both experiments of ``args.config`` and write one report."""
     from free_energy_mixer.data import require_shakespeare
@@ -156,6 +160,7 @@ def reproduce(args: ReproduceArgs) -> int:
 
     cfg: ReproduceConfig = args.config
     require_shakespeare()  # fail before the first experiment, not after it
+    plan(["per-channel selection", "char-LM", "report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     seed_everything(args.seed)
     run = Run(
@@ -164,6 +169,7 @@ def reproduce(args: ReproduceArgs) -> int:
         out=args.out,
     )
     timings = {}
+    phase("per-channel selection")
     t0 = time.time()
     sel = selection.run(cfg.selection, seed=args.seed, device=device)
     timings["selection_s"] = time.time() - t0
@@ -179,6 +185,7 @@ def reproduce(args: ReproduceArgs) -> int:
                 **{f"H={h}": a for h, a in zip(heads, accs, strict=True)},
             )
         _plot_accuracy(run, task, heads, by_mixer, chance)
+    phase("char-LM")
     t0 = time.time()
     lm = charlm.run(cfg.charlm, seed=args.seed, device=device)
     timings["charlm_s"] = time.time() - t0
@@ -190,6 +197,7 @@ def reproduce(args: ReproduceArgs) -> int:
             train_bpc=lm["train_bpc_last10pct"][mixer],
             val_bpc=bpc,
         )
+    phase("report")
     run.log(**timings, selection=sel, charlm=lm)
     run.finish(title="free-energy-mixer reproduce: FEM vs its base reads")
     return 0

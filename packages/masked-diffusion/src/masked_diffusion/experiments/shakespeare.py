@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 from shared_core.train import TrainConfig
 
 # This module is imported by the CLI for SCALES: torch and the models are imported in `run`.
@@ -63,6 +64,9 @@ SCALES: dict[str, ShakespeareConfig] = {
 }  # fmt: skip
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 240.0, "small": 1200.0}  # CPU seconds, one thread (--help)
+
+
 def run(args: ReproduceArgs) -> int:
     """Train, evaluate and sample one MDLM; write the report under ``args.out``."""
     import torch
@@ -82,18 +86,21 @@ def run(args: ReproduceArgs) -> int:
     seed_everything(args.seed)
     info = init_distributed(args.device)
     data = shakespeare_chars(seq_len=cfg.seq_len, plays=cfg.plays, seed=args.seed)
+    plan(["train MDLM", "validation NELBO", "sample", "report"], ESTIMATE_S.get(args.scale))
     v = data.vocab_size
     schedule = LogLinearSchedule()
     model = MaskedDiffusionTransformer(
         BackboneConfig(v, cfg.seq_len, cfg.d_model, cfg.n_heads, cfg.n_layers)
     )
     report = Run("masked-diffusion", asdict(cfg), out=args.out, enabled=info.is_main)
+    phase("train MDLM")
     t0 = time.time()
     result = fit(
         model, mdlm_loss_fn(schedule, v), row_batches(data.train, cfg.batch_size, args.seed),
         cfg.train_config(), desc="mdlm train", info=info,
     )  # fmt: skip
     train_s = time.time() - t0
+    phase("validation NELBO")
     dev = info.device
     val = data.val[: cfg.eval_rows].to(dev)
     val_nats = nelbo(
@@ -106,6 +113,7 @@ def run(args: ReproduceArgs) -> int:
         params=sum(p.numel() for p in model.parameters()),
     )  # fmt: skip
     report.add_row("nelbo", model="unigram baseline", val_bits_per_char=uni_bits, params=v)
+    phase("sample")
     denoise = lambda x, t: model(x, t)  # noqa: E731
     samplers = {
         "ancestral": lambda **kw: ancestral_sample(denoise, **kw),
@@ -131,6 +139,7 @@ def run(args: ReproduceArgs) -> int:
             )  # fmt: skip
             if steps == cfg.sample_steps[-1]:
                 report.log(**{f"sample {name}": data.decode(x[0].cpu())})
+    phase("report")
     losses = result.losses
     report.plot(
         "train_loss", {"MDLM NELBO (nats/char)": (list(range(1, len(losses) + 1)), losses)},

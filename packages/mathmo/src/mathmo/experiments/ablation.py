@@ -25,7 +25,8 @@ from mathmo.operators import Evaluation, ProgrammaticOperators
 from mathmo.pareto import hypervolume, non_dominated
 from mathmo.search import VARIANTS, Evaluator, SearchConfig, SearchResult, run_search
 from mathmo.tasks.base import Task
-from shared_core.cli import ReproduceArgs, phase
+from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 TASKS = ("tsp", "jobshop", "ecology", "epidemiology")
 LABELS = {
@@ -140,6 +141,9 @@ def _ci(x: np.ndarray) -> tuple[float, float, float]:
     return bootstrap_ci(np.mean, x, n_resamples=2000)
 
 
+ESTIMATE_S = {"micro": 9.2, "tiny": 185.0, "small": 720.0}  # CPU s with children (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from shared_core.report import Run
 
@@ -166,16 +170,20 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 "http://127.0.0.1:8000/v1), MATHMO_MODEL and, if needed, OPENAI_API_KEY"
             )
         ops = OpenAIOperators(url, model, os.environ.get("OPENAI_API_KEY"), fallback=ops)
+    searches = {
+        n: f"{n}: {len(config.variants)} methods x {config.seeds} seeds" for n in config.tasks
+    }
+    plan([*searches.values(), "plots and report"], ESTIMATE_S.get(args.scale))
     summary: dict[str, Any] = {}
     all_results: dict[str, dict[str, list[SearchResult]]] = {}
     with Run("mathmo", config, out=args.out) as run:
         for name in config.tasks:
+            phase(searches[name])
             task = make_task(name, config, seed=args.seed)
             evaluator = Evaluator(
                 task, ops.judge_pair, config.search.sandbox, config.search.time_limit
             )
             start, cpu0 = time.perf_counter(), time.process_time()
-            phase(f"{task.name}: {len(config.variants)} methods x {config.seeds} seeds")
             results = {
                 v: [
                     run_search(
@@ -246,6 +254,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     f"{m['mose_max']:.3f}], Spearman with n_params {m['mose_spearman_n_params']:+.3f}",
                     flush=True,
                 )
+        phase("plots and report")
         import resource
 
         children = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -27,7 +27,8 @@ import numpy as np
 
 from meld_diffusion.model import GraphTransformerConfig
 from meld_diffusion.rates import MELDConfig
-from shared_core.cli import ReproduceArgs, phase
+from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 ARMS = (
     "vanilla",
@@ -364,17 +365,31 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
     return out
 
 
+ESTIMATE_S = {"micro": 10.0, "tiny": 290.0, "small": 1800.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """`meld-diffusion reproduce`: train every arm, sample, score, and the clashing study."""
     import torch
 
-    from meld_diffusion.data import qm9_graphs
+    from meld_diffusion.data import qm9_graphs, require_qm9
     from meld_diffusion.evaluate import sample_metrics
     from shared_core.device import resolve_device
     from shared_core.report import Run
 
     config: Config = args.config
     device = str(resolve_device(args.device))
+    require_qm9()  # a missing extra is one line, before the plan's
+    arm_steps = {
+        arm: (
+            f"{arm}: training ({config.steps} steps)",
+            f"{arm}: sampling {config.samples} graphs",
+            f"{arm}: metrics (validity, FCD, NSPDK, scaffolds)",
+        )
+        for arm in config.arms
+    }
+    arm_phases = [name for arm in config.arms for name in arm_steps[arm]]
+    plan(["loading QM9", *arm_phases, "exact state clashing"], ESTIMATE_S.get(args.scale))
     phase("loading QM9")
     results: dict[str, Any] = {}
     with Run("meld-diffusion", config, out=args.out) as run:
@@ -395,17 +410,17 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         models: dict[str, Any] = {}
         losses: dict[str, list[float]] = {}
         for arm in config.arms:
-            phase(f"{arm}: training ({config.steps} steps)")
+            phase(arm_steps[arm][0])
             t1, c1 = time.perf_counter(), time.process_time()
             models[arm], losses[arm] = train(
                 arm, config, train_rows, train_counts, args.seed, device
             )
             train_s, train_cpu = time.perf_counter() - t1, time.process_time() - c1
-            phase(f"{arm}: sampling {config.samples} graphs")
+            phase(arm_steps[arm][1])
             t2, c2 = time.perf_counter(), time.process_time()
             rows = generate(arm, models[arm], counts, config, args.seed + 2)
             sample_s, sample_cpu = time.perf_counter() - t2, time.process_time() - c2
-            phase(f"{arm}: metrics (validity, FCD, NSPDK, scaffolds)")
+            phase(arm_steps[arm][2])
             m = sample_metrics(
                 rows, counts.numpy(), config.denoiser.max_atoms,
                 train_smiles=train_smiles, train_rows=train_rows, train_counts=train_counts,

@@ -10,6 +10,7 @@ from typing import Any
 from mesa_layer.experiments import lm, mqar, regression
 from mesa_layer.experiments.common import LABELS, train_config
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 
 @dataclass
@@ -120,6 +121,9 @@ SCALES: dict[str, ReproduceConfig] = {
 }
 
 
+ESTIMATE_S = {"micro": 3.0, "tiny": 209.0, "small": 963.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> int:
     """Run the three experiments of ``args.config`` and write one report (rank 0)."""
     from mesa_layer.data import require_shakespeare
@@ -129,6 +133,7 @@ def reproduce(args: ReproduceArgs) -> int:
 
     cfg: ReproduceConfig = args.config
     require_shakespeare()  # fail before the first experiment, not after it
+    plan(["in-context regression", "MQAR", "char-LM", "report"], ESTIMATE_S.get(args.scale))
     info = init_distributed(args.device)
     device = str(info.device)
     seed_everything(args.seed)
@@ -140,6 +145,7 @@ def reproduce(args: ReproduceArgs) -> int:
     )
     timings = {}
 
+    phase("in-context regression")
     t0 = time.time()
     reg = regression.run(cfg.regression, seed=args.seed, device=device)
     timings["regression_s"] = time.time() - t0
@@ -192,6 +198,7 @@ def reproduce(args: ReproduceArgs) -> int:
         logy=True,
     )
 
+    phase("MQAR")
     t0 = time.time()
     rec = mqar.run(cfg.mqar, seed=args.seed, device=device)
     timings["mqar_s"] = time.time() - t0
@@ -227,6 +234,7 @@ def reproduce(args: ReproduceArgs) -> int:
             )
         _plot_mqar_cg(run, rec, steps, sweep)
 
+    phase("char-LM")
     t0 = time.time()
     lmr = lm.run(cfg.lm, seed=args.seed, device=device)
     timings["lm_s"] = time.time() - t0
@@ -255,6 +263,7 @@ def reproduce(args: ReproduceArgs) -> int:
         ylabel="loss",
         logy=True,
     )
+    phase("report")
     run.log(**timings, regression=reg, mqar=rec, lm=lmr)
     run.finish(title="mesa-layer reproduce: MesaNet vs GLA, DeltaNet and softmax attention")
     return 0

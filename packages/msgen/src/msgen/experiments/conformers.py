@@ -38,6 +38,7 @@ from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers
 from msgen.model import DenoiserConfig, EGNNDenoiser, num_parameters
 from msgen.multiscale import MSGEN, hierarchy, upsample_guide
 from shared_core.data import MolGraph
+from shared_core.progress import phase
 from shared_core.train import TrainConfig
 
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 21))  # Å, for the COV-vs-delta plot
@@ -245,6 +246,7 @@ def run_etkdg(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
 def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     """Train, sample and evaluate every arm; return metrics, costs and curves."""
     torch.manual_seed(seed)
+    phase("load QM9")
     train, test, refs, held = _load(cfg, seed)
     ks = [cfg.samples_per_ref * r.shape[0] for r in refs]
     samples: dict[str, list[np.ndarray]] = {}
@@ -253,6 +255,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     losses: dict[str, list[float]] = {}
     nonfinite: dict[str, int] = {}
 
+    phase("baselines (ETKDG, random)")
     if cfg.etkdg:
         rd_samples, rd_cost = etkdg_arms(test, ks, seed)
         samples.update(rd_samples)
@@ -263,6 +266,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
     ]
 
     # MSGEN: one unguided stage on the coarsest scale, then guided stages
+    phase("train + sample MSGEN")
     stages = [_generator(cfg, cfg.stage1_steps, False)]
     stages += [_generator(cfg, cfg.stage2_steps, True) for _ in cfg.scales]
     ms = MSGEN(stages, scales=cfg.scales, tau=cfg.tau)
@@ -312,6 +316,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
         params[first] = num_parameters(stages[0].net)
 
     # the base generator alone, on the same total number of optimisation steps
+    phase("train + sample single-scale")
     single_arms: list[tuple[str, int | None]] = [("single-scale", None)]
     if cfg.param_matched_single:
         single_arms.append(("single-scale (param-matched)", matched_hidden(cfg, params["MSGEN"])))
@@ -329,6 +334,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
 
     # the same networks under the other samplers
     for sampler in cfg.other_samplers:
+        phase("other samplers")
         for st in [*stages, single]:
             st.config = dataclasses.replace(st.config, sampler=sampler)
         samples[f"MSGEN [{sampler}]"], t_s = _timed(
@@ -350,6 +356,7 @@ def run(cfg: ConformerConfig, *, seed: int = 0) -> dict[str, Any]:
                 arm[i] = random_conformers(test[i], a.shape[0], seed=seed + i)
                 nonfinite[name] = nonfinite.get(name, 0) + 1
 
+    phase("evaluate")
     metrics = {name: evaluate(test, s, THRESHOLDS, refs) for name, s in samples.items()}
     if cfg.scales == ("heavy",):
         bad1 = [i for i, a in enumerate(stage1_samples) if not np.all(np.isfinite(a))]

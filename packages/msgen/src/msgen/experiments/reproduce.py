@@ -10,6 +10,7 @@ from typing import Any
 from msgen.epsnet import EpsNetConfig
 from msgen.experiments.conformers import THRESHOLDS, ConformerConfig
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 SCALES: dict[str, ConformerConfig] = {
     # every code path in seconds (CI): toy network, a few steps, 4 test molecules
@@ -97,6 +98,9 @@ def _plot_losses(run: Any, losses: dict[str, list[float]]) -> None:
              title="Denoiser training loss (3.0 = predicting zero)")  # fmt: skip
 
 
+ESTIMATE_S = {"micro": 13.0, "tiny": 84.0, "small": 970.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> int:
     """Run the conformer experiment of ``args.config`` and write one report."""
     from msgen.experiments import conformers
@@ -117,12 +121,19 @@ def reproduce(args: ReproduceArgs) -> int:
         require_extra("msgen", "geom", "torch_geometric", "msgen reproduce on GEOM pickles")
     if args.device not in ("auto", "cpu"):
         print(f"note: --device {args.device} ignored: this experiment runs on the CPU")
+    samplers = ["other samplers"] if cfg.other_samplers else []
+    plan(
+        ["load QM9", "baselines (ETKDG, random)", "train + sample MSGEN",
+         "train + sample single-scale", *samplers, "evaluate", "report"],
+        ESTIMATE_S.get(args.scale),
+    )  # fmt: skip
     seed_everything(args.seed)
     run = Run(
         "msgen", {"scale": args.scale, "seed": args.seed, **dataclasses.asdict(cfg)}, out=args.out
     )
     t0 = time.time()
     out = conformers.run(cfg, seed=args.seed)
+    phase("report")
     title = (
         f"QM9 ({out['n_test']} test molecules, {out['mean_heavy_test']:.1f} heavy / "
         f"{out['mean_atoms_test']:.1f} atoms on average; {cfg.samples_per_ref} conformers per DFT geometry)"

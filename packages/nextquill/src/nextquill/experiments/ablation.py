@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ def reproduce(args: ReproduceArgs) -> dict[str, dict[str, list[dict[str, float]]
     from shared_core.report import Run
 
     config: Config = args.config
+    seeds = [f"seed {args.seed + s}" for s in range(config.seeds)]
+    plan([*seeds, "report"], 284.0 if args.scale == "tiny" else None)  # CPU s (README)
     results: dict[str, dict[str, list[dict[str, float]]]] = {
         v.label: {"ln": [], "nextquill": []} for v in VARIANTS
     }
@@ -53,6 +56,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, dict[str, list[dict[str, float]]
     with Run("nextquill", config, out=args.out) as run:
         for s in range(config.seeds):
             seed = args.seed + s
+            phase(f"seed {seed}")
             world = make_world(config.world, seed=seed)
             tok = word_tokenizer(world.vocabulary)
             test = world.test[: config.eval_examples]
@@ -83,6 +87,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, dict[str, list[dict[str, float]]
                             "cpu_s": time.process_time() - t0
                         }
                     results[v.label][arm].append(done[key])
+        phase("report")
         for factor, per_seed in theta.items():
             run.add_row(
                 "theta_d",

@@ -30,6 +30,7 @@ from nextquill.loss import NextQuillConfig
 from nextquill.model import TinyLlamaConfig
 from nextquill.world import WorldConfig
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 if TYPE_CHECKING:  # torch is imported inside the functions: `nextquill --help` stays fast
     import torch
@@ -188,6 +189,9 @@ def _train(
     return model, result.losses
 
 
+ESTIMATE_S = {"micro": 17.6, "tiny": 173.0, "small": 753.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     """Train every arm on every seed, print and write the table, plot, optionally SmolLM2
     (``nextquill reproduce --ablate`` runs `nextquill.experiments.ablation` instead)."""
@@ -203,11 +207,15 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         from nextquill.experiments.smollm2 import reviews_path
 
         path = reviews_path()  # fail before hours of training, not after
+    seeds = [f"seed {args.seed + s}" for s in range(config.seeds)]
+    llm = ["SmolLM2 (Shakespeare)"] * config.smollm2 + ["SmolLM2 (reviews)"] * config.reviews
+    plan([*seeds, "report", *llm], ESTIMATE_S.get(args.scale))
     results: dict[str, list[dict[str, float]]] = {a: [] for a in config.arms}
     theta: list[dict[str, float]] = []
     with Run("nextquill", config, out=args.out) as run:
         for s in range(config.seeds):
             seed = args.seed + s
+            phase(f"seed {seed}")
             world = make_world(config.world, seed=seed)
             tok = word_tokenizer(world.vocabulary)
             test = world.test[: config.eval_examples]
@@ -232,6 +240,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 metrics = evaluate(model, tok, test, config.loss)
                 metrics["cpu_s"] = time.process_time() - t0
                 results[arm].append(metrics)
+        phase("report")
         rows = {LABELS[a]: r for a, r in results.items()}
         if theta:
             rows[f"θ_D (ContextSFT, {config.reference_steps} steps)"] = theta
@@ -260,10 +269,12 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         if config.smollm2:
             from nextquill.experiments.smollm2 import run_smollm2
 
+            phase("SmolLM2 (Shakespeare)")
             run.log(smollm2=run_smollm2(run, config, args))
         if config.reviews:
             from nextquill.experiments.smollm2 import review_split, run_smollm2
 
+            phase("SmolLM2 (reviews)")
             data = review_split(path, args.seed)
             run.log(reviews=run_smollm2(run, config, args, data, table="reviews"))
         run.finish(

@@ -22,6 +22,7 @@ import numpy as np
 
 from orient_bias.data import QM9Subset, load_qm9
 from orient_bias.plots import angle_histogram, mollweide_axes
+from shared_core.progress import phase, plan
 from shared_core.report import Run
 
 PACKAGE = "orient-bias"
@@ -130,15 +131,24 @@ def finding3(run: Run, cfg: ReproduceConfig, seed: int) -> None:
     run.add_row("sign rule: our frames vs the official code's", **check)
 
 
+ESTIMATE_S = {"micro": 25.0, "tiny": 80.0, "small": 400.0}  # CPU seconds, one thread (--help)
+
+
 def reproduce(
     cfg: ReproduceConfig, *, scale: str = "tiny", seed: int = 0, device: str = "cpu",
     out: Path = Path("runs"),
 ) -> Path:  # fmt: skip
     """Run the three findings into one report folder and return it."""
+    phases = ["finding 1: classifiers", "finding 2: properties", "finding 3: neighbours", "report"]
+    plan(phases, ESTIMATE_S.get(scale))
     run = Run(PACKAGE, cfg, out=out)
+    phase("finding 1: classifiers")
     finding1(run, cfg, seed, device)
+    phase("finding 2: properties")
     finding2(run, cfg, seed, device)
+    phase("finding 3: neighbours")
     finding3(run, cfg, seed)
+    phase("report")
     return run.finish(
         title="orient-bias reproduce: Take Note: Your Molecular Dataset Is Probably Aligned",
         notes=f"QM9 from qm9pack 1.0.3, scale {scale}: {cfg.n_classify} / {cfg.n_regress} / "

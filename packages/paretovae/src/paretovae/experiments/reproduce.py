@@ -14,6 +14,7 @@ from paretovae.experiments import denoise, heavy_tail, words
 from paretovae.experiments.common import LABELS, Budget, train_config
 from paretovae.model import VAEConfig
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 
 
 @dataclass
@@ -116,6 +117,9 @@ def _plot_strip(run: Any, strip: dict[str, Any], p: float) -> None:
     run.save_figure("denoising_strip", fig)
 
 
+ESTIMATE_S = {"micro": 18.5, "tiny": 103.0, "small": 399.0}  # CPU seconds, one thread (README)
+
+
 def reproduce(args: ReproduceArgs) -> int:
     """Run the three experiments of ``args.config`` and write one report."""
     from paretovae.data import require_experiment_extras
@@ -124,6 +128,7 @@ def reproduce(args: ReproduceArgs) -> int:
 
     cfg: ReproduceConfig = args.config
     require_experiment_extras()  # fail before the first experiment, not after it
+    plan(["heavy tails", "word counts", "denoising digits", "report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     seed_everything(args.seed)
     run = Run(
@@ -133,6 +138,7 @@ def reproduce(args: ReproduceArgs) -> int:
     )
     timings: dict[str, float] = {}
 
+    phase("heavy tails")
     t0 = time.time()
     ht = heavy_tail.run(cfg.heavy_tail, seed=args.seed, device=device)
     timings["heavy_tail_s"] = time.time() - t0
@@ -164,6 +170,7 @@ def reproduce(args: ReproduceArgs) -> int:
                 tail_mass_ratio=_mean_sd(rows, "tail_mass_ratio"),
             )  # fmt: skip
 
+    phase("word counts")
     t0 = time.time()
     wd = words.run(cfg.words, seed=args.seed, device=device)
     timings["words_s"] = time.time() - t0
@@ -182,6 +189,7 @@ def reproduce(args: ReproduceArgs) -> int:
             per_doc_tail_jaccard=_mean_sd(rows, "tail_jaccard"),
         )  # fmt: skip
 
+    phase("denoising digits")
     t0 = time.time()
     dn = denoise.run(cfg.denoise, seed=args.seed, device=device)
     timings["denoise_s"] = time.time() - t0
@@ -197,6 +205,7 @@ def reproduce(args: ReproduceArgs) -> int:
         )
     _plot_strip(run, dn["strip"], cfg.denoise.noise)
 
+    phase("report")
     run.log(
         **timings,
         heavy_tail=ht["metrics"],

@@ -7,10 +7,15 @@ from dataclasses import asdict
 
 from pgm.experiments.common import ReproduceConfig
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
+
+ESTIMATE_S = {"micro": 20.0, "tiny": 285.0, "small": 670.0}  # CPU seconds, one thread (README)
 
 
 def run(args: ReproduceArgs) -> int:
     """Both findings on one budget: text (quality vs throughput) then digits; one report."""
+    from masked_diffusion import require_shakespeare
+
     from pgm.experiments.digits import run_digits
     from pgm.experiments.text import run_text
     from shared_core.device import seed_everything
@@ -18,6 +23,8 @@ def run(args: ReproduceArgs) -> int:
     from shared_core.report import Run
 
     cfg: ReproduceConfig = args.config
+    require_shakespeare("pgm-diffusion")  # a missing extra is one line, before the plan's
+    plan(["char Shakespeare", "8x8 digits", "plots and report"], ESTIMATE_S.get(args.scale))
     seed_everything(args.seed)
     info = init_distributed(args.device)
     run = Run(
@@ -26,10 +33,13 @@ def run(args: ReproduceArgs) -> int:
         out=args.out,
         enabled=info.is_main,
     )
+    phase("char Shakespeare")
     t0 = time.time()
     text = run_text(cfg, args.seed, info, run)
+    phase("8x8 digits")
     t1 = time.time()
     digits = run_digits(cfg, args.seed, info, run)
+    phase("plots and report")
     run.log(text_seconds=t1 - t0, digits_seconds=time.time() - t1)
     run.plot(
         "text_quality_vs_throughput",

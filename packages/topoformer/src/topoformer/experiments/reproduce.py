@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 from topoformer.experiments.common import TrainSettings
 from topoformer.experiments.molecules import MoleculeConfig
 from topoformer.experiments.mutag import MutagConfig
@@ -130,15 +131,22 @@ def _cv_name(config: MutagConfig) -> str:
     return f"first {ran} of {config.folds} folds of a {config.folds}-fold CV"
 
 
+ESTIMATE_S = {"micro": 20.0, "tiny": 80.0, "small": 600.0, "paper": 600.0}  # CPU s (--help)
+
+
 def reproduce(args: ReproduceArgs) -> int:
+    from shared_core.data import require_extra
     from shared_core.device import resolve_device
     from shared_core.report import Run
     from topoformer.experiments.molecules import run_molecules
     from topoformer.experiments.mutag import run_mutag
 
     cfg: ReproduceConfig = args.config
+    require_extra("topoformer", "graphs", "grakel", "MUTAG")  # one line, before the plan's
+    plan(["MUTAG", "FreeSolv", "report"], ESTIMATE_S.get(args.scale))
     device = str(resolve_device(args.device))
     run = Run("topoformer", cfg, out=args.out)
+    phase("MUTAG")
     mut = run_mutag(cfg.mutag, seed=args.seed, device=device)
     gaps = {}
     table = f"MUTAG accuracy (%), {_cv_name(cfg.mutag)}, mean ± std over folds"
@@ -160,6 +168,7 @@ def reproduce(args: ReproduceArgs) -> int:
     if mut.tokens:
         _token_figure(run, mut.tokens, mut.labels)
 
+    phase("FreeSolv")
     mol = run_molecules(cfg.molecules, seed=args.seed, device=device)
     for method, s in mol.selections.items():
         run.add_row(
@@ -171,6 +180,7 @@ def reproduce(args: ReproduceArgs) -> int:
             cpu_s=round(mol.cpu_s[method], 1),
         )
         run.log(**{f"freesolv_{method}_rmse": s.honest})
+    phase("report")
     n_tr, n_va, n_te = mol.sizes
     tf = gaps.get("topoformer")
     notes = (

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from shared_core.cli import ReproduceArgs, UsageError
+from shared_core.progress import phase, plan
 from toprovar.experiments.common import ModelConfig, TrainSteps
 
 
@@ -152,6 +153,7 @@ def run_domain(
     from toprovar.generation import calibrate, count_macs, generate
     from toprovar.pruning import FastVARPolicy, PruningPolicy, SkipVARPolicy, ToProVARTopKPolicy
 
+    phase(f"{domain}: train (cached)")
     model = config.model
     side = model.scales[-1] * model.downsample
     x, y = load_domain(domain, side, "train")
@@ -168,6 +170,7 @@ def run_domain(
     n_scales = len(model.scales)
     with torch.no_grad():
         real_feats = clf.features(real).numpy()
+    phase(f"{domain}: calibrate + generate")
     calib_labels = torch.arange(config.n_calib) % n_cls
     cal = calibrate(
         var, vq, calib_labels, tau=config.tau, dense_layers=config.dense_layers,
@@ -342,9 +345,13 @@ def _sample_figure(run: Any, domain: str, samples: dict[str, Any]) -> None:
     run.save_figure(f"{domain}_samples", fig)
 
 
+ESTIMATE_S = {"micro": 25.0, "tiny": 150.0, "small": 1342.0}  # CPU s, empty cache (README)
+
+
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     import torch
 
+    from shared_core.data import require_extra
     from shared_core.device import seed_everything
     from shared_core.report import Run
 
@@ -354,6 +361,13 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
         if not isinstance(min_depth, int) or min_depth < 2:
             raise UsageError(f"--min-depth: expected an int >= 2, got {min_depth!r}")
         config = replace(config, min_depth=min_depth)
+    for domain in config.domains:  # a missing extra is one line, before the plan's
+        module, what = ("sklearn", "digits") if domain == "digits" else ("skimage", "faces")
+        require_extra("toprovar", "data", module, f"the {what} domain")
+    phases = [
+        f"{d}: {s}" for d in config.domains for s in ("train (cached)", "calibrate + generate")
+    ]
+    plan([*phases, "report"], ESTIMATE_S.get(args.scale))
     device = "cpu" if args.device == "auto" else args.device
     seed_everything(args.seed)
     torch.set_grad_enabled(True)
@@ -402,6 +416,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                     f"{domain}_{slug}", series, xlabel="speed-up in MACs (unpruned = 1)",
                     ylabel=label, title=f"{domain}: {label} vs MAC speed-up", kind="line",
                 )  # fmt: skip
+        phase("report")
         run.log(rows=all_rows)
         run.finish(
             "ToProVAR (adaptive and top-k) vs FastVAR vs SkipVAR on a tiny VAR",

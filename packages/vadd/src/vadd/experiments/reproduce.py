@@ -6,10 +6,14 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from shared_core.cli import ReproduceArgs
+from shared_core.progress import phase, plan
 from vadd.experiments.scales import ReproduceConfig, Toy2DConfig
 
 if TYPE_CHECKING:
     from shared_core.report import Run
+
+
+ESTIMATE_S = {"micro": 15.0, "tiny": 254.0, "small": 965.0}  # CPU seconds, one thread (README)
 
 
 def run(args: ReproduceArgs) -> int:
@@ -23,10 +27,14 @@ def run(args: ReproduceArgs) -> int:
 
     scale: ReproduceConfig = args.config
     cfg, digits_cfg = scale.toy2d, scale.digits
+    phases = ["checkerboard: train", "checkerboard: exact TV", "digits", "text", "report"]
+    plan(phases, ESTIMATE_S.get(args.scale))
     seed_everything(args.seed)
     info = init_distributed(args.device)
     report = Run("vadd", dataclasses.asdict(scale), out=args.out, enabled=info.is_main)
+    phase("checkerboard: train")
     P, models = train_pair(cfg, args.seed, args.device, show_progress=info.is_main)
+    phase("checkerboard: exact TV")
     rows, samples, H = evaluate(P, models, cfg, args.seed)
     for row in rows:
         report.add_row(**row)
@@ -39,15 +47,18 @@ def run(args: ReproduceArgs) -> int:
     report.plot("tv_vs_steps", series, xlabel="sampling steps T", ylabel="TV(data, T-step sampler)",
              logx=True, title=f"checkerboard {cfg.bins}x{cfg.bins}: exact TV vs steps")  # fmt: skip
     _scatter(report, samples, cfg)
+    phase("digits")
     digit_rows, digit_ref = run_digits(digits_cfg, args.seed, args.device, info.is_main)
     for row in digit_rows:
         report.add_row("digits (binarised 8x8)", **row)
     report.log(**{f"digits_{k}": v for k, v in digit_ref.items()})
+    phase("text")
     text_rows, text_ref = run_text(scale.text, args.seed, args.device, info.is_main)
     for row in text_rows:
         report.add_row("text (char-level Shakespeare)", **row)
     report.log(**{f"text_{k}": v for k, v in text_ref.items()})
     plot_text(report, text_rows, text_ref, scale.text)
+    phase("report")
     report.finish(
         title="vadd reproduce: few-step sampling, VADD vs MDM (2-D checkerboard)",
         notes=(
