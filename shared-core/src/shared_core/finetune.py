@@ -333,6 +333,7 @@ def save_trained(
     merge: bool = False,
     metrics: Mapping[str, float | int | str] | None = None,
     data: Sequence[str | os.PathLike[str]] = (),
+    distribution: str | None = None,
 ) -> Path:
     """Write the trained model to `out` as a `shared_core.hub` folder, atomically.
 
@@ -366,6 +367,7 @@ def save_trained(
         save_folder(
             folder, write, owner=owner, config=json.loads(json.dumps(settings, default=str)),
             metrics=metrics, data=list(data), config_name=TRAINING_CONFIG,
+            distribution=distribution,
         )  # fmt: skip
     except BaseException:
         if aside is not None:
@@ -396,7 +398,7 @@ class EncodedFile:
     """A JSONL file read and encoded by `read_encoded`: its path, examples and reader metrics."""
 
     path: Path
-    examples: list[dict[str, list[int]]]
+    examples: list[dict[str, Any]]
     metrics: dict[str, Any]
 
 
@@ -469,8 +471,13 @@ class TrainingRun:
         owner: type,
         settings: Mapping[str, Any],
         data: Sequence[EncodedFile | None] = (),
+        package: str | None = None,
     ) -> Path:
-        """Train, evaluate on the trainer's eval set, save ``--out``; returns the folder."""
+        """Train, evaluate on the trainer's eval set, save ``--out``; returns the folder.
+
+        `owner` (the Trainer class) and `package` (default: the distribution defining `owner`)
+        go to the folder's provenance; `settings` to its training_config.json.
+        """
         from shared_core.progress import phase
         from shared_core.report import Run
         from shared_core.verbs import record_checkpoint
@@ -495,13 +502,13 @@ class TrainingRun:
         all_settings = {**settings, "flags": flags, "seed": self.args.seed,
                         "data": [str(d.path) for d in files]}  # fmt: skip
         if trainer.is_world_process_zero():
-            package = owner.__module__.split(".")[0].replace("_", "-")
+            package = package or owner.__module__.split(".")[0].replace("_", "-")
             with Run(package, all_settings, out=self.args.runs) as run:
                 save_trained(
                     out, self.model, self.tokenizer, owner=owner, settings=all_settings,
                     log_history=trainer.state.log_history, merge=bool(self.flags.get("merge")),
                     metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str))},
-                    data=[d.path for d in files],
+                    data=[d.path for d in files], distribution=package,
                 )  # fmt: skip
                 run.log(**metrics)
                 record_checkpoint(run, out)
