@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from context_denoising import noise_mask, noise_score
+from context_denoising import attention_ig, noise_mask, noise_score
 from context_denoising.attribution import integrated_gradients, saliency
 from context_denoising.model import tiny_gpt2, tiny_llama
 from context_denoising.reference import reference_noise_mask, reference_scores
@@ -157,3 +157,24 @@ def test_left_and_right_padding_give_the_same_scores(model64, norm):
     alone = {k: v[1:, 6:] for k, v in left.items()}
     assert_close("row 1 padded vs alone", noise_score(model64, alone, norm)[0], sl[1, 6:], 1e-10)
     assert float(sl[1, 6:].abs().sum()) > 0
+
+
+@pytest.mark.parametrize("form", ["note", "code"])
+def test_attention_ig_left_and_right_padding_give_the_same_scores(model64, form):
+    """A left-padded row's fully masked query rows (eager attention: softmax over -inf, NaN in
+    float64) must not spoil the gradients: finite, and the same as right padding and alone."""
+    left, right = _padded(True), _padded(False)
+    gl, gr = attention_ig(model64, left, form=form), attention_ig(model64, right, form=form)
+    for name, got in (("left", gl), ("right", gr)):
+        assert bool(torch.isfinite(got.ig).all()) and bool(torch.isfinite(got.attention).all()), (
+            name
+        )
+    # Llama's eager softmax runs in float32 even for a float64 model: a one-ulp flip (6e-8)
+    # between batch layouts is the floor, hence 1e-6 rather than noise_score's 1e-10
+    tol = 1e-6
+    assert_close("ig row 0", gr.ig[0], gl.ig[0], tol)
+    assert_close("ig row 1 left vs right", gr.ig[1, :14], gl.ig[1, 6:], tol)
+    assert_close("mass row 1 left vs right", gr.attention[1, :14], gl.attention[1, 6:], tol)
+    alone = attention_ig(model64, {k: v[1:, 6:] for k, v in left.items()}, form=form)
+    assert_close("ig row 1 padded vs alone", alone.ig[0], gl.ig[1, 6:], tol)
+    assert torch.all(gl.ig[1, :6] == 0) and float(gl.ig[1, 6:].sum()) > 0

@@ -116,3 +116,73 @@ def test_evaluation_is_the_plain_ce(k1):
 def test_bad_config():
     with pytest.raises(TypeError, match="cdt_config"):
         CDTTrainer(model=tiny_llama(VOCAB, hidden_size=32), cdt_config={"beta": 5})
+
+
+def test_loss_is_scaled_for_ga_follows_each_call(k1):
+    """The loss is divided by ``num_items_in_batch`` only when a count is given: training_step
+    must divide by the accumulation steps exactly when it was not (transformers reads
+    ``loss_is_scaled_for_ga`` right after `compute_loss`)."""
+    _, _, trainer = k1
+    model = trainer.model.train()
+    batch = {k: torch.stack([r[k] for r in rows()[:2]]) for k in rows()[0]}
+    trainer.compute_loss(model, dict(batch), num_items_in_batch=None)
+    assert trainer.loss_is_scaled_for_ga is False
+    count = int((batch["labels"][:, 1:] != -100).sum())
+    trainer.compute_loss(model, dict(batch), num_items_in_batch=torch.tensor(count))
+    assert trainer.loss_is_scaled_for_ga is True
+
+
+def test_transformers_still_counts_shifted_labels_by_loss_shifts_labels(k1):
+    """`CDTTrainer` sets transformers' private ``Trainer._loss_shifts_labels`` (5.x) so the
+    accumulated batch's answer tokens are counted as ``labels[..., 1:] != -100``, the count
+    its loss divides by. A rename in transformers would silently count ``labels != -100``:
+    this fails then."""
+    _, _, trainer = k1
+    assert trainer._loss_shifts_labels is True
+    batches = [{k: torch.stack([r[k] for r in rows()[:4]]) for k in rows()[0]}]
+    batches[0]["labels"][0, 0] = batches[0]["input_ids"][0, 0]  # position 0 is never predicted
+    shifted = int((batches[0]["labels"][..., 1:] != -100).sum())
+    unshifted = int((batches[0]["labels"] != -100).sum())
+    assert shifted != unshifted  # the batch tells the two rules apart
+    assert int(trainer._get_num_items_in_batch(batches, torch.device("cpu"))) == shifted
+    trainer._loss_shifts_labels = False
+    try:
+        assert int(trainer._get_num_items_in_batch(batches, torch.device("cpu"))) == unshifted
+    finally:
+        trainer._loss_shifts_labels = True
+
+
+def test_ddp_two_processes_give_the_whole_batch_step(k1, tmp_path):
+    """DDP (2 CPU processes, gloo) x 2 accumulation steps x 2 rows: the synchronised gradient
+    is that of one process with the 8 rows in one batch, and so is the mean of the ranks'
+    losses (each holds rows with different answer-token counts and divides by the count of
+    all ranks, times 2; the scoring pass runs through DDP)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = Path(__file__).parent
+    out = tmp_path / "rank0.pt"
+    procs = []
+    for rank in range(2):
+        env = os.environ | {
+            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")]),
+        }  # fmt: skip
+        cmd = [sys.executable, str(here / "_ddp_worker.py"), str(out)]
+        procs.append(subprocess.Popen(cmd, env=env))
+    assert all(p.wait(timeout=600) == 0 for p in procs)
+    ranks = [torch.load(f"{out}.{r}") for r in range(2)]
+    assert [got["world"] for got in ranks] == [2, 2]
+    loss1, grads1, _ = k1
+    assert (ranks[0]["loss"] + ranks[1]["loss"]) / 2 == pytest.approx(loss1, rel=1e-5)
+    for r, got in enumerate(ranks):
+        assert set(got["grads"]) == set(grads1)
+        for n, g in grads1.items():
+            assert_close(f"rank {r} grad {n} DDP vs one batch", g, got["grads"][n], 1e-5)

@@ -111,3 +111,24 @@ def test_zinc_group_counts_and_question() -> None:
     assert ys.tolist() == want
     # ZINC leads are large enough for patching to matter (QM9: <= 9 heavy atoms)
     assert np.mean([parse_smiles(s).GetNumHeavyAtoms() for s in qa.smiles]) > 15
+
+
+def test_zinc_aromatic_rings_is_a_counting_question_above_the_training_median() -> None:
+    """Not at ceiling like "contains an amide": more aromatic rings than the median, asked in
+    words the tiny LLM already reads (its random weights, hence every table, stay)."""
+    from edt_former.data import QUESTIONS
+    from edt_former.experiments.zinc import group_count, zinc_qa
+    from edt_former.llm import tiny_vocabulary
+
+    assert group_count("c1ccccc1-c1ccncc1", "aromatic_rings") == 2
+    assert group_count("C1CCCCC1", "aromatic_rings") == 0
+    words = set(tiny_vocabulary())
+    assert set(QUESTIONS["aromatic_rings"].split()) <= words
+    qa = zinc_qa(200, "aromatic_rings", seed=0)
+    counts = np.asarray([group_count(s, "aromatic_rings") for s in qa.smiles])
+    median = float(np.median(counts[qa.train]))
+    assert qa.thresholds["aromatic_rings"] == median
+    mols, qs, ys = qa.rows("train")
+    assert set(qs) == {"aromatic_rings"}
+    assert ys.tolist() == [int(counts[m] > median) for m in mols]
+    assert 0.15 < ys.mean() < 0.6  # both answers common: majority far from 1

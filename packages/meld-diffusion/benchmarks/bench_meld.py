@@ -19,10 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-from masked_diffusion import LogLinearSchedule
 from meld_diffusion import (
     ElementRates,
-    ElementwiseSchedule,
     GraphMDM,
     GraphTransformer,
     decode,
@@ -49,7 +47,7 @@ def main() -> None:
     meld = GraphMDM(
         GraphTransformer(replace(cfg.denoiser, d_pos=cfg.meld.dim)), ElementRates(cfg.meld)
     )
-    schedule = ElementwiseSchedule(LogLinearSchedule(eps=cfg.eps))
+    schedule = cfg.meld.schedule()
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
 
     def step_vanilla() -> None:

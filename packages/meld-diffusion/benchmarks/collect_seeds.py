@@ -57,6 +57,8 @@ def one_run(path: str) -> dict[str, object]:
         for k in ("gradient", "recon", "tau", "eps", "phi_lr_factor", "sampling_eps", "steps")
         if k in cfg
     } | {"arm": arm, "normalise": arm.endswith("normalised")}
+    if "eps" not in cfg and isinstance(cfg.get("meld"), dict):  # 0.4.4+: MELDConfig.eps only
+        out["config"]["eps"] = cfg["meld"]["eps"]
     if arm.startswith("meld"):  # the arm's own MELDConfig fields (`experiments.qm9._meld_config`)
         elements = {"meld-nodes": "nodes", "meld-edges": "edges"}.get(arm, "nodes+edges")
         out["config"] |= {"elements": elements, "permute": arm != "meld-fixed"}

@@ -36,11 +36,9 @@ from dataclasses import replace
 
 import numpy as np
 import torch
-from masked_diffusion import LogLinearSchedule
 from meld_diffusion.data import MASK_ID, qm9_graphs, relayout, small_qm9_graphs, valid_positions
 from meld_diffusion.experiments.qm9 import SCALES, train
 from meld_diffusion.meld import GRADIENTS, _nll, meld_loss
-from meld_diffusion.schedule import ElementwiseSchedule
 
 N = 9
 
@@ -102,7 +100,7 @@ def main() -> None:
     n_atoms = torch.full((len(sel),), 3)
     g = torch.Generator().manual_seed(1)
     cols = model.rates.columns(len(sel), N, g)
-    schedule = ElementwiseSchedule(LogLinearSchedule(eps=config.eps))
+    schedule = config.meld.schedule()
     lo = 1e-3
     t = lo + (1 - lo) * (torch.arange(a.grid, dtype=torch.float64) + 0.5) / a.grid
     f = model.rates.f_phi

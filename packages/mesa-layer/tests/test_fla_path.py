@@ -37,11 +37,36 @@ STEPS = 50  # CG steps of the GPU comparisons (K = 64: converged in float32)
 
 
 def fla_naive() -> object:
-    """fla's ``fla/ops/mesa_net/naive.py`` as a module, without importing ``fla``."""
+    """fla's ``fla/ops/mesa_net/naive.py`` as a module, without importing ``fla``; a skip that
+    names the missing module (fla-core itself, or a dependency such as einops) otherwise."""
     try:
         return fla_path.fla_naive("mesa_net")
-    except ModuleNotFoundError:
-        pytest.skip("flash-linear-attention (fla-core) is not installed")
+    except ModuleNotFoundError as err:
+        what = (
+            "fla-core (module 'fla') is not installed"
+            if err.name == "fla"
+            else f"fla-core is installed but its dependency {err.name!r} is not"
+        )
+        pytest.skip(f"fla's reference naive.py cannot be loaded: {what} ({err}); "
+                    "install mesa-layer[test]")  # fmt: skip
+
+
+def test_the_skip_names_the_missing_module(monkeypatch):
+    """fla-core present but einops missing used to skip as "fla-core is not installed"."""
+    if not fla_path.fla_installed():
+        pytest.skip("fla-core (module 'fla') is not installed: install mesa-layer[test]")
+    monkeypatch.setitem(sys.modules, "einops", None)  # an installed fla-core without einops
+    with pytest.raises(pytest.skip.Exception, match=r"dependency 'einops' is not"):
+        fla_naive()
+    with pytest.raises(ModuleNotFoundError) as err:
+        fla_path.fla_naive("mesa_net")
+    assert err.value.name == "einops"
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "fla" else find_spec(name, *a)
+    )
+    with pytest.raises(pytest.skip.Exception, match=r"fla-core \(module 'fla'\) is not installed"):
+        fla_naive()
 
 
 class FakeKernel:

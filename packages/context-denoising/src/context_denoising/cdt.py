@@ -37,6 +37,7 @@ from context_denoising._checks import (
 )
 from context_denoising.score import (
     embedding_gradients,
+    embedding_hook,
     forward,
     lm_loss,
     noise_mask,
@@ -174,8 +175,8 @@ def cdt_loss(
     shift = torch.linalg.vector_norm(delta.float(), dim=-1) / torch.linalg.vector_norm(
         e.float(), dim=-1
     ).clamp_min(1e-30)
-    emb = unwrap(model).get_input_embeddings()(checked["input_ids"])
-    logits = forward(model, checked, inputs_embeds=emb + delta).logits
+    with embedding_hook(model, lambda emb: emb + delta):  # through the wrapper's forward
+        logits = forward(model, checked, input_ids=checked["input_ids"]).logits
     loss = lm_loss(logits, checked["labels"], reduction=reduction)
     norms = token_norms(g, "l2")
     parts = {

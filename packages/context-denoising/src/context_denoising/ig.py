@@ -19,7 +19,12 @@ layers; ``"code"``: the code's ``weight`` score, the sum over heads, mean over l
 
 A and ``dL/dA`` come from the eager attention path (``output_attentions=True`` returns the
 probabilities the layer multiplies the values with, so ``torch.autograd.grad`` reaches them);
-the model is switched to eager for the pass and back, nothing else is modified. The
+the model is switched to eager for the pass and back, nothing else is modified. The pass
+takes a prepared 4-D mask (`eager_mask`): the model's own one leaves a left-padded row's
+padded queries with no key at all, and eager attention (softmax in float32 over
+``finfo(float64).min`` = -inf) turns them into NaN, which reaches every value, loss and
+gradient of the row through ``0 * NaN``; `eager_mask` lets such a query attend to itself, so
+it stays finite and, never attended to, changes nothing else. The
 training-time proxy the paper argues is proportional to this score (Appendix C) is the
 embedding-gradient norm `context_denoising.noise_score`; `rank_correlation` measures it.
 
@@ -40,7 +45,9 @@ import torch
 from context_denoising._checks import IGNORE_INDEX, check_batch, check_choice, check_number
 from context_denoising.score import (
     embedding_gradients,
+    embedding_hook,
     forward,
+    no_ddp_sync,
     scoring_context,
     sequence_ce,
     unwrap,
@@ -69,6 +76,23 @@ def eager_attention(model: Any) -> Iterator[None]:
         yield
     finally:
         model.set_attn_implementation(before)
+
+
+def eager_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The additive causal + padding mask of eager attention, (batch, 1, time, time).
+
+    0 where query i may attend key j (``j <= i`` and j attended), ``finfo(dtype).min``
+    elsewhere, except that a query with no such key (a left-padded row's padding) attends to
+    itself: every softmax row keeps a finite entry. Rows with a key are the model's own.
+    """
+    keys = attention_mask.bool()  # (batch, time)
+    t = keys.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool, device=keys.device).tril()
+    allowed = causal & keys[:, None, :]  # (batch, query, key)
+    empty = ~allowed.any(dim=-1, keepdim=True)
+    allowed |= empty & torch.eye(t, dtype=torch.bool, device=keys.device)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=keys.device)
+    return bias.masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
 
 
 def answer_rows(labels: torch.Tensor) -> torch.Tensor:
@@ -105,22 +129,29 @@ def attention_ig(
     if not 0 <= start_layer < n_layers:
         raise ValueError(f"start_layer: expected 0 <= start_layer < {n_layers}, got {start_layer}")
     ids = checked["input_ids"]
-    with torch.no_grad():
-        e = base.get_input_embeddings()(ids)
+    emb = base.get_input_embeddings()
+    dtype = emb.weight.dtype
+    shape = (*ids.shape, int(getattr(emb, "embedding_dim", emb.weight.shape[-1])))
     if delta is not None:
-        if not isinstance(delta, torch.Tensor) or delta.shape != e.shape:
+        if not isinstance(delta, torch.Tensor) or tuple(delta.shape) != shape:
             raise ValueError(
-                f"delta: expected a tensor of shape {tuple(e.shape)}, got {getattr(delta, 'shape', delta)!r}"
+                f"delta: expected a tensor of shape {shape}, got {getattr(delta, 'shape', delta)!r}"
             )
         if not bool(torch.isfinite(delta).all()):
             raise ValueError("delta: expected finite values, got NaN or inf")
-        e = e + delta.to(e.dtype)
-    with eager_attention(base), scoring_context(base, ids.device), torch.enable_grad():
-        out = forward(base, checked, inputs_embeds=e, output_attentions=True)
+    shift = (lambda e: e) if delta is None else (lambda e: e + delta.to(e.dtype))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(eager_attention(base))
+        stack.enter_context(scoring_context(base, ids.device))
+        stack.enter_context(torch.enable_grad())
+        stack.enter_context(no_ddp_sync(model))
+        stack.enter_context(embedding_hook(model, shift))
+        mask = eager_mask(checked["attention_mask"], dtype)
+        out = forward(model, checked, attention_mask=mask, input_ids=ids, output_attentions=True)
         loss = sequence_ce(out.logits, checked["labels"]).sum()
         attns = tuple(out.attentions[start_layer:])  # each (batch, heads, time, time)
         grads = torch.autograd.grad(loss, attns)
-    rows = answer_rows(checked["labels"]).to(e.dtype)  # (batch, time)
+    rows = answer_rows(checked["labels"]).to(dtype)  # (batch, time)
     ig = torch.zeros_like(rows)
     mass = torch.zeros_like(rows)
     eye = torch.eye(ids.shape[1], dtype=torch.bool, device=ids.device)
@@ -135,8 +166,14 @@ def attention_ig(
             count = rows.sum(dim=1, keepdim=True)
             ig += torch.einsum("bi,bij->bj", rows, s) / count
             mass += torch.einsum("bi,bij->bj", rows, w) / count
-    ctx = checked["context_mask"].to(e.dtype)
-    return AttentionIG(ig / len(attns) * ctx, mass / len(attns) * ctx)
+    context = checked["context_mask"].to(dtype)
+    ig, mass = ig / len(attns) * context, mass / len(attns) * context
+    if not (bool(torch.isfinite(ig).all()) and bool(torch.isfinite(mass).all())):
+        raise FloatingPointError(
+            f"attention_ig: NaN or inf in the scores (the attention or its gradient overflowed "
+            f"in {dtype}); got {int((~torch.isfinite(ig)).sum())} non-finite IG values"
+        )
+    return AttentionIG(ig, mass)
 
 
 def manual_denoising(

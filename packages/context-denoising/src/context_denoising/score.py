@@ -1,4 +1,4 @@
-"""The gradient noise score of context tokens (the paper's "IG score") and the noise mask.
+"""The gradient noise score of context tokens (the paper's proxy for its IG score) and the mask.
 
 For a causal LM with input embeddings ``e_i = E[x_i]`` and the answer's cross-entropy
 ``CE(answer)`` (mean over the answer tokens of one sequence), the score of context token i is
@@ -6,14 +6,19 @@ a norm of one gradient, not a path integral:
 
     g_i = d CE(answer) / d e_i,     s_i = ||g_i||_1 (the analysis code) or ||g_i||_2 (the trainer)
 
-A context token is *noise* when ``||g_i||_2 <= mean_j ||g_j||_2`` over the context tokens j of
-the same sequence (the trainer's ``has_large_grad = l2_grad > avg_grad``, negated).
+This is the embedding-gradient proxy the paper argues is proportional to its attention-based
+IG score (Appendix C; the IG score itself is `context_denoising.attention_ig`). A context
+token is *noise* when ``||g_i||_2 <= mean_j ||g_j||_2`` over the context tokens j of the same
+sequence (the trainer's ``has_large_grad = l2_grad > avg_grad``, negated).
 
 `embedding_gradients` computes ``g`` for a whole batch with ONE forward and ONE backward pass
 through ``torch.autograd.grad``: only the embeddings are differentiated, so no parameter's
 ``.grad`` is written and the weight-gradient matmuls are skipped; the RNG (dropout) is
 forked, so the caller's random stream is as if the pass had not run; LoRA adapters of a
 `peft` model are disabled during the pass (the trainer scores with the base model).
+The pass goes through the model as given (a DDP / FSDP / DeepSpeed wrapper included, whose
+forward gathers sharded weights): a forward hook on the input-embedding module swaps its
+output for a leaf (`embedding_hook`), so nothing runs the inner model around its wrapper.
 Each sequence's loss is its own mean CE, summed over the batch, so a sequence's score does
 not depend on the other rows of the batch (the trainer's batch-token mean rescales row b by
 ``N_b / N``; the two agree at batch size 1).
@@ -22,7 +27,7 @@ not depend on the other rows of the batch (the trainer's batch-token mean rescal
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -34,6 +39,32 @@ from context_denoising._checks import IGNORE_INDEX, NORMS, check_batch, check_ch
 def unwrap(model: Any) -> Any:
     """The module under a DDP wrapper (`fit` may pass one), else the model itself."""
     return getattr(model, "module", model)
+
+
+@contextlib.contextmanager
+def embedding_hook(model: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Iterator[None]:
+    """Inside, every forward of `model` replaces its input embeddings ``e`` (batch, time, dim)
+    with ``fn(e)``: the embedding module is the inner model's, the forward the wrapper's."""
+    handle = (
+        unwrap(model)
+        .get_input_embeddings()
+        .register_forward_hook(lambda _module, _args, out: fn(out))
+    )
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@contextlib.contextmanager
+def no_ddp_sync(model: Any) -> Iterator[None]:
+    """DDP's ``no_sync`` for a pass whose backward never reaches the parameters (a DDP forward
+    with gradients on otherwise waits for a reduction that never comes); else nothing."""
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        with model.no_sync():
+            yield
+    else:
+        yield
 
 
 def _is_peft(model: Any) -> bool:
@@ -94,10 +125,21 @@ def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
 
 
-def forward(model: Any, checked: Mapping[str, torch.Tensor], **kwargs: Any) -> Any:
-    """``model(attention_mask=..., position_ids=..., **kwargs)``: every forward of the package."""
+def forward(
+    model: Any,
+    checked: Mapping[str, torch.Tensor],
+    *,
+    attention_mask: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``model(attention_mask=..., position_ids=..., **kwargs)``: every forward of the package.
+
+    `attention_mask` replaces the batch's (batch, time) mask in the call (a prepared 4-D mask,
+    `context_denoising.ig.eager_mask`); positions always come from the batch's mask.
+    """
     mask = checked["attention_mask"]
-    return model(attention_mask=mask, position_ids=position_ids(mask), **kwargs)
+    given = mask if attention_mask is None else attention_mask
+    return model(attention_mask=given, position_ids=position_ids(mask), **kwargs)
 
 
 def embedding_gradients(
@@ -113,15 +155,21 @@ def embedding_gradients(
     base = unwrap(model)
     checked = check_batch(batch, vocab_size(base), require_context=require_context)
     ids = checked["input_ids"]
-    emb_layer = base.get_input_embeddings()
-    with torch.no_grad():
-        e = emb_layer(ids)
-    leaf = e.detach().requires_grad_(True)
-    with scoring_context(base, ids.device), torch.enable_grad():
-        logits = forward(base, checked, inputs_embeds=leaf).logits
+    leaves: list[torch.Tensor] = []
+
+    def capture(e: torch.Tensor) -> torch.Tensor:
+        leaves.append(e.detach().requires_grad_(True))
+        return leaves[-1]
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(scoring_context(base, ids.device))
+        stack.enter_context(torch.enable_grad())
+        stack.enter_context(no_ddp_sync(model))
+        stack.enter_context(embedding_hook(model, capture))
+        logits = forward(model, checked, input_ids=ids).logits
         loss = sequence_ce(logits, checked["labels"]).sum()
-        (g,) = torch.autograd.grad(loss, leaf)
-    return e.detach(), g.detach(), checked
+        (g,) = torch.autograd.grad(loss, leaves[0])
+    return leaves[0].detach(), g.detach(), checked
 
 
 def token_norms(g: torch.Tensor, norm: str = "l2") -> torch.Tensor:

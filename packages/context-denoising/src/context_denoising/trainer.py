@@ -34,9 +34,6 @@ class CDTTrainer(Trainer):
             argument is the Trainer's.
     """
 
-    # `compute_loss` divides by `num_items_in_batch` itself: no further 1/k in training_step
-    loss_is_scaled_for_ga = True
-
     def __init__(self, *args: Any, cdt_config: CDTConfig | None = None, **kwargs: Any) -> None:
         cdt_config = cdt_config or CDTConfig()
         if not isinstance(cdt_config, CDTConfig):
@@ -44,7 +41,8 @@ class CDTTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.cdt_config = cdt_config
         # have the Trainer count the accumulated batch's answer tokens (labels[..., 1:] != -100)
-        # for every model, whatever its forward signature
+        # for every model, whatever its forward signature; `_loss_shifts_labels` is private
+        # (transformers 5.x's `_get_num_items_in_batch`), pinned by test_trainer.py
         self.model_accepts_loss_kwargs = True
         self._loss_shifts_labels = True
 
@@ -78,8 +76,13 @@ class CDTTrainer(Trainer):
             checked = check_batch(batch, vocab_size(model), require_context=False)
             outputs = forward(model, checked, input_ids=checked["input_ids"])
             loss = lm_loss(outputs.logits, checked["labels"], reduction=reduction)
+        scaled = num_items_in_batch is not None
         if num_items_in_batch is not None:
             loss = loss / num_items_in_batch
-            if self.args.average_tokens_across_devices:  # the count is over all processes
+            if self.args.average_tokens_across_devices and self.args.world_size > 1:
+                # the count is over all processes, and DDP averages their gradients
                 loss = loss * self.accelerator.num_processes
+        # read by training_step right after this call: divided by the accumulated batch's
+        # count already (no further 1/k), or a mean that still needs it
+        self.loss_is_scaled_for_ga = scaled
         return (loss, outputs) if return_outputs else loss

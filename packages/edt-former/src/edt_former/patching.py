@@ -93,11 +93,19 @@ def _checked_mask(entropy: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     return mask
 
 
+PEAK_DELTA = 3
+"""Delta, the peak rule's NMS gap (atoms): neither the note nor the code states one; the
+README's sweep takes 3 (the smallest gap that suppresses anything: a carbonyl/amide unit)."""
+PEAK_GAMMA = 0.02
+"""gamma, the peak rule's prominence (bits of the tiny entropy model): the README's sweep,
+about as many patches as the code's percentile rule (3.21 vs 3.03 on ZINC)."""
+
+
 def peak_group_ids(
     entropy: torch.Tensor,
     mask: torch.Tensor | None = None,
-    delta: int = 2,
-    gamma: float = 0.25,
+    delta: int = PEAK_DELTA,
+    gamma: float = PEAK_GAMMA,
 ) -> torch.Tensor:
     """Patch id of every atom under the paper's peak rule (local maxima, NMS, prominence).
 

@@ -125,6 +125,15 @@ def _rates_of(model: nn.Module, kind: type[R]) -> R:
     return rates
 
 
+def _check_eps(schedule: ElementwiseSchedule, rates: ElementRates) -> None:
+    """ValueError unless the schedule's eps is the model's `MELDConfig.eps` (one source)."""
+    if schedule.base.eps != rates.cfg.eps:
+        raise ValueError(
+            f"schedule: its base has eps={schedule.base.eps!r} but the model's MELDConfig.eps="
+            f"{rates.cfg.eps!r}; build it with model.rates.cfg.schedule()"
+        )
+
+
 def vanilla_loss(
     model: nn.Module,
     x0: torch.Tensor,
@@ -275,6 +284,7 @@ def meld_loss(
     _check_gradient(gradient)
     rates = _rates_of(model, ElementRates)
     check_columns(max_atoms, rates.cfg.n_columns)
+    _check_eps(schedule, rates)
     t = _times(x0, t, generator, sampling_eps)
     if columns is None:
         columns = rates.columns(x0.shape[0], max_atoms, generator, x0.device)
@@ -468,6 +478,9 @@ def meld_sample(
     _check_sampler(n_atoms, max_atoms, steps, temperature)
     rates = _rates_of(model, ElementRates)
     check_columns(max_atoms, rates.cfg.n_columns)
+    if not isinstance(schedule, ElementwiseSchedule):
+        raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
+    _check_eps(schedule, rates)
     if columns is None:
         columns = rates.columns(n_atoms.shape[0], max_atoms, generator, n_atoms.device)
     w, pos = rates(columns), rates.embeddings(columns)

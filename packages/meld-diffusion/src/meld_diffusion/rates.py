@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from meld_diffusion.data import VOCAB_SIZE, check_max_atoms, pair_index, seq_len
+from meld_diffusion.schedule import PAPER_EPS, ElementwiseSchedule
 
 ELEMENTS = ("nodes+edges", "nodes", "edges")
 SOFTPLUS_ONE = math.log(math.e - 1.0)  # softplus(SOFTPLUS_ONE) = 1: the rate of the power law
@@ -47,7 +48,8 @@ class MELDConfig:
         matrix with D around 256 for ZINC's N = 38).
     elements: which elements get learned rates ("nodes+edges", the paper's MELD; "nodes" or
         "edges", its ablations; the others keep w = 1).
-    eps: gamma_i(1) = eps (paper: 1e-4).
+    eps: gamma_i(1) = eps (paper: 1e-4): the one source of eps; `schedule()` builds the
+        schedule from it, and `meld_loss` / `meld_sample` refuse a schedule with another eps.
     permute: draw a random column assignment per graph (paper); False uses column i for atom i
         (an ablation: the model then never marginalises over orderings).
     normalise: OUR option, not the paper's: divide every rate by the geometric mean of the
@@ -58,7 +60,7 @@ class MELDConfig:
     n_columns: int = 9
     dim: int = 64
     elements: str = "nodes+edges"
-    eps: float = 1e-4
+    eps: float = PAPER_EPS
     permute: bool = True
     normalise: bool = False
 
@@ -70,6 +72,12 @@ class MELDConfig:
             raise ValueError(f"elements: expected one of {ELEMENTS}, got {self.elements!r}")
         if not (isinstance(self.eps, (int, float)) and 0.0 <= self.eps < 1.0):
             raise ValueError(f"eps: expected a number in [0, 1), got {self.eps!r}")
+
+    def schedule(self) -> ElementwiseSchedule:
+        """The element-wise log-linear schedule ``gamma_i(t) = 1 - (1 - eps) t^{w_i}``."""
+        from masked_diffusion import LogLinearSchedule
+
+        return ElementwiseSchedule(LogLinearSchedule(eps=float(self.eps)))
 
 
 def check_columns(max_atoms: int, n_columns: int) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 from masked_diffusion import LogLinearSchedule, Schedule
 
+PAPER_EPS = 1e-4  # gamma_i(1) = eps (paper note, Key design 2); `MELDConfig.eps`'s default
 U_FLOOR = 1e-12  # floor of u_i = t^{w_i} in `ElementwiseSchedule.weight` (non-log-linear bases)
 
 
@@ -48,10 +49,12 @@ class ElementwiseSchedule:
     """``alpha_i(t) = base.alpha(t^{w_i})``: a `masked_diffusion.Schedule` warped per element.
 
     Every method takes times ``t`` (batch,) and rates ``w`` (batch, elements) > 0 and returns
-    (batch, elements).
+    (batch, elements). The default base is the paper's log-linear schedule with
+    ``eps = PAPER_EPS = 1e-4`` (masked_diffusion's own default is MDLM's 1e-3); a MELD model's
+    schedule is `MELDConfig.schedule()`, built from its config's eps.
     """
 
-    base: Schedule = field(default_factory=LogLinearSchedule)
+    base: Schedule = field(default_factory=lambda: LogLinearSchedule(eps=PAPER_EPS))
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, Schedule):

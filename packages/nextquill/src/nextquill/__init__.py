@@ -24,8 +24,10 @@ if TYPE_CHECKING:
         review_examples,
     )
     from nextquill.loss import (
+        AllWeightsEpsWarning,
         NextQuillConfig,
         NextQuillTerms,
+        PreferenceShare,
         data_side_effect,
         nextquill_from_logits,
         nextquill_loss,
@@ -48,8 +50,10 @@ _HOME = {
         "review_examples",
     ),
     "loss": (
+        "AllWeightsEpsWarning",
         "NextQuillConfig",
         "NextQuillTerms",
+        "PreferenceShare",
         "data_side_effect",
         "nextquill_from_logits",
         "nextquill_loss",
@@ -63,10 +67,12 @@ _HOME = {
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
 __all__ = [
+    "AllWeightsEpsWarning",
     "Encoded",
     "Example",
     "NextQuillConfig",
     "NextQuillTerms",
+    "PreferenceShare",
     "World",
     "WorldConfig",
     "character_examples",

@@ -40,7 +40,13 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from nextquill.data import Example, encode  # noqa: E402
-from nextquill.loss import NextQuillConfig, batch_dce, nextquill_terms, raw_weights  # noqa: E402
+from nextquill.loss import (  # noqa: E402
+    NextQuillConfig,
+    PreferenceShare,
+    batch_dce,
+    nextquill_terms,
+    raw_weights,
+)
 
 DCE_KEY = "nextquill_dce"
 """The key under which `NextQuillTrainer.get_batch_samples` stores a micro-batch's ``(N,)`` DCE."""
@@ -99,6 +105,9 @@ class NextQuillTrainer(transformers.Trainer):
             raise TypeError(f"config: expected a NextQuillConfig, got {type(config).__name__}")
         super().__init__(*args, **kwargs)
         self.nextquill = config or NextQuillConfig()
+        # the run's share of tokens with DCE > delta: logged as ``over_delta``, and one
+        # AllWeightsEpsWarning the first time a batch has none
+        self.preference_share = PreferenceShare(self.nextquill.delta)
         self.reference_model = reference_model
         if reference_model is not None:
             reference_model.requires_grad_(False)
@@ -130,8 +139,15 @@ class NextQuillTrainer(transformers.Trainer):
             loss = terms.loss * num_items_in_batch.processes
         else:
             terms = nextquill_terms(model, inputs, self.nextquill, self._weighting_model(inputs))
+            self.preference_share.update(terms.dce)
             loss = terms.loss
         return (loss, terms) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """The Trainer's log, with the run's share of tokens over delta beside the loss."""
+        if "loss" in logs and self.preference_share.tokens:
+            logs = {**logs, "over_delta": self.preference_share.share}
+        super().log(logs, *args, **kwargs)
 
     def _weighting_model(self, inputs: Mapping[str, Any]) -> Any:
         """theta_D on the batch's device, or None (self weights)."""
@@ -161,6 +177,7 @@ class NextQuillTrainer(transformers.Trainer):
             ref = self._weighting_model(inputs)
             dce = batch_dce(self.model if ref is None else ref, inputs)
             sample[DCE_KEY] = dce
+            self.preference_share.update(dce)
             weight_sum += raw_weights(dce, cfg.delta, cfg.lam, cfg.eps).sum().to(weight_sum)
             tokens += dce.numel()
         processes = self.accelerator.num_processes

@@ -24,6 +24,7 @@ right padding (and prompts of any length) give the same loss.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -100,6 +101,51 @@ def raw_weights(dce: torch.Tensor, delta: float, lam: float, eps: float) -> torc
     """``w_t = lam if DCE_t > delta else eps`` before normalisation, ``(N,)`` (detached)."""
     dce = dce.detach()
     return torch.full_like(dce, eps).masked_fill(dce > delta, lam)
+
+
+class AllWeightsEpsWarning(RuntimeWarning):
+    """No response token of a batch has ``DCE > delta``: every weight is eps, L_n is ContextSFT."""
+
+
+class PreferenceShare:
+    """The share of response tokens with ``DCE_t > delta`` (weight lambda) over a training run.
+
+    ``update(dce)`` adds a batch's ``(N,)`` DCE and returns that batch's share; the first
+    batch in which no token is over delta (a fresh or weak theta_D, or self weights early on:
+    every weight eps, so the normalised weights are uniform and L_n is ContextSFT's token
+    mean) raises ONE `AllWeightsEpsWarning` per tracker (one tracker per run) naming the share
+    of the run so far. `share` is the run's share (the public code prints the same ratio
+    every step, ``print("Ratio:", ...)`` in ``train.py``).
+    """
+
+    def __init__(self, delta: float) -> None:
+        check_number("delta", delta, -1.0, 1.0)
+        self.delta = float(delta)
+        self.over = 0
+        self.tokens = 0
+        self.warned = False
+
+    def update(self, dce: torch.Tensor) -> float:
+        over, n = int((dce.detach() > self.delta).sum()), int(dce.numel())
+        self.over += over
+        self.tokens += n
+        if over == 0 and n > 0 and not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"nextquill: no response token of this batch has DCE > delta = {self.delta:g} "
+                f"(share over delta in this run so far: {self.share:.1%} of {self.tokens} "
+                "tokens): every weight is eps, so L_n is ContextSFT's token mean. theta_D (or "
+                "the model itself, without one) does not yet tell the history's tokens apart; "
+                "warned once per run",
+                AllWeightsEpsWarning,
+                stacklevel=2,
+            )
+        return over / n if n else 0.0
+
+    @property
+    def share(self) -> float:
+        """Tokens over delta / tokens, over every batch seen (0.0 before the first)."""
+        return self.over / self.tokens if self.tokens else 0.0
 
 
 def preference_weights(

@@ -24,6 +24,7 @@ __all__ = [
     "MarkovSource",
     "TransductionTask",
     "corrupt",
+    "corrupted_tokens",
     "shakespeare_tokens",
     "text_sequences",
 ]
@@ -32,6 +33,18 @@ CORRUPTIONS = ("samples", "substitute", "shuffle", "duplicate")
 PAPER_TOKEN_FRACTION = 0.5
 """Fraction of a corrupted sample's tokens that are replaced (paper note, "Key Experimental
 Results": "for CLM, 50% were replaced with random vocabulary tokens")."""
+
+
+def corrupted_tokens(n: int, token_fraction: float = PAPER_TOKEN_FRACTION) -> int:
+    """How many of a corrupted sample's `n` tokens are replaced: ``max(1, floor(f n))``.
+
+    The paper says "50%" and no rounding; we round DOWN (what ``int(0.5 * n)`` gives), so an
+    odd-length sample gets ``(n - 1) / 2`` (17 tokens -> 8, 47 %), never more than the
+    fraction, and at least one token. (Python's ``round`` rounds halves to even, which gave 8
+    of 17 but 8 of 15: the direction depended on the length.) A 1e-9 slack keeps products
+    like ``0.29 * 100 = 28.999999999999996`` at 29.
+    """
+    return max(1, math.floor(token_fraction * n + 1e-9))
 
 
 def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -210,8 +223,9 @@ def corrupt(
     """Corrupt a fraction `rate` of the training data, keeping its size D fixed.
 
     - ``samples`` (the paper's protocol, Q = 1 - eta with eta = `rate`): ``round(eta rows)``
-      rows drawn without replacement are corrupted; in each, ``round(token_fraction k)`` of its
-      k positions (in `positions`, default all), drawn without replacement, are replaced by
+      rows drawn without replacement are corrupted; in each, ``corrupted_tokens(k,
+      token_fraction)`` = ``floor(token_fraction k)`` (>= 1) of its k positions (in
+      `positions`, default all), drawn without replacement, are replaced by
       tokens drawn uniformly from the vocabulary (paper note, "Key Experimental Results");
     - ``substitute``: each token (in `positions`, default all) is replaced, with probability
       `rate`, by a token drawn uniformly from the vocabulary;
@@ -251,7 +265,7 @@ def corrupt(
         return out
     if kind == "samples":
         rows = rng.choice(seqs.shape[0], size=round(rate * seqs.shape[0]), replace=False)
-        k = max(1, round(token_fraction * len(cols)))
+        k = corrupted_tokens(len(cols), token_fraction)
         pick = cols[np.argsort(rng.random((len(rows), len(cols))), axis=1)[:, :k]]  # (rows, k)
         out[rows[:, None], pick] = rng.integers(0, vocab_size, pick.shape)
     elif kind == "substitute":

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 
-from quality_scaling.data import PAPER_TOKEN_FRACTION, MarkovSource
+from quality_scaling.data import PAPER_TOKEN_FRACTION, MarkovSource, corrupted_tokens
 
 __all__ = [
     "DEFICIENCY_DEFINITIONS",
@@ -250,7 +250,7 @@ def markov_noisy_floor(
     replaced by a uniform one with probabilities ``p11, p10, p01, p00``, so its joint is
     ``p00 J + p10 u pi^T + p01 pi u^T + p11 u u^T`` (u uniform, pi the stationary marginal).
     ``substitute``: ``p11 = p^2``, ``p10 = p01 = p (1 - p)`` (this is ``K J K^T``). ``samples``:
-    a fraction eta = `rate` of the rows, each with ``k = round(token_fraction row_length)`` of
+    a fraction eta = `rate` of the rows, each with ``k = corrupted_tokens(row_length)`` of
     its `row_length` positions replaced without replacement, so ``p11 = eta k (k-1) / (n (n-1))``
     and ``p10 = p01 = eta k (n-k) / (n (n-1))``. Scored on clean data the predictor ``P~(k|c)``
     of that joint has cross-entropy ``-sum_ck J_ck log P~(k|c)`` (= the entropy rate at rate 0).
@@ -268,7 +268,7 @@ def markov_noisy_floor(
             raise ValueError(f"row_length: expected an int >= 2, got {n!r}")
         if not (isinstance(token_fraction, (int, float)) and 0.0 < token_fraction <= 1.0):
             raise ValueError(f"token_fraction: expected a value in (0, 1], got {token_fraction!r}")
-        k = max(1, round(token_fraction * n))
+        k = corrupted_tokens(n, token_fraction)
         p11 = rate * k * (k - 1) / (n * (n - 1))
         p10 = rate * k * (n - k) / (n * (n - 1))
     else:

@@ -43,6 +43,7 @@ from edt_former.model import (
     answer_loss,
     freeze_llm,
 )
+from edt_former.patching import PEAK_DELTA, PEAK_GAMMA
 from edt_former.qformer import QFormerConfig
 from shared_core.cli import ReproduceArgs
 
@@ -85,8 +86,9 @@ class Config:
     qformer_hidden: int = 64
     qformer_layers: int = 2
     entropy_quantile: float = 0.75  # the official percentile rule (the default patches)
-    peak_delta: int = 3  # the paper's peak rule: NMS gap Delta (atoms), chosen by a sweep
-    peak_gamma: float = 0.02  # ... and prominence gamma (bits), chosen by the same sweep
+    peak_delta: int = PEAK_DELTA  # the paper's peak rule: NMS gap Delta (atoms), by a sweep
+    peak_gamma: float = PEAK_GAMMA  # ... and prominence gamma (bits), by the same sweep
+    signal: str = "entropy"  # per-atom e_t: the code's entropy, or "surprisal" (the note's)
     lora_r: int = 0  # LoRA rank on the LLM (0: frozen LLM, the paper's stage-2 setting)
     stage1_steps: int = 0  # BLIP-2 stage-1 steps on (molecule, caption) pairs before stage 2
     questions: tuple[str, ...] = ALL_QUESTIONS  # question types asked (see edt_former.data)
@@ -208,7 +210,7 @@ def encode(smiles: list[str], frozen: Frozen, c: Config) -> tuple[Encoded, dict[
     from shared_core.data import mol_graph
 
     t1 = time.process_time()
-    ent, mask = atom_entropies(frozen.entropy_model, frozen.vocab, smiles)
+    ent, mask = atom_entropies(frozen.entropy_model, frozen.vocab, smiles, signal=c.signal)
     n = mask.sum(1).tolist()
     gids = entropy_group_ids(ent, mask, c.entropy_quantile)
     pids = peak_group_ids(ent, mask, c.peak_delta, c.peak_gamma)

@@ -84,7 +84,6 @@ class Config:
     gradient: str = (
         "st"  # MELD's mask gradient (`meld.element_terms`): "st", "st-clean-ce", "score"
     )
-    eps: float = 1e-4  # gamma(1) = eps for every arm (paper)
     phi_lr_factor: float = 1.0  # the rates' (phi's) learning rate / the denoiser's (ablation)
     sampling_eps: float = 1e-3  # training times t ~ U[sampling_eps, 1] (MDLM's; paper: none)
     recon: bool = False  # MELD: add the NELBO's reconstruction term at t = sampling_eps (ours)
@@ -167,11 +166,7 @@ def build(arm: str, config: Config, seed: int) -> Any:
 
 
 def _schedule(config: Config) -> Any:
-    from masked_diffusion import LogLinearSchedule
-
-    from meld_diffusion.schedule import ElementwiseSchedule
-
-    return ElementwiseSchedule(LogLinearSchedule(eps=config.eps))
+    return config.meld.schedule()  # gamma(1) = MELDConfig.eps for every arm (paper: 1e-4)
 
 
 def train(
@@ -302,16 +297,16 @@ def clash_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, 
     curves: dict[str, dict[int, Any]] = {"vanilla": {}, "hand": {}}
     for n, rows in small.items():
         src = permutation_closure(rows, n)
-        curves["vanilla"][n] = clashing_curves(src, uniform_rates(config.eps), ts)
-        curves["hand"][n] = clashing_curves(src, constant_rates(HAND_RATES, n, config.eps), ts)
+        curves["vanilla"][n] = clashing_curves(src, uniform_rates(config.meld.eps), ts)
+        curves["hand"][n] = clashing_curves(src, constant_rates(HAND_RATES, n, config.meld.eps), ts)
         for arm in sorted(CLASS_ARMS & models.keys()):
             learned = tuple(models[arm].rates.rates().values())
             curves.setdefault(arm, {})[n] = clashing_curves(
-                src, constant_rates(learned, n, config.eps), ts
+                src, constant_rates(learned, n, config.meld.eps), ts
             )
         for arm in sorted(MELD_CLASH_ARMS & models.keys()):
             per_pi = [
-                clashing_curves(src, position_rates(w, config.eps), ts)
+                clashing_curves(src, position_rates(w, config.meld.eps), ts)
                 for w in _meld_w(models[arm], n, config.clash_columns, seed)
             ]
             curves.setdefault(arm, {})[n] = combine(
@@ -350,8 +345,8 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
         lo, hi = 0.0, 1.0
         for _ in range(60):
             t = 0.5 * (lo + hi)
-            lo, hi = (t, hi) if (1 - config.eps) * np.mean(t**w) < 0.5 else (lo, t)
-        p = (1 - config.eps) * t**w
+            lo, hi = (t, hi) if (1 - config.meld.eps) * np.mean(t**w) < 0.5 else (lo, t)
+        p = (1 - config.meld.eps) * t**w
         return 0.5 * (pair_clash(rows[0], rows[1], p[0]) + pair_clash(rows[1], rows[0], p[1]))
 
     out = {"vanilla": {"mean": at_half(np.ones(rows.shape))}}
@@ -492,7 +487,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             "MELD vs vanilla masked diffusion and a class-level schedule on QM9",
             notes=f"{len(tr)} QM9 training molecules, {config.steps} steps x {config.batch} "
             f"graphs per arm, {config.samples} samples with {config.sample_steps} steps, "
-            f"eps = {config.eps}. Validity: RDKit sanitisation of the raw graph, no correction. "
+            f"eps = {config.meld.eps}. Validity: RDKit sanitisation of the raw graph, no correction. "
             "FCD (fcd_torch), NSPDK MMD and scaffold similarity against "
             f"{len(ref)} held-out QM9 molecules. State clashing: exact, all QM9 molecules with "
             f"<= {config.clash_atoms} heavy atoms and all their atom relabellings; areas are "

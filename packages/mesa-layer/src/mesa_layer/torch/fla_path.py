@@ -147,7 +147,8 @@ def fla_naive(op: str = "mesa_net") -> Any:
     """fla's pure-PyTorch reference ``fla/ops/<op>/naive.py`` as a module, loaded from its file
     so that neither ``fla`` nor Triton is imported (the benchmarks' and tests' peer).
 
-    Raises `ModuleNotFoundError` naming the install when fla-core is absent.
+    Raises `ModuleNotFoundError` naming the install when fla-core is absent (``name="fla"``);
+    a dependency of naive.py that is missing (einops) raises its own, with that ``name``.
     """
     import importlib.util
 
@@ -156,7 +157,8 @@ def fla_naive(op: str = "mesa_net") -> Any:
         raise ModuleNotFoundError(
             "flash-linear-attention's references are not installed: in the workspace they come "
             "with the test group (`uv sync --package mesa-layer --group test`); with pip "
-            "`pip install fla-core`"
+            "`pip install fla-core`",
+            name="fla",
         )
     path = os.path.join(os.path.dirname(spec.origin), "ops", op, "naive.py")
     file_spec = importlib.util.spec_from_file_location(f"fla_naive_{op}", path)

@@ -37,8 +37,10 @@ USES_REFERENCE = ("ln", "lp", "nextquill")
 
 def make_loss(arm: str, config: NextQuillConfig, reference: Any) -> Any:
     """``loss_fn(model, batch) -> (loss, parts)`` of one arm; `reference` is theta_D (paper
-    form) and is ignored by the code-form arms and ``sft``."""
-    from nextquill.loss import forward_logits, nextquill_terms, target_logits
+    form) and is ignored by the code-form arms and ``sft``. The weighted arms log
+    ``over_delta``, the batch's share of tokens with ``DCE > delta``, and warn once per
+    `make_loss` (one run) when a batch has none (`nextquill.loss.PreferenceShare`)."""
+    from nextquill.loss import PreferenceShare, forward_logits, nextquill_terms, target_logits
 
     if arm not in LABELS:
         raise ValueError(f"arm: expected one of {list(LABELS)}, got {arm!r}")
@@ -48,6 +50,8 @@ def make_loss(arm: str, config: NextQuillConfig, reference: Any) -> Any:
         cfg = replace(cfg, alpha=0.0)
     ref = None if code else reference
 
+    share = PreferenceShare(cfg.delta)  # make_loss is called once per run: one warning
+
     def loss_fn(model: Any, batch: dict[str, torch.Tensor]) -> Any:
         import torch.nn.functional as F
 
@@ -56,7 +60,11 @@ def make_loss(arm: str, config: NextQuillConfig, reference: Any) -> Any:
             flat, y = target_logits(logits, batch["labels"])
             return F.cross_entropy(flat, y)
         t = nextquill_terms(model, batch, cfg, ref)
-        parts = {"L_n": float(t.l_n.detach()), "L_p": float(t.l_p.detach())}
+        parts = {
+            "L_n": float(t.l_n.detach()),
+            "L_p": float(t.l_p.detach()),
+            "over_delta": share.update(t.dce),  # the batch's share of tokens with DCE > delta
+        }
         return (t.l_p if arm.startswith("lp") else t.loss), parts
 
     return loss_fn

@@ -160,8 +160,9 @@ def train_arm(
 
 def _train(
     arm: str, world: World, tokenizer: Any, seed: int, config: Config, device: str, reference: Any
-) -> tuple[Any, list[float]]:
-    """`train_arm`'s model and its training losses, one per step."""
+) -> tuple[Any, list[dict[str, float]]]:
+    """`train_arm`'s model and its training record, one dict per step (``loss``, and for the
+    weighted arms ``over_delta``: the batch's share of tokens with DCE > delta)."""
     import torch
 
     from nextquill.data import collate, encode_one, pad_id_of
@@ -186,7 +187,7 @@ def _train(
         device=device,
         show_progress=False,
     )
-    return model, result.losses
+    return model, result.history
 
 
 ESTIMATE_S = {"micro": 17.6, "tiny": 173.0, "small": 753.0}  # CPU seconds, one thread (README)
@@ -223,7 +224,8 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
             if any(a in USES_REFERENCE for a in config.arms):
                 t0 = time.process_time()
                 ref_config = replace(config, steps=config.reference_steps)
-                reference, losses = _train("sft", world, tok, seed, ref_config, args.device, None)
+                reference, record = _train("sft", world, tok, seed, ref_config, args.device, None)
+                losses = [r["loss"] for r in record]
                 reference.requires_grad_(False)
                 metrics = evaluate(reference, tok, test, config.loss)
                 tail = max(1, len(losses) // 10)
@@ -233,11 +235,13 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
                 theta.append(metrics)
             for arm in config.arms:
                 t0 = time.process_time()
-                model = train_arm(
+                model, record = _train(
                     arm, world, tok, seed, config, args.device,
                     reference if arm in USES_REFERENCE else None,
                 )  # fmt: skip
                 metrics = evaluate(model, tok, test, config.loss)
+                if "over_delta" in record[0]:  # the weighted arms: mean share over the steps
+                    metrics["over_delta"] = float(np.mean([r["over_delta"] for r in record]))
                 metrics["cpu_s"] = time.process_time() - t0
                 results[arm].append(metrics)
         phase("report")
