@@ -195,3 +195,41 @@ def test_rouge_scores_and_examples():
     assert examples[0].suffix == "review :" and examples[0].history.startswith("history :")
     with pytest.raises(ValueError, match="generated"):
         rouge_scores([], [])
+
+
+def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, model_dir, reference):
+    """``torchrun --nproc_per_node 2 -m nextquill train`` (gloo, 2 x 1 rows a step) and one
+    process (2 rows a step) log the same loss and gradient norm at every step (1e-5 relative),
+    and their SGD updates are equal."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from shared_core.testing import assert_close
+
+    argv = ["--model", str(model_dir), "--data", str(DATA / "user.jsonl"), "--max-steps", "2",
+            "--reference", str(reference), "--optim", "sgd", "--lr", "0.5"]  # fmt: skip
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+           "--master_port", str(port), "-m", "nextquill", "train", *argv, "--batch-size", "1",
+           "--out", str(tmp_path / "two"), "--runs", str(tmp_path / "runs")]  # fmt: skip
+    done = subprocess.run(cmd, env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main(["train", *argv, "--batch-size", "2", "--out", str(tmp_path / "one"),
+                 "--runs", str(tmp_path / "runs")]) == 0  # fmt: skip
+    logs = {}
+    for name in ("one", "two"):
+        log = json.loads((tmp_path / name / "training_log.json").read_text())
+        logs[name] = [e for e in log if "loss" in e]
+    assert [e["step"] for e in logs["two"]] == [1, 2]
+    for key in ("loss", "grad_norm"):
+        one, two = (torch.tensor([e[key] for e in logs[n]]) for n in ("one", "two"))
+        assert_close(key, one, two, 1e-5)
+    start = _weights(model_dir)
+    one, two = _weights(tmp_path / "one"), _weights(tmp_path / "two")
+    for name, w0 in start.items():
+        assert_close(f"update of {name}", one[name] - w0, two[name] - w0, 1e-5)
