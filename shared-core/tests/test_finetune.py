@@ -7,10 +7,10 @@ import torch
 
 from shared_core.cli import UsageError
 from shared_core.finetune import (
+    _last_checkpoint,
     add_finetune_flags,
     apply_lora,
     encode_records,
-    last_checkpoint,
     load_causal_lm,
     save_finetuned,
     training_arguments,
@@ -140,10 +140,10 @@ def test_checkpoints_go_to_a_subfolder_of_out(tmp_path):
     args = training_arguments(tmp_path / "out", flags("--save-steps", "3", "--optim", "sgd"))
     assert args.output_dir == str(tmp_path / "out" / "checkpoints")
     assert (args.save_steps, args.save_total_limit, args.optim.value) == (3, 1, "sgd")
-    assert last_checkpoint(tmp_path / "out") is None
+    assert _last_checkpoint(tmp_path / "out") is None
     for step in (2, 10):
         (tmp_path / "out" / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
-    assert last_checkpoint(tmp_path / "out") == str(tmp_path / "out/checkpoints/checkpoint-10")
+    assert _last_checkpoint(tmp_path / "out") == str(tmp_path / "out/checkpoints/checkpoint-10")
 
 
 def test_bad_flag_values_are_refused_by_the_parser():

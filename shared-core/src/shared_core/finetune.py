@@ -17,7 +17,12 @@ subclass (their loss); this module gives them the rest, once:
   ``--lr``, ``--optim``, ``--batch-size``, ``--max-length``, ``--bf16``, ``--save-steps`` in
   every package, mapped onto `transformers.TrainingArguments` (no reports, no hub, CPU unless
   ``--device cuda``; the Trainer's checkpoints every ``--save-steps`` steps in
-  ``<out>/checkpoints``, the last one kept, which `last_checkpoint` finds for ``--resume``);
+  ``<out>/checkpoints``, the last one kept, from which ``--resume`` continues);
+- `read_records` / `read_encoded`: ``--data`` / ``--eval`` through `shared_core.data.read_jsonl`
+  (errors naming the flag, file and line) and `encode_records`;
+- `TrainingRun`: a whole ``train`` verb around the package's Trainer (load, LoRA, arguments,
+  collator; `TrainingRun.fit` trains, resumes, evaluates and writes ``--out`` as a
+  `shared_core.hub` folder with ``training_config.json`` and ``training_log.json``);
 - `apply_lora(model, r, alpha)` through peft, and `save_finetuned(model, tokenizer, out,
   merge)`: the adapter, or with `merge` the merged weights, in a folder
   ``AutoModelForCausalLM.from_pretrained`` (or peft's ``AutoPeftModelForCausalLM``) loads.
@@ -240,15 +245,15 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-CHECKPOINTS = "checkpoints"
+_CHECKPOINTS = "checkpoints"
 """The subfolder of ``--out`` holding the Trainer's checkpoints while a run trains."""
 
 
-def last_checkpoint(out: str | os.PathLike[str]) -> str | None:
+def _last_checkpoint(out: str | os.PathLike[str]) -> str | None:
     """The newest ``checkpoint-N`` folder under ``<out>/checkpoints`` (None when there is none)."""
     from transformers import trainer_utils
 
-    folder = Path(out) / CHECKPOINTS
+    folder = Path(out) / _CHECKPOINTS
     last: Any = trainer_utils.get_last_checkpoint  # untyped in transformers 5
     found: str | None = last(str(folder)) if folder.is_dir() else None
     return found
@@ -277,7 +282,7 @@ def training_arguments(
         raise UsageError(f"--optim: expected one of {optimizers}, got {extra['optim']!r}")
     cpu = not device.startswith("cuda")
     settings: dict[str, Any] = {
-        "output_dir": str(Path(out) / CHECKPOINTS),
+        "output_dir": str(Path(out) / _CHECKPOINTS),
         "per_device_train_batch_size": extra["batch_size"],
         "per_device_eval_batch_size": extra["batch_size"],
         "gradient_accumulation_steps": extra["grad_accum"], "num_train_epochs": extra["epochs"],
@@ -318,11 +323,11 @@ def save_finetuned(
     return folder
 
 
-TRAINING_CONFIG = "training_config.json"
-TRAINING_LOG = "training_log.json"
+_TRAINING_CONFIG = "training_config.json"
+_TRAINING_LOG = "training_log.json"
 
 
-def save_trained(
+def _save_trained(
     out: str | os.PathLike[str],
     model: Any,
     tokenizer: Any,
@@ -351,22 +356,22 @@ def save_trained(
     from shared_core.hub import save_folder
 
     folder = Path(out)
-    checkpoints = folder / CHECKPOINTS
+    checkpoints = folder / _CHECKPOINTS
     aside: Path | None = None
     if checkpoints.is_dir():
-        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)) / CHECKPOINTS
+        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)) / _CHECKPOINTS
         os.replace(checkpoints, aside)
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
 
     def write(tmp: Path, _provenance: Mapping[str, Any]) -> None:
         save_finetuned(model, tokenizer, tmp, merge=merge)
-        (tmp / TRAINING_LOG).write_text(json.dumps(list(log_history), indent=2))
+        (tmp / _TRAINING_LOG).write_text(json.dumps(list(log_history), indent=2))
 
     try:
         save_folder(
             folder, write, owner=owner, config=json.loads(json.dumps(settings, default=str)),
-            metrics=metrics, data=list(data), config_name=TRAINING_CONFIG,
+            metrics=metrics, data=list(data), config_name=_TRAINING_CONFIG,
             distribution=distribution,
         )  # fmt: skip
     except BaseException:
@@ -425,7 +430,7 @@ class TrainingRun:
     builds its Trainer from `trainable()` (the model, with ``--lora`` a peft adapter),
     `arguments()` (`training_arguments`) and `collator()`; `fit(trainer, ...)` trains (from
     the last checkpoint in ``--out`` with ``--resume``), reports ``--eval``'s loss, and on
-    the main process saves the folder (`save_trained`) and the run report.
+    the main process saves the folder (`_save_trained`) and the run report.
     """
 
     def __init__(self, args: Any, model: Any, tokenizer: Any) -> None:
@@ -483,9 +488,9 @@ class TrainingRun:
         from shared_core.verbs import record_checkpoint
 
         out = Path(self.args.out)
-        resume_from = last_checkpoint(out) if self.args.resume else None
+        resume_from = _last_checkpoint(out) if self.args.resume else None
         if self.args.resume and resume_from is None:
-            print(f"--resume: no checkpoint in {out / CHECKPOINTS}; training from the start")
+            print(f"--resume: no checkpoint in {out / _CHECKPOINTS}; training from the start")
         phase("train")
         result = trainer.train(resume_from_checkpoint=resume_from)
         files = [d for d in data if d is not None]
@@ -504,7 +509,7 @@ class TrainingRun:
         if trainer.is_world_process_zero():
             package = package or owner.__module__.split(".")[0].replace("_", "-")
             with Run(package, all_settings, out=self.args.runs) as run:
-                save_trained(
+                _save_trained(
                     out, self.model, self.tokenizer, owner=owner, settings=all_settings,
                     log_history=trainer.state.log_history, merge=bool(self.flags.get("merge")),
                     metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str))},
