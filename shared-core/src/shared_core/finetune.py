@@ -58,7 +58,7 @@ def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tupl
 
     name = "smollm2-135m-instruct" if str(spec) == "smollm2" else str(spec)
     if name in {m.name for m in models()}:
-        return load_model(name, dtype), load_tokenizer(name)
+        return _trainable(load_model(name, dtype)), load_tokenizer(name)
     folder = Path(spec)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
@@ -82,6 +82,23 @@ def load_causal_lm(spec: str | os.PathLike[str], dtype: str = "float32") -> tupl
         str(folder), local_files_only=True, dtype=getattr(torch, dtype)
     )
     return model, AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _trainable(model: Any) -> Any:
+    """`model` without the quantization marks of a GGUF load (the offline SmolLM2).
+
+    transformers de-quantizes a GGUF file to float weights but leaves the model marked
+    quantized: the Trainer then refuses to fine-tune it and save_pretrained writes the GGUF
+    quantization_config into config.json (so the saved folder would not load without the
+    file). The weights are plain floats, so the marks go.
+    """
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None and type(quantizer).__name__ == "GgufHfQuantizer":
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+    return model
 
 
 def _load_adapter(folder: Path, dtype: str) -> tuple[Any, Any]:
