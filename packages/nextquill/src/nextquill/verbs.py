@@ -26,12 +26,14 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nextquill.data import Example
 from shared_core.cli import UsageError
 from shared_core.progress import phase, plan
 from shared_core.verbs import VerbArgs
+
+if TYPE_CHECKING:  # nextquill.data imports torch; `--help` must not
+    from nextquill.data import Example
 
 
 def read_examples(
@@ -39,6 +41,7 @@ def read_examples(
 ) -> tuple[list[Example], dict[str, Any]]:
     """The `Example` of each JSONL record (prompt, completion, history; optional prefix) and
     the reader's metrics; a bad record is a `UsageError` naming `flag`, the file and line."""
+    from nextquill.data import Example
     from shared_core.finetune import read_records
 
     read = read_records(path, skip_invalid, flag)
