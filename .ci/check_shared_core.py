@@ -17,6 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "shared-core" / "src" / "shared_core"
 
 KEPT = {
+    # the text-LM verbs' library API (issue 64): for a user's own scripts beside the CLI
+    "shared_core.textlm.CharTokenizer": "the tokenizer a train folder carries; load it beside from_pretrained",
+    "shared_core.textlm.TextTrainConfig": "the train.* settings, for train_text_lm callers",
+    "shared_core.textlm.train_text_lm": "the train verb as a function",
+    "shared_core.textlm.sample_text_lm": "the sample verb as a function",
     # the contract every package's tests, benchmarks and CLI follow (all packages adopt them)
     "shared_core.testing.relative_rms_error": "assert_close's number, for tests that report it",
     "shared_core.bench.Ratio": "the return type of paired_ratio",

@@ -18,6 +18,7 @@ def test_invalid_smiles_names_the_line(data_dir):
         read_smiles(path)
     result = read_smiles(path, skip_invalid=True)
     assert [r.name for r in result] == ["ethanol", "benzene", "acetic_acid"]
+    assert [r.line for r in result] == [1, 2, 4]  # each record's own line, past the skipped one
     assert result.skipped == [(3, "invalid SMILES 'C1CC'; expected a SMILES string RDKit parses")]
     assert result.metrics()["skipped"] == 1
     assert result.metrics()["skipped_records"][0]["line"] == 3
@@ -29,6 +30,7 @@ def test_csv_with_smiles_and_target_columns(data_dir):
     )
     assert [r.name for r in result] == ["ethanol", "benzene", "acetic acid"]
     assert result.records[1].targets == {"logp": 1.69, "solubility": -1.64}
+    assert [r.line for r in result] == [2, 3, 4]  # the header is line 1
 
 
 def test_csv_errors_name_the_column_and_line(data_dir, tmp_path):

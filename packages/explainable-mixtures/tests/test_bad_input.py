@@ -22,26 +22,30 @@ _INF_Y[0, 0] = np.inf
 _D = _X.shape[1]
 
 CASES = {
-    # constructor / set_params: sizes, names, types
-    "zero rules": (lambda: ExplainableMixture(0), ValueError, "n_rules", "0"),
-    "float rules": (lambda: ExplainableMixture(2.5), ValueError, "n_rules"),
-    "string rules": (lambda: ExplainableMixture("3"), ValueError, "n_rules", "'3'"),
-    "unknown components": (lambda: ExplainableMixture(components="zzz"), ValueError, "components"),
-    "NaN lam": (lambda: ExplainableMixture(lam=float("nan")), ValueError, "lam"),
-    "negative lr": (lambda: ExplainableMixture(lr=-1.0), ValueError, "lr"),
+    # hyper-parameters (stored as given, checked by fit): sizes, names, types
+    "zero rules": (lambda: ExplainableMixture(0).fit(_X, _Y), ValueError, "n_rules", "0"),
+    "float rules": (lambda: ExplainableMixture(2.5).fit(_X, _Y), ValueError, "n_rules"),
+    "string rules": (lambda: ExplainableMixture("3").fit(_X, _Y), ValueError, "n_rules", "'3'"),
+    "unknown components": (
+        lambda: ExplainableMixture(components="zzz").fit(_X, _Y),
+        ValueError,
+        "components",
+    ),
+    "NaN lam": (lambda: ExplainableMixture(lam=float("nan")).fit(_X, _Y), ValueError, "lam"),
+    "negative lr": (lambda: ExplainableMixture(lr=-1.0).fit(_X, _Y), ValueError, "lr"),
     "tau_end above tau_start": (
-        lambda: ExplainableMixture(tau_start=0.1, tau_end=0.5),
+        lambda: ExplainableMixture(tau_start=0.1, tau_end=0.5).fit(_X, _Y),
         ValueError,
         "tau_end",
     ),
-    "unknown dtype": (lambda: ExplainableMixture(dtype="float16"), ValueError, "dtype"),
+    "unknown dtype": (lambda: ExplainableMixture(dtype="float16").fit(_X, _Y), ValueError, "dtype"),
     "bic_select not a bool": (
-        lambda: ExplainableMixture(bic_select="yes"),
+        lambda: ExplainableMixture(bic_select="yes").fit(_X, _Y),
         TypeError,
         "bic_select",
     ),
     "set_params unknown bic_count": (
-        lambda: ExplainableMixture().set_params(bic_count="zzz"),
+        lambda: ExplainableMixture().set_params(bic_count="zzz").fit(_X, _Y),
         ValueError,
         "bic_count",
         "zzz",

@@ -160,8 +160,10 @@ def test_multivariate_targets():
     ],
 )
 def test_bad_config_raises(kwargs, match):
+    est = ExplainableMixture(**kwargs)  # stored as given (scikit-learn's convention) ...
+    X, y = np.random.default_rng(0).uniform(size=(40, 3)), np.arange(40.0)
     with pytest.raises(ValueError, match=match):
-        ExplainableMixture(**kwargs)
+        est.fit(X, y)  # ... and checked by fit
 
 
 def test_bad_data_raises():

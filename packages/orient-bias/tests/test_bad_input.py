@@ -276,14 +276,16 @@ def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
         import json
         import orient_bias
         from orient_bias.cli import main
-        code = main(["audit", {str(tmp_path / "aligned.npz")!r}, "--out", {str(tmp_path / "runs")!r}])
+        code = main(["audit", {str(tmp_path / "aligned.npz")!r}, "--runs", {str(tmp_path / "runs")!r},
+                     "--no-mpnn"])
+        mpnn = main(["audit", {str(tmp_path / "aligned.npz")!r}, "--runs", {str(tmp_path / "runs")!r}])
         try:
             orient_bias.PointCloudNet
             model_error = ""
         except ModuleNotFoundError as e:  # require_extra's one line, an ImportError at import
             model_error = str(e)
         repro = main(["reproduce", "--scale", "micro", "--out", {str(tmp_path / "runs")!r}])
-        print(json.dumps({{"code": code, "repro": repro, "torch": "torch" in sys.modules,
+        print(json.dumps({{"code": code, "mpnn": mpnn, "repro": repro, "torch": "torch" in sys.modules,
                            "model_error": model_error}}))
     """)
     proc = subprocess.run(
@@ -292,6 +294,7 @@ def test_audit_and_sklearn_classifiers_work_without_torch(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["code"] == 0 and not result["torch"]
+    assert result["mpnn"] == 2 and "pass --no-mpnn to audit without it" in proc.stderr
     assert "needs the 'torch' extra of orient-bias" in result["model_error"]
     assert "uv sync --package orient-bias --extra torch" in result["model_error"]
     assert "\n" not in result["model_error"]

@@ -18,7 +18,8 @@ def _write_aligned_npz(path, n=120):
 def test_audit_command_writes_report_and_flags_bias(tmp_path, capsys):
     _write_aligned_npz(tmp_path / "aligned.npz")
     (tmp_path / "bad.xyz").write_text("3\nx\nC 0 0 0\n")
-    code = main(["audit", str(tmp_path), "--out", str(tmp_path / "runs"), "--fail-on-bias"])
+    code = main(["audit", str(tmp_path), "--runs", str(tmp_path / "runs"), "--fail-on-bias",
+                 "--skip-invalid", "--no-mpnn"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 1
     assert "BIASED" in out and "1 skipped" in out and "bad.xyz" in out
@@ -29,16 +30,19 @@ def test_audit_command_writes_report_and_flags_bias(tmp_path, capsys):
 
 
 def test_audit_bad_path_is_one_error_line(tmp_path, capsys):
-    code = main(["audit", str(tmp_path / "missing.xyz"), "--out", str(tmp_path)])
-    err = capsys.readouterr().err
+    code = main(["audit", str(tmp_path / "missing.xyz"), "--runs", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2 and err.startswith("orient-bias: error:") and "does not exist" in err
 
 
 def test_audit_needs_exactly_one_source(tmp_path, capsys):
-    assert main(["audit", "--out", str(tmp_path)]) == 2
-    assert "exactly one of PATH or --dataset" in capsys.readouterr().err
+    assert main(["audit", "--runs", str(tmp_path)]) == 2
+    assert "exactly one of --data PATH (or PATH) or --dataset" in capsys.readouterr().err
     _write_aligned_npz(tmp_path / "a.npz", n=30)
-    assert main(["audit", str(tmp_path / "a.npz"), "--dataset", "qm9", "--out", str(tmp_path)]) == 2
+    assert (
+        main(["audit", str(tmp_path / "a.npz"), "--dataset", "qm9", "--runs", str(tmp_path)]) == 2
+    )
+    assert main(["audit", str(tmp_path / "a.npz"), "--data", str(tmp_path / "a.npz")]) == 2
 
 
 def test_lazy_scales_are_the_experiment_scales():

@@ -20,8 +20,10 @@ def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
         f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
     ]
     path.write_text("\n".join(lines) + "\n")
-    assert main(["fit", str(path), "--law", "quality"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out_path = tmp_path / "fit.json"
+    assert main(["fit", "--data", str(path), "--law", "quality", "--out", str(out_path)]) == 0
+    assert "quality law fitted to 60 runs" in capsys.readouterr().out
+    out = json.loads(out_path.read_text())
     assert out["params"]["gamma"] > 0
     assert main(["plan", json.dumps(out), "--compute", "1e21", "--quality", "0.8"]) == 0
     p = json.loads(capsys.readouterr().out)
@@ -29,12 +31,12 @@ def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
-    assert main(["fit", str(tmp_path / "missing.csv")]) == 2
+    assert main(["fit", "--data", str(tmp_path / "missing.csv")]) == 2
     assert "error:" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("N,D,loss\n1,1,nan\n")
-    assert main(["fit", str(bad), "--law", "chinchilla"]) == 2
-    assert "loss: expected finite" in capsys.readouterr().err
+    assert main(["fit", "--data", str(bad), "--law", "chinchilla"]) == 2
+    assert "bad.csv, row 2, column 'loss': empty, NaN" in capsys.readouterr().err
 
 
 def test_cli_import_is_light() -> None:
@@ -60,7 +62,7 @@ def test_bad_cli_arguments_are_one_line(tmp_path: Path, capsys) -> None:
         f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
     ]
     path.write_text("\n".join(lines) + "\n")
-    assert main(["fit", str(path), "--q-col", "quality"]) == 2
+    assert main(["fit", "--data", str(path), "--q-col", "quality"]) == 2
     assert "column 'quality'" in capsys.readouterr().err
     assert main(["plan", "{not json", "--compute", "1e21"]) == 2
     assert "params: expected JSON" in capsys.readouterr().err

@@ -325,7 +325,10 @@ def test_fit_command_fits_the_fixed_n_law(tmp_path, capsys) -> None:
         f"{a},{b},{c},{e}" for a, b, c, e in zip(d.N, d.D, d.Q, d.loss, strict=True)
     ]
     path.write_text("\n".join(lines) + "\n")
-    assert main(["fit", str(path), "--law", "quality_fixed_n", "--delta", "1"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out_path = tmp_path / "fit.json"
+    args = ["fit", "--data", str(path), "--law", "quality_fixed_n", "--delta", "1"]
+    assert main([*args, "--out", str(out_path)]) == 0
+    assert "L(D, Q) = " in capsys.readouterr().out
+    out = json.loads(out_path.read_text())
     assert out["params"]["gamma"] == pytest.approx(PLANTED["gamma"], abs=0.05)
     assert set(out["params"]) == {"B", "E", "beta", "gamma", "gamma_over_beta"}

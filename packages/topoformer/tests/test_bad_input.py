@@ -118,12 +118,12 @@ CASES = {
         "rule",
     ),
     "TopoScan with a string of filtrations": (
-        lambda: TopoScan(filtrations="ricci"),
+        lambda: TopoScan(filtrations="ricci").fit([]),
         ValueError,
         "filtrations",
     ),
     "TopoScan with an unknown filtration": (
-        lambda: TopoScan(filtrations=("zzz",)),
+        lambda: TopoScan(filtrations=("zzz",)).fit([]),
         ValueError,
         "filtration",
     ),

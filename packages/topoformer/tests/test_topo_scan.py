@@ -186,11 +186,13 @@ def test_bad_inputs_raise():
         fit_thresholds([np.zeros(3)], 4, "median")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="finite"):
         fit_thresholds([np.array([0.0, np.inf])], 4)
+    from sklearn.exceptions import NotFittedError
+
     with pytest.raises(ValueError, match="filtration"):
-        TopoScan(("degree", "pagerank"))
+        TopoScan(("degree", "pagerank")).fit([g])  # checked in fit (scikit-learn's convention)
     with pytest.raises(ValueError, match="filtrations"):
-        TopoScan("degree")  # type: ignore[arg-type]
-    with pytest.raises(RuntimeError, match="fit"):
+        TopoScan("degree").fit([g])  # type: ignore[arg-type]
+    with pytest.raises(NotFittedError, match="fit"):
         TopoScan().transform([g])
 
 

@@ -109,16 +109,10 @@ class ExplainableMixture(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self.device = device
         self.dtype = dtype
         self.show_progress = show_progress
-        self._validate()
-
-    def set_params(self, **params: Any) -> ExplainableMixture:
-        """scikit-learn's `set_params`, then the same checks as the constructor."""
-        super().set_params(**params)
-        self._validate()
-        return self
 
     def _validate(self) -> None:
-        """Check the hyper-parameters (stored as given, scikit-learn's convention)."""
+        """Check the hyper-parameters, at the start of `fit`: `__init__` and `set_params` store
+        them as given (scikit-learn's convention, which `check_estimator` tests)."""
         check_positive_int("n_rules", self.n_rules)
         check_positive_int("n_sub", self.n_sub)
         if self.components not in ("induced", "free"):

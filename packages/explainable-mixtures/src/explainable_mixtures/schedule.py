@@ -7,6 +7,8 @@
    to ``tau_end`` over all steps (`tau_at`).
 3. Between stages, `prune_and_merge`.
 4. With ``bic_select``: `select_by_bic`, `simplify_by_bic`, then one more stage at ``tau_end``.
+5. `drop_dead` once more: a rule the last stage starved (share below ``min_share``, or an
+   empty box) is not printed.
 
 `learn` runs it all; the components are induced on all rows at ``tau_end`` at the end.
 """
@@ -23,6 +25,7 @@ import torch
 from explainable_mixtures.parameterisation import initial_model, subset
 from explainable_mixtures.selection import (
     coverage,
+    drop_dead,
     prune_and_merge,
     select_by_bic,
     simplify_by_bic,
@@ -142,6 +145,9 @@ def learn(
         model = select_by_bic(model, xt, yt, s.tau_end, s.merge_jaccard, s.bic_count)
         model = simplify_by_bic(model, xt, yt, s.tau_end, s.bic_count)
         history += train_stage(model, xt, yt, s, per_stage, total, total)
-        model.induce(xt, yt, s.tau_end)
+    # the last stage can starve a rule (its box slides off the data, share 0): drop such rules,
+    # as between stages, so that none is printed
+    model = drop_dead(model, xt, yt, s.tau_end, s.min_share)
+    model.induce(xt, yt, s.tau_end)
     _, share = coverage(model, xt, s.tau_end)
     return subset(model, list(np.argsort(-share, kind="stable"))).eval(), history

@@ -1,10 +1,11 @@
 """Pruning, merging and BIC selection of the rule set (Sec. 4 of the paper, steps 3 and 4).
 
-Between training stages `prune_and_merge` drops dead rules (an empty box on a used feature, or
-a share of the data below ``min_share``) and merges redundant pairs (covered sets with Jaccard
-above ``merge_jaccard`` and components closer than ``merge_hellinger``). After training
-`select_by_bic` drops or merges rules and `simplify_by_bic` opens box sides, each while
-``BIC = 2 NLL + |Theta| log n`` falls; `n_parameters` is ``|Theta|``. Every function returns a
+Between training stages `prune_and_merge` drops dead rules (`alive_rules`: an empty box on a
+used feature, or a share of the data below ``min_share``) and merges redundant pairs (covered
+sets with Jaccard above ``merge_jaccard`` and components closer than ``merge_hellinger``). After
+training `select_by_bic` drops or merges rules and `simplify_by_bic` opens box sides, each while
+``BIC = 2 NLL + |Theta| log n`` falls; `n_parameters` is ``|Theta|``; after the last stage
+`drop_dead` removes a rule that stage starved. Every function returns a
 new `RuleMixture` (or the one it was given) and never changes its argument's parameters,
 except that `prune_and_merge` and the BIC searches re-induce the components they score.
 """
@@ -87,6 +88,30 @@ def merge(model: Any, i: int, j: int, share: np.ndarray) -> Any:
     return merged
 
 
+def alive_rules(model: Any, x: torch.Tensor, tau: float, min_share: float) -> list[int]:
+    """The rules to keep: those whose share of the rows ``x (n, d)`` is at least `min_share`
+    and whose box is not empty on a used feature (``alpha > beta``); the largest-share rule
+    when none is."""
+    _, share = coverage(model, x, tau)
+    with torch.no_grad():
+        a = model.feature_weights()
+        used = (a >= FEATURE_USE * a.max(dim=1, keepdim=True).values).numpy()
+        empty = ((model.alpha > model.beta).numpy() & used).any(1)
+    alive = [i for i in range(model.k) if share[i] >= min_share and not empty[i]]
+    return alive or [int(np.argmax(share))]
+
+
+def drop_dead(model: Any, x: torch.Tensor, y: torch.Tensor, tau: float, min_share: float) -> Any:
+    """The model with only its `alive_rules`, components induced anew (the same model when
+    all are alive)."""
+    alive = alive_rules(model, x, tau, min_share)
+    if len(alive) == model.k:
+        return model
+    model = subset(model, alive)
+    model.induce(x, y, tau)
+    return model
+
+
 def prune_and_merge(
     model: Any,
     x: torch.Tensor,
@@ -97,15 +122,10 @@ def prune_and_merge(
     merge_jaccard: float,
     merge_hellinger: float,
 ) -> Any:
-    """Drop dead rules, then merge redundant pairs; returns a new model (or the same)."""
+    """Drop dead rules (`alive_rules`), then merge redundant pairs; returns a new model (or
+    the same)."""
     covered, share = coverage(model, x, tau)
-    with torch.no_grad():
-        a = model.feature_weights()
-        used = (a >= FEATURE_USE * a.max(dim=1, keepdim=True).values).numpy()
-        empty = ((model.alpha > model.beta).numpy() & used).any(1)
-    alive = [i for i in range(model.k) if share[i] >= min_share and not empty[i]]
-    if not alive:
-        alive = [int(np.argmax(share))]
+    alive = alive_rules(model, x, tau, min_share)
     if len(alive) < model.k:
         model = subset(model, alive)
         model.induce(x, y, tau)

@@ -1,12 +1,14 @@
-"""The ``free-energy-mixer`` console script: ``free-energy-mixer reproduce [--scale ...]``.
+"""The ``free-energy-mixer`` console script: ``reproduce``, and ``train`` / ``sample`` on your
+own text.
 
-Thin on purpose: torch and the experiments are imported inside the command, so ``--help``
-stays fast.
+Thin on purpose: torch, transformers and the experiments are imported inside the commands, so
+``--help`` stays fast.
 """
 
 from __future__ import annotations
 
 from shared_core.cli import lazy_reproduce_command, make_main
+from shared_core.textlm import text_lm_commands
 
 main = make_main(
     "free-energy-mixer",
@@ -20,9 +22,15 @@ main = make_main(
                 "thread, 10 min wall on 2 heavily shared cores, small: hours on CPU, paper: "
                 "GPU-sized)."
             ),
-        )
+        ),
+        *text_lm_commands(
+            "free_energy_mixer.hf:FEMConfig", "an FEM LM (prior: softmax, linear or gla)"
+        ),
     ],
-    description="Free Energy Mixer (ICLR 2026): reproduce the headline comparisons.",
+    description=(
+        "Free Energy Mixer (ICLR 2026): reproduce the headline comparisons, or train and sample "
+        "an FEM LM on your own text."
+    ),
 )
 
 if __name__ == "__main__":

@@ -97,13 +97,21 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, dim: int, base: float = 10000.0) -> None:
         super().__init__()
-        inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-        self.register_buffer("inv_freq", inv.float(), persistent=False)
+        self.dim, self.base = dim, base
+        self.register_buffer("inv_freq", self.frequencies(), persistent=False)
+
+    def frequencies(self) -> torch.Tensor:
+        """``base^(-2i / dim)``, ``i < dim / 2`` (float32): what `inv_freq` holds (it is not
+        saved with the weights, so a loader that builds the model empty refills it from here)."""
+        i = torch.arange(0, self.dim, 2, dtype=torch.float64)
+        return (1.0 / (self.base ** (i / self.dim))).float()
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.shape[2]
         t = torch.arange(offset, offset + T, device=x.device, dtype=torch.float32)
-        ang = torch.outer(t, self.inv_freq.to(x.device))
+        # angles in float32 whatever the buffer's dtype (a float64 model cast with .to() and
+        # one loaded with from_pretrained(dtype=float64) then rotate alike)
+        ang = torch.outer(t, self.inv_freq.to(device=x.device, dtype=torch.float32))
         cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
         x1, x2 = x[..., ::2], x[..., 1::2]
         return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)

@@ -85,14 +85,9 @@ class CausalLM(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         self.norm = nn.LayerNorm(config.d_model)
 
-    def forward(
-        self,
-        ids: torch.Tensor,
-        labels: torch.Tensor | None = None,
-        caches: list[FEMCache] | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logits and (with `labels`, ``-100`` ignored) the cross-entropy; `caches` (one
-        `FEMCache` per layer) continue a decoding."""
+    def features(self, ids: torch.Tensor, caches: list[FEMCache] | None = None) -> torch.Tensor:
+        """The final-norm features ``(B, T, d_model)`` of ``ids (B, T)``; `caches` (one
+        `FEMCache` per layer, updated in place) continue a decoding."""
         V = self.config.vocab_size
         if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long or ids.ndim != 2:
             raise TypeError(f"ids: expected a (batch, time) int64 tensor, got {ids!r:.80}")
@@ -109,7 +104,18 @@ class CausalLM(nn.Module):
         x = self.embed(ids)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])
-        logits = self.norm(x) @ self.embed.weight.T
+        return self.norm(x)
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        caches: list[FEMCache] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits and (with `labels`, ``-100`` ignored) the cross-entropy; `caches` (one
+        `FEMCache` per layer) continue a decoding."""
+        V = self.config.vocab_size
+        logits = self.features(ids, caches) @ self.embed.weight.T
         if labels is None:
             return logits, None
         if labels.shape != ids.shape:

@@ -20,6 +20,9 @@ _EXPORTS: dict[str, str] = {
     "rotary_angles": "backbone",
     "timestep_embedding": "backbone",
     "TokenData": "data",
+    "TokenSpec": "corpus",
+    "MDLM": "pretrained",
+    "MDLMConfig": "pretrained",
     "digits_grid": "data",
     "noise_generator": "data",
     "require_shakespeare": "data",
@@ -60,6 +63,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "MDLM",
     "BackboneConfig",
     "CausalCharLM",
     "CharLMConfig",
@@ -67,11 +71,13 @@ __all__ = [
     "Denoiser",
     "LogLinearSchedule",
     "LossOutput",
+    "MDLMConfig",
     "MaskedDiffusionTransformer",
     "NELBOEstimate",
     "PreNormBlock",
     "Schedule",
     "TokenData",
+    "TokenSpec",
     "TransformerSize",
     "UnmaskProb",
     "ancestral_sample",
@@ -119,6 +125,7 @@ if TYPE_CHECKING:
         rotary_angles,
         timestep_embedding,
     )
+    from masked_diffusion.corpus import TokenSpec
     from masked_diffusion.data import (
         TokenData,
         digits_grid,
@@ -147,6 +154,7 @@ if TYPE_CHECKING:
         nelbo_terms,
         subs_log_probs,
     )
+    from masked_diffusion.pretrained import MDLM, MDLMConfig
     from masked_diffusion.sampling import (
         UnmaskProb,
         ancestral_sample,

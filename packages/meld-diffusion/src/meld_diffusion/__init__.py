@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from shared_core.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "GeneratorConfig": "generator",
+    "MELDGenerator": "generator",
     "ATOM_TYPES": "data",
     "BOND_TYPES": "data",
     "GraphData": "data",
@@ -50,12 +52,14 @@ __all__ = [
     "ClassRates",
     "ElementRates",
     "ElementwiseSchedule",
+    "GeneratorConfig",
     "GraphData",
     "GraphLossOutput",
     "GraphMDM",
     "GraphTransformer",
     "GraphTransformerConfig",
     "MELDConfig",
+    "MELDGenerator",
     "clashing_curves",
     "class_loss",
     "class_sample",
@@ -87,6 +91,7 @@ if TYPE_CHECKING:
         seq_len,
         valid_positions,
     )
+    from meld_diffusion.generator import GeneratorConfig, MELDGenerator
     from meld_diffusion.meld import (
         GraphLossOutput,
         GraphMDM,

@@ -1,17 +1,20 @@
 """Molecular graphs as flat token rows, the layout `masked_diffusion` works on.
 
 A graph with at most ``N = max_atoms`` heavy atoms is one row of ``L = N + N (N - 1) / 2``
-tokens: first the N atom types (`ATOM_TYPES`: C, N, O, F as 0..3), then the bond type of every
-pair ``i < j`` in row-major upper-triangular order (`BOND_TYPES`: none, single, double,
-triple as 0..3). Both vocabularies have four symbols, so one row is a plain sequence over
-``VOCAB_SIZE = 4`` and the mask id is 4 (``masked_diffusion``'s convention: ``vocab_size``).
+tokens: first the N atom types (QM9's `ATOM_TYPES`: C, N, O, F as 0..3, or a vocabulary read
+from the user's file, e.g. ``("C", "N", "O", "S", "Cl", "N+", "O-")``: an element symbol with
+its formal charge), then the bond type of every pair ``i < j`` in row-major upper-triangular
+order (`BOND_TYPES`: none, single, double, triple as 0..3). One row is a plain sequence over
+``vocab_size(K) = max(K, 4)`` tokens for K atom types (QM9: ``VOCAB_SIZE = 4``) and the mask
+id is that size (``masked_diffusion``'s convention).
 Positions of atoms ``>= n_atoms`` (and their pairs) are padding: they hold 0, are never
 masked and never scored.
 
 Molecules come from QM9 (``shared_core.data.load("qm9-smiles")``), kekulised, hydrogens
 implicit; the few charged ones (about 0.2 %) are dropped because the vocabulary has no charge.
 `decode` rebuilds a `shared_core.data.MolGraph` whose hydrogen counts fill each atom's default
-valence (C 4, N 3, O 2, F 1) and NOTHING else: an over-bonded atom keeps its valence, and
+valence (`valence`: C 4, N 3, O 2, F 1, P 3, S 2, halogens 1; N+ 4, O- 1, C- 3) and NOTHING
+else: an over-bonded atom keeps its valence, and
 RDKit's sanitisation (`shared_core.mol_metrics.validity`) rejects it.
 """
 
@@ -29,12 +32,70 @@ if TYPE_CHECKING:
     import torch
 
 ATOM_TYPES = ("C", "N", "O", "F")
-ATOMIC_NUMBERS = (6, 7, 8, 9)
-DEFAULT_VALENCE = (4, 3, 2, 1)
+ELEMENTS = {"C": 6, "N": 7, "O": 8, "F": 9, "P": 15, "S": 16, "Cl": 17, "Br": 35, "I": 53}
+"""The elements an atom type may have (the paper's ZINC250k set), symbol -> Z."""
+_VALENCE = {6: 4, 7: 3, 8: 2, 9: 1, 15: 3, 16: 2, 17: 1, 35: 1, 53: 1}
 BOND_TYPES = ("none", "single", "double", "triple")  # codes = shared_core BOND_TYPES[:4]
 VOCAB_SIZE = 4
 MASK_ID = VOCAB_SIZE
 QM9_MAX_ATOMS = 9
+
+
+def atom_label(z: int, charge: int) -> str:
+    """The atom type of element `z` with formal `charge`: ``"N"``, ``"N+"``, ``"O-"``, ``"C2-"``.
+
+    ValueError for an element outside `ELEMENTS`.
+    """
+    symbol = next((s for s, k in ELEMENTS.items() if k == z), None)
+    if symbol is None:
+        raise ValueError(f"element: Z={z} is not supported; expected one of {', '.join(ELEMENTS)}")
+    if charge == 0:
+        return symbol
+    sign = "+" if charge > 0 else "-"
+    return f"{symbol}{'' if abs(charge) == 1 else abs(charge)}{sign}"
+
+
+def parse_label(label: str) -> tuple[int, int]:
+    """``(Z, charge)`` of an atom type written by `atom_label` (ValueError otherwise)."""
+    body = label.rstrip("+-")
+    sign = label[len(body) :]
+    symbol = body.rstrip("0123456789")
+    digits = body[len(symbol) :]
+    if symbol not in ELEMENTS or len(set(sign)) > 1 or (digits and len(sign) != 1):
+        raise ValueError(
+            f"atom_types: {label!r} is not an element of {tuple(ELEMENTS)} with an optional "
+            "charge such as 'N+' or 'O-'"
+        )
+    size = int(digits) if digits else (1 if sign else 0)
+    return ELEMENTS[symbol], -size if sign == "-" else size
+
+
+def valence(label: str) -> int:
+    """The valence `decode` fills with hydrogens: the element's default, plus the charge for
+    N/O/P/S/halogens (N+ 4, O- 1), minus its size for C (C- 3, C+ 3)."""
+    z, q = parse_label(label)
+    return max(0, 4 - abs(q)) if z == 6 else max(0, _VALENCE[z] + q)
+
+
+def vocab_size(n_atom_types: int) -> int:
+    """Tokens of a row for `n_atom_types` atom types: ``max(n_atom_types, 4)``; mask id = it."""
+    if isinstance(n_atom_types, bool) or not isinstance(n_atom_types, int) or n_atom_types < 1:
+        raise ValueError(f"n_atom_types: expected an int >= 1, got {n_atom_types!r}")
+    return max(n_atom_types, len(BOND_TYPES))
+
+
+def check_atom_types(atom_types: object) -> tuple[str, ...]:
+    """Raise unless `atom_types` is a non-empty tuple of distinct atom types (`parse_label`)."""
+    if not isinstance(atom_types, (tuple, list)) or not atom_types:
+        raise ValueError(f"atom_types: expected a non-empty tuple of labels, got {atom_types!r}")
+    labels = tuple(atom_types)
+    for label in labels:
+        if not isinstance(label, str):
+            raise TypeError(f"atom_types: expected str labels, got {label!r}")
+        parse_label(label)
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"atom_types: labels must be distinct, got {labels}")
+    return labels
 
 
 def check_max_atoms(max_atoms: object) -> int:
@@ -68,9 +129,14 @@ def valid_positions(n_atoms: torch.Tensor, max_atoms: int) -> torch.Tensor:
 
 
 def check_graph_batch(
-    x: torch.Tensor, n_atoms: torch.Tensor, max_atoms: int, name: str = "x0"
+    x: torch.Tensor,
+    n_atoms: torch.Tensor,
+    max_atoms: int,
+    name: str = "x0",
+    vocab: int = VOCAB_SIZE,
 ) -> None:
-    """Raise unless `x` (batch, L) and `n_atoms` (batch,) describe padded graph rows."""
+    """Raise unless `x` (batch, L) and `n_atoms` (batch,) describe padded graph rows (tokens
+    below `vocab`)."""
     import torch
 
     if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] != seq_len(max_atoms):
@@ -83,9 +149,9 @@ def check_graph_batch(
         raise ValueError(f"{name}: expected at least one graph row, got an empty batch")
     if torch.is_floating_point(x) or x.is_complex() or x.dtype == torch.bool:
         raise TypeError(f"{name}: expected integer tokens, got dtype {x.dtype}")
-    if int(x.min()) < 0 or int(x.max()) >= VOCAB_SIZE:
+    if int(x.min()) < 0 or int(x.max()) >= vocab:
         raise ValueError(
-            f"{name}: expected clean tokens in [0, {VOCAB_SIZE}), got range "
+            f"{name}: expected clean tokens in [0, {vocab}), got range "
             f"[{int(x.min())}, {int(x.max())}]"
         )
     if not isinstance(n_atoms, torch.Tensor) or n_atoms.shape != (x.shape[0],):
@@ -100,13 +166,17 @@ def check_graph_batch(
         )
 
 
-def encode(graphs: Sequence[MolGraph], max_atoms: int) -> tuple[np.ndarray, np.ndarray]:
+def encode(
+    graphs: Sequence[MolGraph], max_atoms: int, atom_types: Sequence[str] = ATOM_TYPES
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``(len(graphs), L)`` int64 and atom counts ``(len(graphs),)`` of kekulised graphs.
 
-    Raises ValueError for a graph with more than `max_atoms` atoms, an element outside C/N/O/F,
-    a formal charge or an aromatic bond (call ``mol_graph(..., kekulize=True)``).
+    Raises ValueError for a graph with more than `max_atoms` atoms, an atom (element and
+    formal charge) outside `atom_types` or an aromatic bond (call
+    ``mol_graph(..., kekulize=True)``).
     """
     n = check_max_atoms(max_atoms)
+    types = check_atom_types(atom_types)
     pos = {(int(a), int(b)): n + k for k, (a, b) in enumerate(zip(*pair_index(n), strict=True))}
     rows = np.zeros((len(graphs), seq_len(n)), dtype=np.int64)
     counts = np.zeros(len(graphs), dtype=np.int64)
@@ -116,12 +186,13 @@ def encode(graphs: Sequence[MolGraph], max_atoms: int) -> tuple[np.ndarray, np.n
         if g.num_atoms > n:
             raise ValueError(f"graphs: entry {r} has {g.num_atoms} atoms > max_atoms={n}")
         for k, (z, charge) in enumerate(g.atoms[:, :2].tolist()):
-            if z not in ATOMIC_NUMBERS or charge != 0:
+            label = atom_label(z, charge) if z in _VALENCE else f"Z={z}"
+            if label not in types:
                 raise ValueError(
-                    f"graphs: entry {r} atom {k} is Z={z} with charge {charge}; expected an "
-                    f"uncharged atom among {ATOM_TYPES}"
+                    f"graphs: entry {r} atom {k} is {label} (Z={z}, charge {charge}); "
+                    f"expected an atom among {types}"
                 )
-            rows[r, k] = ATOMIC_NUMBERS.index(z)
+            rows[r, k] = types.index(label)
         for (a, b), t in zip(
             g.edge_index[:, 0::2].T.tolist(), g.bond_types[0::2].tolist(), strict=True
         ):
@@ -133,7 +204,10 @@ def encode(graphs: Sequence[MolGraph], max_atoms: int) -> tuple[np.ndarray, np.n
 
 
 def decode(
-    rows: np.ndarray | torch.Tensor, n_atoms: np.ndarray | torch.Tensor, max_atoms: int
+    rows: np.ndarray | torch.Tensor,
+    n_atoms: np.ndarray | torch.Tensor,
+    max_atoms: int,
+    atom_types: Sequence[str] = ATOM_TYPES,
 ) -> list[MolGraph]:
     """`MolGraph` of each row: the inverse of `encode` (hydrogens fill default valences).
 
@@ -143,6 +217,9 @@ def decode(
     rows = np.asarray(rows.cpu() if hasattr(rows, "cpu") else rows, dtype=np.int64)
     counts = np.asarray(n_atoms.cpu() if hasattr(n_atoms, "cpu") else n_atoms, dtype=np.int64)
     n = check_max_atoms(max_atoms)
+    types = check_atom_types(atom_types)
+    zq = np.asarray([parse_label(t) for t in types], dtype=np.int64)  # (K, 2)
+    val = np.asarray([valence(t) for t in types], dtype=np.int64)
     if rows.ndim != 2 or rows.shape[1] != seq_len(n) or counts.shape != (rows.shape[0],):
         raise ValueError(
             f"rows, n_atoms: expected shapes (b, {seq_len(n)}) and (b,), got {rows.shape} and "
@@ -152,23 +229,28 @@ def decode(
         raise ValueError(
             f"n_atoms: expected atom counts in [1, max_atoms={n}], got {counts.min()}..{counts.max()}"
         )
-    if rows.size and (rows.min() < 0 or rows.max() >= VOCAB_SIZE):
+    if rows.size and (rows.min() < 0 or rows.max() >= vocab_size(len(types))):
         raise ValueError(
-            f"rows: expected tokens in [0, {VOCAB_SIZE}) (no mask left), got {rows.min()}..{rows.max()}"
+            f"rows: expected tokens in [0, {vocab_size(len(types))}) (no mask left), got "
+            f"{rows.min()}..{rows.max()}"
         )
     pi, pj = pair_index(n)
     out = []
     for row, m in zip(rows, counts.tolist(), strict=True):
-        types = row[:m]
+        kinds = row[:m]
+        if kinds.size and kinds.max() >= len(types):
+            raise ValueError(f"rows: atom tokens must be < {len(types)} atom types, got {kinds}")
         bonds = row[n:]
+        if (bonds >= len(BOND_TYPES)).any():
+            raise ValueError(f"rows: bond tokens must be < {len(BOND_TYPES)}, got {bonds.max()}")
         keep = (bonds > 0) & (pj < m)
         a, b, t = pi[keep], pj[keep], bonds[keep]
         order = np.zeros(m, dtype=np.int64)
         np.add.at(order, a, t)
         np.add.at(order, b, t)
-        hs = np.maximum(0, np.asarray(DEFAULT_VALENCE)[types] - order)
+        hs = np.maximum(0, val[kinds] - order)
         atoms = np.zeros((m, 5), dtype=np.int64)
-        atoms[:, 0] = np.asarray(ATOMIC_NUMBERS)[types]
+        atoms[:, :2] = zq[kinds]
         atoms[:, 4] = hs
         edge_index = np.stack([np.stack([a, b], 1), np.stack([b, a], 1)], 1).reshape(-1, 2).T
         out.append(MolGraph(atoms, edge_index.reshape(2, -1), np.repeat(t, 2), kekulized=True))

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from meld_diffusion.data import VOCAB_SIZE, decode, pair_index
+from meld_diffusion.data import ATOM_TYPES, VOCAB_SIZE, decode, pair_index, vocab_size
 
 DESCRIPTORS = (
     "MolWt",
@@ -45,15 +45,15 @@ DESCRIPTORS = (
 
 
 def type_histograms(
-    rows: np.ndarray, n_atoms: np.ndarray, max_atoms: int
+    rows: np.ndarray, n_atoms: np.ndarray, max_atoms: int, vocab: int = VOCAB_SIZE
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Atom-type (4,) and bond-type (4,) frequencies over existing atoms and atom pairs."""
+    """Atom-type and bond-type frequencies (vocab,) over existing atoms and atom pairs."""
     rows, n_atoms = np.asarray(rows), np.asarray(n_atoms)
     atoms = rows[:, :max_atoms][np.arange(max_atoms)[None] < n_atoms[:, None]]
     _, pj = pair_index(max_atoms)
     bonds = rows[:, max_atoms:][pj[None] < n_atoms[:, None]]
-    a = np.bincount(atoms, minlength=VOCAB_SIZE) / max(1, atoms.size)
-    b = np.bincount(bonds, minlength=VOCAB_SIZE) / max(1, bonds.size)
+    a = np.bincount(atoms, minlength=vocab) / max(1, atoms.size)
+    b = np.bincount(bonds, minlength=vocab) / max(1, bonds.size)
     return a, b
 
 
@@ -84,6 +84,60 @@ def _pairs(name: str, rows: object, counts: object) -> None:
         )
 
 
+def smiles_metrics(
+    samples: Sequence[str | None],
+    *,
+    train_smiles: Sequence[str] | None = None,
+    reference_smiles: Sequence[str] | None = None,
+    fcd: bool | None = None,
+) -> dict[str, Any]:
+    """The paper's metrics of generated molecules given as SMILES (None or "" = invalid graph).
+
+    ``validity`` (RDKit sanitisation, no correction; over all samples), ``connected``,
+    ``uniqueness``; ``novelty`` against `train_smiles`; ``desc_fd``, ``nspdk``, ``scaffold``
+    and ``fcd`` against `reference_smiles` (`fcd` as in `sample_metrics`).
+    """
+    from meld_diffusion.graph_metrics import nspdk_mmd, scaffold_similarity
+    from shared_core import mol_metrics as mm
+    from shared_core.metrics import frechet_distance
+
+    if fcd is not None and not isinstance(fcd, bool):
+        raise TypeError(f"fcd: expected True, False or None, got {fcd!r}")
+    if fcd and not fcd_available():
+        raise ValueError("fcd: True needs fcd_torch (pip install 'meld-diffusion[fcd]')")
+    if fcd and reference_smiles is None:
+        raise ValueError("fcd: True needs reference_smiles")
+    if not samples:
+        raise ValueError("samples: expected at least one generated molecule, got 0")
+    given = [s for s in samples if s]
+    canon = iter(mm.canonical_smiles(given, "samples") if given else [])
+    valid = [c for s in samples if s and (c := next(canon)) is not None]
+    out: dict[str, Any] = {
+        "samples": len(samples),
+        "validity": len(valid) / len(samples),
+        "connected": sum(1 for s in valid if "." not in s) / len(samples),
+    }
+    out["uniqueness"] = mm.uniqueness(valid) if valid else 0.0
+    if train_smiles is not None:
+        out["novelty"] = mm.novelty(valid, list(train_smiles)) if valid else 0.0
+    if reference_smiles is None:
+        return out
+    ref = descriptor_features(list(reference_smiles))
+    mu, sd = ref.mean(0), ref.std(0) + 1e-8
+    out["desc_fd"] = (
+        frechet_distance((descriptor_features(valid) - mu) / sd, (ref - mu) / sd)
+        if len(valid) >= 2
+        else float("nan")
+    )
+    out["nspdk"] = nspdk_mmd(valid, list(reference_smiles)) if valid else float("nan")
+    out["scaffold"] = scaffold_similarity(valid, list(reference_smiles)) if valid else 0.0
+    if (fcd_available() if fcd is None else fcd) and len(valid) >= 2:
+        from fcd_torch import FCD
+
+        out["fcd"] = float(FCD(device="cpu", n_jobs=1)(valid, list(reference_smiles)))
+    return out
+
+
 def sample_metrics(
     rows: np.ndarray,
     n_atoms: np.ndarray,
@@ -94,6 +148,7 @@ def sample_metrics(
     train_counts: np.ndarray | None = None,
     reference_smiles: Sequence[str] | None = None,
     fcd: bool | None = None,
+    atom_types: Sequence[str] = ATOM_TYPES,
 ) -> dict[str, Any]:
     """The sample metrics of generated rows (see the module docstring) that the inputs allow.
 
@@ -101,49 +156,25 @@ def sample_metrics(
     `train_smiles`; ``atom_tv`` / ``bond_tv`` need `train_rows` and `train_counts`;
     ``desc_fd``, ``nspdk``, ``scaffold`` and ``fcd`` need `reference_smiles`. `fcd`: True
     computes the ChemNet FCD (ValueError when ``fcd_torch`` is missing), False skips it, None
-    (default) computes it when ``fcd_torch`` is installed.
+    (default) computes it when ``fcd_torch`` is installed (`smiles_metrics`).
     """
-    from meld_diffusion.graph_metrics import nspdk_mmd, scaffold_similarity
     from shared_core import mol_metrics as mm
-    from shared_core.metrics import frechet_distance
 
     _pairs("train_rows", train_rows, train_counts)
-    if fcd is not None and not isinstance(fcd, bool):
-        raise TypeError(f"fcd: expected True, False or None, got {fcd!r}")
-    if fcd and not fcd_available():
-        raise ValueError("fcd: True needs fcd_torch (pip install 'meld-diffusion[fcd]')")
-    if fcd and reference_smiles is None:
-        raise ValueError("fcd: True needs reference_smiles")
-    graphs = decode(rows, n_atoms, max_atoms)
+    graphs = decode(rows, n_atoms, max_atoms, atom_types)
     if not graphs:
         raise ValueError("rows: expected at least one generated row, got 0")
-    canon = mm.canonical_smiles(graphs)
-    valid = [s for s in canon if s is not None]
-    out: dict[str, Any] = {
-        "validity": len(valid) / len(canon),
-        "connected": sum(1 for s in valid if "." not in s) / len(canon),
-    }
-    out["uniqueness"] = mm.uniqueness(valid) if valid else 0.0
-    if train_smiles is not None:
-        out["novelty"] = mm.novelty(valid, list(train_smiles)) if valid else 0.0
+    out = smiles_metrics(
+        mm.canonical_smiles(graphs),
+        train_smiles=train_smiles,
+        reference_smiles=reference_smiles,
+        fcd=fcd,
+    )
+    del out["samples"]
     if train_rows is not None and train_counts is not None:
-        ga, gb = type_histograms(rows, n_atoms, max_atoms)
-        ta, tb = type_histograms(train_rows, train_counts, max_atoms)
+        V = vocab_size(len(atom_types))
+        ga, gb = type_histograms(rows, n_atoms, max_atoms, V)
+        ta, tb = type_histograms(train_rows, train_counts, max_atoms, V)
         out["atom_tv"] = 0.5 * float(np.abs(ga - ta).sum())
         out["bond_tv"] = 0.5 * float(np.abs(gb - tb).sum())
-    if reference_smiles is None:
-        return out
-    ref = descriptor_features(list(reference_smiles))
-    mu, sd = ref.mean(0), ref.std(0) + 1e-8
-    out["desc_fd"] = (
-        frechet_distance((descriptor_features(valid) - mu) / sd, (ref - mu) / sd)
-        if len(valid) >= 2
-        else float("nan")
-    )
-    out["nspdk"] = nspdk_mmd(valid, list(reference_smiles))
-    out["scaffold"] = scaffold_similarity(valid, list(reference_smiles))
-    if (fcd_available() if fcd is None else fcd) and len(valid) >= 2:
-        from fcd_torch import FCD
-
-        out["fcd"] = float(FCD(device="cpu", n_jobs=1)(valid, list(reference_smiles)))
     return out

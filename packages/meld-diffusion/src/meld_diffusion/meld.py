@@ -51,7 +51,7 @@ from masked_diffusion import (
 )
 from torch import nn
 
-from meld_diffusion.data import MASK_ID, VOCAB_SIZE, check_graph_batch, valid_positions
+from meld_diffusion.data import VOCAB_SIZE, check_graph_batch, valid_positions
 from meld_diffusion.rates import ClassRates, ElementRates, check_columns
 from meld_diffusion.schedule import ElementwiseSchedule
 
@@ -77,6 +77,14 @@ class GraphMDM(nn.Module):
         pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
         return self.denoiser(x, n_atoms, t, pos)
+
+
+def vocab_of(model: nn.Module) -> int:
+    """The token count V of `model`'s rows (its denoiser's ``cfg.vocab_size``, else QM9's 4);
+    the mask id is V."""
+    inner = getattr(model, "module", model)  # DDP keeps `.module`
+    cfg = getattr(getattr(inner, "denoiser", None), "cfg", None)
+    return int(getattr(cfg, "vocab_size", VOCAB_SIZE))
 
 
 @dataclass
@@ -149,10 +157,11 @@ def vanilla_loss(
 
     Draws t (antithetic) then ``u = rand(x0.shape)`` (inside ``q_xt``) from `generator`.
     """
-    check_graph_batch(x0, n_atoms, max_atoms)
+    V = vocab_of(model)
+    check_graph_batch(x0, n_atoms, max_atoms, vocab=V)
     t = _times(x0, t, generator, sampling_eps)
     valid = valid_positions(n_atoms, max_atoms)
-    x_t = torch.where(valid, q_xt(x0, t, schedule, MASK_ID, generator=generator), x0)
+    x_t = torch.where(valid, q_xt(x0, t, schedule, V, generator=generator), x0)
     logits = model(x_t, t, n_atoms)
     terms = nelbo_terms(logits, x0, x_t, t, schedule) * valid
     loss = terms.sum() / valid.sum()
@@ -190,10 +199,10 @@ def straight_through_mask(
     return hard, m
 
 
-def _relaxed_input(x0: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    """``(1 - m) onehot(x0) + m onehot(mask)``: (batch, L, 5)."""
-    onehot = F.one_hot(x0.long(), VOCAB_SIZE + 1).to(m.dtype)
-    mask_hot = F.one_hot(torch.full_like(x0, MASK_ID).long(), VOCAB_SIZE + 1).to(m.dtype)
+def _relaxed_input(x0: torch.Tensor, m: torch.Tensor, vocab: int) -> torch.Tensor:
+    """``(1 - m) onehot(x0) + m onehot(mask)``: (batch, L, vocab + 1), the mask id = vocab."""
+    onehot = F.one_hot(x0.long(), vocab + 1).to(m.dtype)
+    mask_hot = F.one_hot(torch.full_like(x0, vocab).long(), vocab + 1).to(m.dtype)
     return (1.0 - m)[..., None] * onehot + m[..., None] * mask_hot
 
 
@@ -277,7 +286,8 @@ def meld_loss(
 
     Raises ValueError when max_atoms exceeds H's column count (naming N and the maximum).
     """
-    check_graph_batch(x0, n_atoms, max_atoms)
+    V = vocab_of(model)
+    check_graph_batch(x0, n_atoms, max_atoms, vocab=V)
     if not isinstance(schedule, ElementwiseSchedule):
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
     _check_tau(tau)
@@ -293,9 +303,9 @@ def meld_loss(
     w = rates(columns)
     p = schedule.mask_prob(t, w)
     hard, m = straight_through_mask(p, u, valid, tau)
-    x_t = torch.where(hard, torch.full_like(x0, MASK_ID), x0)
-    logits = model(_relaxed_input(x0, m), t, n_atoms, rates.embeddings(columns))
-    check_logits(logits, x_t, VOCAB_SIZE)
+    x_t = torch.where(hard, torch.full_like(x0, V), x0)
+    logits = model(_relaxed_input(x0, m, V), t, n_atoms, rates.embeddings(columns))
+    check_logits(logits, x_t, V)
     nll, _ = _nll(logits, x0)
     weight = schedule.weight(t.to(nll.dtype), w.to(nll.dtype))
     terms = element_terms(hard, m.to(nll.dtype), p.to(nll.dtype), weight, nll, gradient)
@@ -330,7 +340,7 @@ def _recon_terms(
     u = torch.rand(x0.shape, generator=generator, device=x0.device)
     p = schedule.mask_prob(t_d, w)
     hard, m = straight_through_mask(p, u, valid, tau)
-    logits = model(_relaxed_input(x0, m), t_d, n_atoms, rates.embeddings(columns))
+    logits = model(_relaxed_input(x0, m, vocab_of(model)), t_d, n_atoms, rates.embeddings(columns))
     nll, _ = _nll(logits, x0)
     ones = torch.ones_like(nll)
     return element_terms(hard, m.to(nll.dtype), p.to(nll.dtype), ones, nll, gradient)
@@ -365,7 +375,8 @@ def class_loss(
     ``m * term`` for every element, whose straight-through gradient carries the clean elements'
     untrained term; ``"score"`` the own-term estimator. All three have the same loss value.
     """
-    check_graph_batch(x0, n_atoms, max_atoms)
+    V = vocab_of(model)
+    check_graph_batch(x0, n_atoms, max_atoms, vocab=V)
     if not isinstance(schedule, ElementwiseSchedule):
         raise TypeError(f"schedule: expected an ElementwiseSchedule, got {type(schedule).__name__}")
     _check_tau(tau)
@@ -375,16 +386,16 @@ def class_loss(
     u = _uniforms(x0, u, generator)
     valid = valid_positions(n_atoms, max_atoms)
     b, L = x0.shape
-    table = rates(max_atoms).expand(b, L, VOCAB_SIZE)  # rates by position and clean value
+    table = rates(max_atoms).expand(b, L, V)  # rates by position and clean value
     w = table.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
     p = schedule.mask_prob(t, w)
     hard, m = straight_through_mask(p, u, valid, tau)
-    x_t = torch.where(hard, torch.full_like(x0, MASK_ID), x0)
-    logits = model(_relaxed_input(x0, m), t, n_atoms)
-    check_logits(logits, x_t, VOCAB_SIZE)
+    x_t = torch.where(hard, torch.full_like(x0, V), x0)
+    logits = model(_relaxed_input(x0, m, V), t, n_atoms)
+    check_logits(logits, x_t, V)
     nll, logp = _nll(logits, x0)
     tt = t.to(nll.dtype)
-    omega = schedule.weight(tt, table.reshape(b, -1).to(nll.dtype)).view(b, L, VOCAB_SIZE)
+    omega = schedule.weight(tt, table.reshape(b, -1).to(nll.dtype)).view(b, L, V)
     omega_j = omega.gather(-1, x0.long().unsqueeze(-1)).squeeze(-1)
     own = omega_j * nll + (omega * logp.exp()).sum(-1) - omega_j
     terms = element_terms(
@@ -394,9 +405,9 @@ def class_loss(
     return GraphLossOutput(loss, terms, t, x_t, logits, w)
 
 
-def _start(n_atoms: torch.Tensor, max_atoms: int) -> torch.Tensor:
+def _start(n_atoms: torch.Tensor, max_atoms: int, vocab: int) -> torch.Tensor:
     valid = valid_positions(n_atoms, max_atoms)
-    return torch.where(valid, MASK_ID, 0).long()
+    return torch.where(valid, vocab, 0).long()
 
 
 def _check_sampler(n_atoms: object, max_atoms: int, steps: object, temperature: float) -> None:
@@ -423,15 +434,16 @@ def _sample(
     generator: torch.Generator | None,
     temperature: float,
     unmask_prob: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None,
+    vocab: int,
 ) -> torch.Tensor:
     return ancestral_sample(
         denoiser,
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab,
         steps=steps,
         schedule=schedule,
         temperature=temperature,
         generator=generator,
-        x_init=_start(n_atoms, max_atoms),
+        x_init=_start(n_atoms, max_atoms, vocab),
         device=n_atoms.device,
         unmask_prob=unmask_prob,
     )
@@ -452,7 +464,7 @@ def vanilla_sample(
     _check_sampler(n_atoms, max_atoms, steps, temperature)
     return _sample(
         lambda x, t: model(x, t, n_atoms), n_atoms, max_atoms, steps, schedule, generator,
-        temperature, None,
+        temperature, None, vocab_of(model),
     )  # fmt: skip
 
 
@@ -487,6 +499,7 @@ def meld_sample(
     return _sample(
         lambda x, t: model(x, t, n_atoms, pos), n_atoms, max_atoms, steps, schedule.base,
         generator, temperature, lambda x, t, s: schedule.unmask_prob(t, s, w).float(),
+        vocab_of(model),
     )  # fmt: skip
 
 
@@ -508,11 +521,12 @@ def class_sample(
     table = rates(max_atoms).reshape(1, -1).expand(b, -1)  # (b, L * V)
 
     def unmask(x: torch.Tensor, t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-        return schedule.unmask_prob(t, s, table).view(b, -1, VOCAB_SIZE).float()
+        return schedule.unmask_prob(t, s, table).view(b, -1, V).float()
 
+    V = vocab_of(model)
     return _sample(
         lambda x, t: model(x, t, n_atoms), n_atoms, max_atoms, steps, schedule.base, generator,
-        temperature, unmask,
+        temperature, unmask, V,
     )  # fmt: skip
 
 

@@ -30,12 +30,7 @@ import torch.nn.functional as F
 from masked_diffusion import timestep_embedding
 from torch import nn
 
-from meld_diffusion.data import (
-    VOCAB_SIZE,
-    check_max_atoms,
-    pair_index,
-    seq_len,
-)
+from meld_diffusion.data import BOND_TYPES, check_max_atoms, pair_index, seq_len, vocab_size
 
 
 @dataclass(frozen=True)
@@ -43,6 +38,9 @@ class GraphTransformerConfig:
     """Sizes of `GraphTransformer`; the defaults are the tiny-scale denoiser.
 
     d_pos: width D of the element embeddings it is given (`pos`); 0 takes none.
+    atom_types: K, the number of atom types (QM9: 4); rows hold ``vocab_size = max(K, 4)``
+        tokens and the logits of values an element cannot take (atom tokens >= K, bond
+        tokens >= 4) are ``NEG``.
     """
 
     max_atoms: int = 9  # N: QM9 has at most 9 heavy atoms
@@ -51,9 +49,16 @@ class GraphTransformerConfig:
     n_layers: int = 3
     n_heads: int = 4
     d_pos: int = 0
+    atom_types: int = 4
+
+    @property
+    def vocab_size(self) -> int:
+        """Clean tokens of a row, ``max(atom_types, 4)``; the mask id equals it."""
+        return vocab_size(self.atom_types)
 
     def __post_init__(self) -> None:
         check_max_atoms(self.max_atoms)
+        vocab_size(self.atom_types)
         if isinstance(self.d_pos, bool) or not isinstance(self.d_pos, int) or self.d_pos < 0:
             raise ValueError(f"d_pos: expected an int >= 0, got {self.d_pos!r}")
         for name in ("d_node", "d_edge", "n_layers", "n_heads"):
@@ -62,6 +67,9 @@ class GraphTransformerConfig:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
         if self.d_node % self.n_heads:
             raise ValueError(f"n_heads: must divide d_node={self.d_node}, got {self.n_heads}")
+
+
+NEG = -1e4  # the logit of a value an element cannot take (softmax probability exactly 0)
 
 
 class GraphLayer(nn.Module):
@@ -101,19 +109,21 @@ class GraphLayer(nn.Module):
 
 
 class GraphTransformer(nn.Module):
-    """``f(x, n_atoms, t, pos=None) -> (batch, L, 4)``: logits per atom and per bond."""
+    """``f(x, n_atoms, t, pos=None) -> (batch, L, V)``: logits per atom and per bond
+    (``V = cfg.vocab_size``)."""
 
     def __init__(self, cfg: GraphTransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
         n, dn, de = cfg.max_atoms, cfg.d_node, cfg.d_edge
-        self.atom_embed = nn.Linear(VOCAB_SIZE + 1, dn, bias=False)
-        self.bond_embed = nn.Linear(VOCAB_SIZE + 1, de, bias=False)
+        V = cfg.vocab_size
+        self.atom_embed = nn.Linear(V + 1, dn, bias=False)
+        self.bond_embed = nn.Linear(V + 1, de, bias=False)
         self.self_edge = nn.Parameter(torch.zeros(de))
         self.time_mlp = nn.Sequential(nn.Linear(dn, dn), nn.SiLU(), nn.Linear(dn, dn + de))
         self.layers = nn.ModuleList(GraphLayer(cfg) for _ in range(cfg.n_layers))
-        self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, VOCAB_SIZE))
-        self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, VOCAB_SIZE))
+        self.atom_head = nn.Sequential(nn.LayerNorm(dn), nn.Linear(dn, V))
+        self.bond_head = nn.Sequential(nn.LayerNorm(de), nn.Linear(de, V))
         for head in (self.atom_head, self.bond_head):
             last = head[1]
             assert isinstance(last, nn.Linear)
@@ -136,14 +146,14 @@ class GraphTransformer(nn.Module):
         pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
         cfg = self.cfg
-        n, L = cfg.max_atoms, seq_len(cfg.max_atoms)
+        n, L, V = cfg.max_atoms, seq_len(cfg.max_atoms), cfg.vocab_size
         if x.ndim == 2:
             if x.shape[1] != L:
                 raise ValueError(f"x: expected (batch, {L}) tokens, got {tuple(x.shape)}")
-            x = F.one_hot(x.long(), VOCAB_SIZE + 1).to(self.atom_embed.weight.dtype)
-        elif x.ndim != 3 or x.shape[1:] != (L, VOCAB_SIZE + 1):
+            x = F.one_hot(x.long(), V + 1).to(self.atom_embed.weight.dtype)
+        elif x.ndim != 3 or x.shape[1:] != (L, V + 1):
             raise ValueError(
-                f"x: expected (batch, {L}) tokens or a (batch, {L}, {VOCAB_SIZE + 1}) one-hot, "
+                f"x: expected (batch, {L}) tokens or a (batch, {L}, {V + 1}) one-hot, "
                 f"got {tuple(x.shape)}"
             )
         b = x.shape[0]
@@ -176,4 +186,8 @@ class GraphTransformer(nn.Module):
         e = 0.5 * (e + e.transpose(1, 2))  # bond (i, j) and (j, i) are one element
         atoms = self.atom_head(h)
         bonds = self.bond_head(e[:, self.pair_i, self.pair_j])
+        if cfg.atom_types < V:
+            atoms = atoms.masked_fill(torch.arange(V, device=x.device) >= cfg.atom_types, NEG)
+        if len(BOND_TYPES) < V:
+            bonds = bonds.masked_fill(torch.arange(V, device=x.device) >= len(BOND_TYPES), NEG)
         return torch.cat([atoms, bonds], dim=1)

@@ -162,22 +162,25 @@ class ClassRates(nn.Module):
     """The class-level (GenMD4) baseline: one learned rate per atom type and per bond type.
 
     ``forward(max_atoms)`` returns the rates by position kind and clean value,
-    ``(L, VOCAB_SIZE)``: row i holds ``softplus(a_{atom, k})`` for atom positions and
-    ``softplus(a_{bond, k})`` for bond positions, k = 0..3. They start at 1.
+    ``(L, vocab)``: row i holds ``softplus(a_{atom, k})`` for atom positions and
+    ``softplus(a_{bond, k})`` for bond positions, k = 0..vocab-1 (`vocab`: the rows' token
+    count, 4 for QM9). They start at 1.
 
     ``normalise=True`` is OUR option (as `MELDConfig.normalise`): the eight rates are divided
     by their geometric mean, so the class-level schedule has no common time warp either.
     """
 
-    def __init__(self, normalise: bool = False) -> None:
+    def __init__(self, normalise: bool = False, vocab: int = VOCAB_SIZE) -> None:
         super().__init__()
         if not isinstance(normalise, bool):
             raise TypeError(f"normalise: expected a bool, got {normalise!r}")
+        if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < VOCAB_SIZE:
+            raise ValueError(f"vocab: expected an int >= {VOCAB_SIZE}, got {vocab!r}")
         self.normalise = normalise
-        self.a = nn.Parameter(torch.full((2, VOCAB_SIZE), SOFTPLUS_ONE))
+        self.a = nn.Parameter(torch.full((2, vocab), SOFTPLUS_ONE))
 
     def table(self) -> torch.Tensor:
-        """The rates by kind (atom, bond) and value: (2, VOCAB_SIZE)."""
+        """The rates by kind (atom, bond) and value: (2, vocab)."""
         w = F.softplus(self.a)
         if self.normalise:
             w = w / torch.exp(torch.log(w).mean())
@@ -188,10 +191,12 @@ class ClassRates(nn.Module):
         kind = (torch.arange(seq_len(n), device=self.a.device) >= n).long()
         return self.table()[kind]
 
-    def rates(self) -> dict[str, float]:
-        """The learned rates by name, e.g. ``{"atom C": 1.3, ..., "bond triple": 0.8}``."""
+    def rates(self, atom_types: tuple[str, ...] | None = None) -> dict[str, float]:
+        """The learned rates by name, e.g. ``{"atom C": 1.3, ..., "bond triple": 0.8}``
+        (`atom_types`: the names of the atom tokens, QM9's by default)."""
         from meld_diffusion.data import ATOM_TYPES, BOND_TYPES
 
         w = self.table().detach().tolist()
-        out = {f"atom {name}": w[0][k] for k, name in enumerate(ATOM_TYPES)}
+        names = ATOM_TYPES if atom_types is None else atom_types
+        out = {f"atom {name}": w[0][k] for k, name in enumerate(names)}
         return out | {f"bond {name}": w[1][k] for k, name in enumerate(BOND_TYPES)}

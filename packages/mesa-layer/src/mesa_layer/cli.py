@@ -1,12 +1,13 @@
-"""The ``mesa-layer`` console script: ``mesa-layer reproduce [--scale micro|tiny|small|paper]``.
+"""The ``mesa-layer`` console script: ``reproduce``, and ``train`` / ``sample`` on your own text.
 
-Thin on purpose: torch and the experiments are imported inside the command, so ``--help``
-stays fast.
+Thin on purpose: torch, transformers and the experiments are imported inside the commands, so
+``--help`` stays fast.
 """
 
 from __future__ import annotations
 
 from shared_core.cli import lazy_reproduce_command, make_main
+from shared_core.textlm import text_lm_commands
 
 main = make_main(
     "mesa-layer",
@@ -19,9 +20,15 @@ main = make_main(
                 "loss and loss vs CG steps (micro: ~20 s, tiny: ~5 min on 2 CPU cores with one "
                 "thread, small: hours on CPU, paper: GPU-sized)."
             ),
-        )
+        ),
+        *text_lm_commands(
+            "mesa_layer.hf:MesaNetConfig", "a MesaNet LM (Mesa layer + SwiGLU blocks)"
+        ),
     ],
-    description="MesaNet's Mesa layer (ICLR 2026): reproduce the headline experiments.",
+    description=(
+        "MesaNet's Mesa layer (ICLR 2026): reproduce the headline experiments, or train and "
+        "sample a MesaNet LM on your own text."
+    ),
 )
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from msgen.evaluation import bond_quality, etkdg, evaluate, random_conformers, rmsd_matrix
     from msgen.model import DenoiserConfig, EGNNDenoiser, GraphBatch, pack, pair_template
     from msgen.multiscale import MSGEN, Hierarchy, guide_error, hierarchy, upsample_guide
+    from msgen.pretrained import MSGENConfig, MSGENModel
     from msgen.upsampling import TAU, UpsamplingPlan, upsample, upsampling_plan
 
 _HOME = {
@@ -63,6 +64,7 @@ _HOME = {
     "evaluation": ("bond_quality", "etkdg", "evaluate", "random_conformers", "rmsd_matrix"),
     "model": ("DenoiserConfig", "EGNNDenoiser", "GraphBatch", "pack", "pair_template"),
     "multiscale": ("MSGEN", "Hierarchy", "guide_error", "hierarchy", "upsample_guide"),
+    "pretrained": ("MSGENConfig", "MSGENModel"),
     "upsampling": ("TAU", "UpsamplingPlan", "upsample", "upsampling_plan"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
@@ -80,6 +82,8 @@ __all__ = [
     "GraphBatch",
     "Hierarchy",
     "LangevinConfig",
+    "MSGENConfig",
+    "MSGENModel",
     "UpsamplingPlan",
     "ancestral_sample",
     "bond_quality",

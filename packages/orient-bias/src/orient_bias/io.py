@@ -33,6 +33,7 @@ __all__ = [
     "load_path",
     "load_qmugs",
     "write_aselmdb",
+    "write_xyz",
 ]
 
 SUFFIXES = (".xyz", ".sdf", ".mol", ".csv", ".npz", ".aselmdb", ".db")
@@ -296,6 +297,27 @@ def load_aselmdb(path: str | Path, limit: int | None = None, on_error: str = "sk
                     raise ValueError(f"{name}: {e}") from None
                 out.skipped.append((name, str(e)))
     return out
+
+
+def write_xyz(path: str | Path, molecules: list[Molecule]) -> Path:
+    """Write `molecules` as one multi-frame plain XYZ file, atomically: per frame the atom
+    count, the comment (``properties["comment"]`` as `read_xyz` keeps it, else the name), and ``El x y z`` lines (Å, 8 decimals);
+    `shared_core.data.read_xyz` reads it back."""
+    from shared_core.atomic import atomic_write_text
+
+    if not molecules:
+        raise ValueError("molecules: expected at least one molecule to write, got none")
+    lines: list[str] = []
+    for m in molecules:
+        if not isinstance(m, Molecule):
+            raise TypeError(f"molecules: expected Molecule records, got {type(m).__name__}")
+        comment = m.properties.get("comment", m.name)
+        lines += [str(len(m)), str(comment).replace("\n", " ")]
+        lines += [
+            f"{s} {x:.8f} {y:.8f} {z:.8f}"
+            for s, (x, y, z) in zip(m.symbols, m.positions, strict=True)
+        ]
+    return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def write_aselmdb(

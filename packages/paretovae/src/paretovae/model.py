@@ -62,6 +62,7 @@ from torch import nn
 from paretovae._checks import check_nonneg_float, check_positive_float, check_tail_index
 from paretovae.distribution import SymPareto, laplace_noise, sympareto_rsample
 from paretovae.divergence import _divergence, sympareto_shift_slope
+from shared_core.hub import Pretrained
 
 __all__ = ["FAMILIES", "OBJECTIVES", "T_DOFS", "HeavyTailVAE", "VAEConfig"]
 
@@ -162,8 +163,11 @@ def _log_t_normaliser(nu: float, d: int) -> float:
     )
 
 
-class HeavyTailVAE(nn.Module):
+class HeavyTailVAE(nn.Module, Pretrained):
     """A VAE of one `VAEConfig.family`; `loss` is what `shared_core.train.fit` minimises.
+
+    ``save_pretrained(dir)`` / ``HeavyTailVAE.from_pretrained(dir)`` (`shared_core.hub`) save
+    and load it: config.json (the `VAEConfig`), model.safetensors, provenance, model card.
 
     Shapes: ``x`` is ``(batch, n)``, ``z`` is ``(batch, m)``.
     """

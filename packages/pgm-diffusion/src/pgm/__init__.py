@@ -24,15 +24,19 @@ _EXPORTS: dict[str, str] = {
     "PGMConfig": "model",
     "check_groups": "model",
     "masked_attention": "model",
+    "PGM": "pretrained",
+    "PGMModelConfig": "pretrained",
     "pgm_confidence_sample": "sampling",
     "pgm_ordered_sample": "sampling",
 }
 
 __all__ = [
+    "PGM",
     "DecoderBlock",
     "EncoderBlock",
     "GroupSwap",
     "PGMConfig",
+    "PGMModelConfig",
     "PartitionLoss",
     "PartitionTransformer",
     "as_denoiser",
@@ -64,6 +68,7 @@ if TYPE_CHECKING:
         check_groups,
         masked_attention,
     )
+    from pgm.pretrained import PGM, PGMModelConfig
     from pgm.sampling import pgm_confidence_sample, pgm_ordered_sample
 
 

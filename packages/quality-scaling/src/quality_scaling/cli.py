@@ -1,5 +1,8 @@
 """The console script: ``quality-scaling reproduce | fit | plan``.
 
+``fit --data runs.csv`` prints the fitted law (`summary.summary_text`), ``--out fit.json``
+writes it for ``plan fit.json``, ``--plot fit.png`` draws fitted vs observed loss.
+
 Thin on purpose: the experiments, numpy/scipy fits and torch are imported inside the run
 functions, so ``--help`` answers at once.
 """
@@ -10,7 +13,6 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from quality_scaling.experiments.scales import SCALES
 from shared_core.cli import (
@@ -21,6 +23,7 @@ from shared_core.cli import (
     nonneg_int,
     reproduce_command,
 )
+from shared_core.verbs import Slots, VerbArgs, verb_command
 
 LAW_NAMES = ("chinchilla", "quality", "quality_fixed_n")
 
@@ -31,30 +34,32 @@ def _reproduce(args: ReproduceArgs) -> int:
     return reproduce(args)
 
 
-def _fit(ns: argparse.Namespace) -> int:
+def _fit(args: VerbArgs) -> int:
     from quality_scaling.fit import fit_law
+    from quality_scaling.summary import fit_report, plot_fit, summary_text
     from quality_scaling.tables import read_runs_csv
+    from shared_core.atomic import atomic_write_json
 
+    x = args.extra
     try:
         data = read_runs_csv(
-            ns.csv,
-            n_col=ns.n_col,
-            d_col=ns.d_col,
-            loss_col=ns.loss_col,
-            q_col=ns.q_col if ns.law != "chinchilla" else None,
+            args.data_path,
+            n_col=x["n_col"],
+            d_col=x["d_col"],
+            loss_col=x["loss_col"],
+            q_col=x["q_col"] if x["law"] != "chinchilla" else None,
+            dropna=x["dropna"],
         )
-        fit = fit_law(data, ns.law, delta=ns.delta, n_bootstrap=ns.bootstrap, seed=ns.seed)
+        fit = fit_law(data, x["law"], delta=x["delta"], n_bootstrap=x["bootstrap"], seed=args.seed)
     except (ValueError, TypeError) as e:
         raise UsageError(str(e)) from e
-    out: dict[str, Any] = {
-        "law": ns.law,
-        "rows": len(data),
-        "objective": fit.objective,
-        "params": fit.derived(),
-    }
-    if ns.bootstrap:
-        out["ci95"] = fit.ci
-    print(json.dumps(out, indent=2))
+    print(summary_text(fit, data))
+    if args.out is not None:
+        atomic_write_json(args.out, fit_report(fit, data))
+        print(f"wrote {args.out}")
+    if x["plot"] is not None:
+        plot_fit(fit, data, x["plot"])
+        print(f"wrote {x['plot']}")
     return 0
 
 
@@ -68,8 +73,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _configure_fit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("csv", type=Path, help="CSV with one row per training run")
+def _fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--law",
         choices=LAW_NAMES,
@@ -85,20 +89,32 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-col", default="N", help="column of parameter counts N")
     p.add_argument("--d-col", default="D", help="column of training tokens D")
     p.add_argument("--loss-col", default="loss", help="column of final losses (nats)")
-    p.add_argument("--q-col", default="q_proxy", help="column of data quality Q (quality law)")
+    p.add_argument("--q-col", default="q_proxy", help="column of data quality Q (quality laws)")
     p.add_argument(
         "--bootstrap", type=nonneg_int, default=0, help="bootstrap resamples for CIs (0: none)"
     )
-    p.add_argument("--seed", type=nonneg_int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--dropna", action="store_true", help="drop rows with an empty or NaN cell (else an error)"
+    )
+    p.add_argument(
+        "--plot", type=Path, default=None, metavar="PNG",
+        help="write the diagnostic plot: fitted vs observed loss per quality level",
+    )  # fmt: skip
 
 
 def _plan(ns: argparse.Namespace) -> int:
     from quality_scaling import plan
 
+    text = ns.params
+    if text.endswith(".json"):
+        path = Path(text)
+        if not path.is_file():
+            raise UsageError(f"params: no file {path} (expected JSON text or a `fit --out` file)")
+        text = path.read_text()
     try:
-        params = json.loads(ns.params)
+        params = json.loads(text)
     except json.JSONDecodeError as e:
-        raise UsageError(f"params: expected JSON, got {ns.params!r:.80} ({e})") from None
+        raise UsageError(f"params: expected JSON, got {text!r:.80} ({e})") from None
     if isinstance(params, dict) and "params" in params:
         params = params["params"]
     if not isinstance(params, dict):
@@ -118,7 +134,7 @@ def _plan(ns: argparse.Namespace) -> int:
 def _configure_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "params",
-        help='JSON: {"A":..,"B":..,"E":..,"alpha":..,"beta":..,"gamma":..} or `fit` output',
+        help='JSON: {"A":..,"B":..,"E":..,"alpha":..,"beta":..,"gamma":..}, or the file `fit --out` wrote',
     )
     p.add_argument("--compute", type=_positive_float, required=True, help="FLOPs, C = 6 N D")
     p.add_argument("--quality", type=_positive_float, default=1.0, help="Q of the data, in (0, 1]")
@@ -138,8 +154,12 @@ main = make_main(
                 "small about 25 min, paper hours on GPUs."
             ),
         ),
-        Command(
-            "fit", "fit the Chinchilla or quality-aware law to a CSV of runs", _fit, _configure_fit
+        verb_command(
+            "fit",
+            _fit,
+            "fit the Chinchilla or quality-aware law to a CSV of runs (--out: the fit as JSON)",
+            Slots(data="required", checkpoint="none", out="optional"),
+            options=_fit_options,
         ),
         Command(
             "plan", "compute-optimal N, D at a quality Q for a fitted law", _plan, _configure_plan

@@ -44,13 +44,41 @@ def _column(p: Path, rows: list[dict[str, str]], name: str) -> np.ndarray:
         raise ValueError(f"column {name!r}: not in {p.name}; its columns are {sorted(rows[0])}")
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
+        cell = (r[name] or "").strip()
         try:
-            out[i] = float(r[name])
+            out[i] = float(cell) if cell else np.nan
         except (TypeError, ValueError):
             raise ValueError(
                 f"{p.name}, row {i + 2}, column {name!r}: expected a number, got {r[name]!r}"
             ) from None
     return out
+
+
+def _check_cells(p: Path, columns: dict[str, np.ndarray], dropna: bool) -> np.ndarray:
+    """Rows to keep: every cell finite (else an error naming the row, or dropped with
+    `dropna`) and positive (else an error naming the row and the column)."""
+    keep = np.ones(len(next(iter(columns.values()))), dtype=bool)
+    for name, values in columns.items():
+        missing = ~np.isfinite(values)
+        if missing.any() and not dropna:
+            i = int(np.flatnonzero(missing)[0])
+            raise ValueError(
+                f"{p.name}, row {i + 2}, column {name!r}: empty, NaN or infinite cell "
+                f"({int(missing.sum())} such rows); fill it, or drop those rows (dropna=True, "
+                "--dropna)"
+            )
+        keep &= ~missing
+    for name, values in columns.items():
+        bad = keep & ~(values > 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{p.name}, row {i + 2}, column {name!r}: expected a value > 0 (the laws take "
+                f"logs of N, D, Q and the loss), got {values[i]:g}"
+            )
+    if not keep.any():
+        raise ValueError(f"{p.name}: every row has an empty or NaN cell; nothing left to fit")
+    return keep
 
 
 def read_runs_csv(
@@ -59,11 +87,25 @@ def read_runs_csv(
     d_col: str = "D",
     loss_col: str = "loss",
     q_col: str | None = None,
+    dropna: bool = False,
 ) -> ScalingData:
-    """One `ScalingData` row per CSV row: N, D, loss (and Q, if `q_col` is given) by column name."""
+    """One `ScalingData` row per CSV row: N, D, loss (and Q, if `q_col` is given) by column name.
+
+    Row numbers in errors are the file's line numbers (the header is line 1). A row with an
+    empty or NaN cell in one of these columns is an error unless `dropna` drops it.
+    """
     p, rows = _read(path)
-    N, D, loss = (_column(p, rows, c) for c in (n_col, d_col, loss_col))
-    q = _column(p, rows, q_col) if q_col is not None else None
+    names = [n_col, d_col, loss_col] + ([q_col] if q_col is not None else [])
+    columns = {name: _column(p, rows, name) for name in names}
+    keep = _check_cells(p, columns, dropna)
+    if q_col is not None and np.any(columns[q_col][keep] > 1):
+        i = int(np.flatnonzero(keep & (columns[q_col] > 1))[0])
+        raise ValueError(
+            f"{p.name}, row {i + 2}, column {q_col!r}: expected a quality in (0, 1] (1 = clean "
+            f"data), got {columns[q_col][i]:g}"
+        )
+    N, D, loss = (columns[c][keep] for c in (n_col, d_col, loss_col))
+    q = columns[q_col][keep] if q_col is not None else None
     return ScalingData(N, D, loss, q)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from shared_core.cli import phase
 from topoformer.filtrations import check_filtration, filtration_values
@@ -241,22 +242,35 @@ def filter_graphs(graphs: Sequence[Any], filtrations: Sequence[str]) -> list[Fil
     return out
 
 
-@dataclass
-class TopoScan:
+class TopoScan(TransformerMixin, BaseEstimator):  # type: ignore[misc]
     """Thresholds fitted on training graphs (`fit`), then token sequences of any graph.
 
-    ``transform`` returns ``{filtration: (num_graphs, T_f, 4) float64}`` and never refits:
-    test graphs are scanned with the training thresholds.
+    A scikit-learn transformer: ``get_params``/``set_params``, ``clone``, ``Pipeline`` and
+    ``GridSearchCV`` work. ``X`` is a sequence of graphs (networkx graphs, `Graph`, TU or
+    molecular graphs, `FilteredGraph`), not a numeric matrix. ``transform`` never refits: test
+    graphs are scanned with the training thresholds. It returns ``{filtration: (num_graphs,
+    T_f, 4) float64}``, or with ``flatten=True`` one ``(num_graphs, sum_f T_f * 4)`` matrix
+    (filtrations in order, tokens in order, fields ``b0, b1, |V|, |E|``) for a downstream
+    estimator. Parameters are checked in `fit` (scikit-learn's convention).
     """
 
-    filtrations: tuple[str, ...] = ("ricci", "hks")  # the paper's graph-classification pair
-    n_intervals: int = 20  # N: a_0 = min, a_N = max and N - 1 frequent values (21 thresholds)
-    m: int = 2  # window width: slice i is [a_i, a_{i+m}]
-    rule: Rule = "frequent"  # the authors' code; "quantile" is the folder name's reading
-    zero_edges_quirk: bool = False  # True: the authors' published edge features (see `scan`)
-    thresholds_: dict[str, np.ndarray] = field(default_factory=dict)
+    def __init__(
+        self,
+        filtrations: tuple[str, ...] = ("ricci", "hks"),  # the paper's graph-classification pair
+        n_intervals: int = 20,  # N: a_0 = min, a_N = max and N - 1 frequent values
+        m: int = 2,  # window width: slice i is [a_i, a_{i+m}]
+        rule: Rule = "frequent",  # the authors' code; "quantile" is the folder name's reading
+        zero_edges_quirk: bool = False,  # True: the authors' published edge features (`scan`)
+        flatten: bool = False,
+    ) -> None:
+        self.filtrations = filtrations
+        self.n_intervals = n_intervals
+        self.m = m
+        self.rule = rule
+        self.zero_edges_quirk = zero_edges_quirk
+        self.flatten = flatten
 
-    def __post_init__(self) -> None:
+    def _validate(self) -> None:
         if isinstance(self.filtrations, str) or len(self.filtrations) == 0:
             raise ValueError(
                 f"filtrations: expected a non-empty tuple of names, got {self.filtrations!r}"
@@ -269,6 +283,13 @@ class TopoScan:
             raise ValueError(f"rule: expected 'frequent' or 'quantile', got {self.rule!r}")
 
     def _filtered(self, graphs: Sequence[Any]) -> list[FilteredGraph]:
+        if isinstance(graphs, np.ndarray) and graphs.dtype != object:
+            raise ValueError(
+                f"X: expected a sequence of graphs (networkx, Graph, TU or molecular graphs), "
+                f"got a numeric array of shape {graphs.shape}"
+            )
+        if isinstance(graphs, (str, bytes)) or not isinstance(graphs, Sequence | np.ndarray):
+            raise TypeError(f"X: expected a sequence of graphs, got {type(graphs).__name__}")
         if all(isinstance(g, FilteredGraph) for g in graphs):
             missing = {n for g in graphs for n in self.filtrations if n not in g.values}
             if missing:
@@ -276,16 +297,18 @@ class TopoScan:
             return list(graphs)
         return filter_graphs(graphs, self.filtrations)
 
-    def fit(self, graphs: Sequence[Any]) -> TopoScan:
-        """Fit the thresholds of every filtration on `graphs` (the training graphs)."""
-        fg = self._filtered(graphs)
+    def fit(self, X: Sequence[Any], y: Any = None) -> TopoScan:
+        """Fit the thresholds of every filtration on the graphs `X` (the training graphs)."""
+        self._validate()
+        fg = self._filtered(X)
         if not fg:
             raise ValueError("graphs: expected at least one training graph, got none")
-        self.thresholds_ = {}
+        thresholds = {}
         for name in self.filtrations:
             th = fit_thresholds([g.values[name] for g in fg], self.n_intervals, self.rule)
             windows(th, self.m)  # fail now if too few distinct values
-            self.thresholds_[name] = th
+            thresholds[name] = th
+        self.thresholds_ = thresholds
         return self
 
     def num_tokens(self) -> dict[str, int]:
@@ -294,13 +317,19 @@ class TopoScan:
         return {name: len(th) - self.m for name, th in self.thresholds_.items()}
 
     def _check_fitted(self) -> None:
-        if not self.thresholds_:
-            raise RuntimeError("TopoScan: call fit(training_graphs) before transform")
+        if not getattr(self, "thresholds_", None):
+            from sklearn.exceptions import NotFittedError
 
-    def transform(self, graphs: Sequence[Any]) -> dict[str, np.ndarray]:
-        """Token sequences ``{name: (num_graphs, T_f, 4)}`` with the fitted thresholds."""
+            raise NotFittedError("TopoScan: call fit(training_graphs) before transform")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return bool(getattr(self, "thresholds_", None))
+
+    def transform(self, X: Sequence[Any]) -> Any:
+        """Token sequences ``{name: (num_graphs, T_f, 4)}`` with the fitted thresholds (or
+        their ``(num_graphs, sum T_f * 4)`` concatenation when ``flatten``)."""
         self._check_fitted()
-        fg = self._filtered(graphs)
+        fg = self._filtered(X)
         out = {}
         for name in self.filtrations:
             kind = check_filtration(name)
@@ -309,11 +338,21 @@ class TopoScan:
                 scan(g.graph, g.values[name], th, self.m, kind, self.zero_edges_quirk) for g in fg
             ]
             out[name] = np.stack(seqs) if seqs else np.zeros((0, len(th) - self.m, 4))
+        if self.flatten:
+            return np.concatenate([out[n].reshape(len(fg), -1) for n in self.filtrations], 1)
         return out
 
-    def fit_transform(self, graphs: Sequence[Any]) -> dict[str, np.ndarray]:
-        fg = self._filtered(graphs)
+    def fit_transform(self, X: Sequence[Any], y: Any = None, **fit_params: Any) -> Any:
+        fg = self._filtered(X)
         return self.fit(fg).transform(fg)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """``"<filtration>_<token>_<field>"`` for each column of the flattened output."""
+        tokens = self.num_tokens()
+        return np.array([
+            f"{name}_{t}_{f}" for name in self.filtrations for t in range(tokens[name])
+            for f in TOKEN_FIELDS
+        ], dtype=object)  # fmt: skip
 
 
 def minmax_scale(sequences: np.ndarray) -> np.ndarray:

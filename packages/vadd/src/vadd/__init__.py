@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "VADD": "model",
     "Recognition": "model",
     "VADDConfig": "model",
+    "VADDModel": "pretrained",
+    "VADDModelConfig": "pretrained",
     "reveal_step_probs": "paths",
     "still_masked_probs": "paths",
     "unmask_probs": "paths",
@@ -54,6 +56,8 @@ __all__ = [
     "Recognition",
     "VADDConfig",
     "VADDLossOutput",
+    "VADDModel",
+    "VADDModelConfig",
     "check_distribution",
     "checkerboard",
     "empirical_table",
@@ -118,6 +122,7 @@ if TYPE_CHECKING:
         still_masked_probs,
         unmask_probs,
     )
+    from vadd.pretrained import VADDModel, VADDModelConfig
     from vadd.sampling import (
         sample,
     )

@@ -11,7 +11,7 @@ import csv
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,14 @@ _TABLE_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 
 @dataclass(frozen=True)
 class SmilesRecord:
-    """One molecule of a SMILES file: the SMILES as written, its name (``""`` when none) and
-    the target values of the requested columns."""
+    """One molecule of a SMILES file: the SMILES as written, its name (``""`` when none), the
+    target values of the requested columns and its 1-based line in the file (0: not from a
+    file), so a caller's own check of the molecule can name the line too."""
 
     smiles: str
     name: str = ""
     targets: dict[str, float] = field(default_factory=dict)
+    line: int = 0
 
 
 def _chem() -> Any:
@@ -95,7 +97,7 @@ def read_smiles(
             except ValueError as e:
                 result.reject(line, str(e), skip_invalid)
                 continue
-            result.records.append(record)
+            result.records.append(replace(record, line=line))
     return result.finish("at least one valid SMILES")
 
 

@@ -18,7 +18,7 @@ from torch import nn
 from mesa_layer.torch.baselines import DeltaNetLayer, GatedLinearAttentionLayer, SoftmaxAttention
 from mesa_layer.torch.chunk import CG_STARTS
 from mesa_layer.torch.fla_path import BACKENDS
-from mesa_layer.torch.layer import MesaLayer
+from mesa_layer.torch.layer import MesaCache, MesaLayer
 
 MIXERS = ("mesa", "gla", "deltanet", "attention")
 
@@ -138,6 +138,22 @@ class MesaNetBlock(nn.Module):
         h = x + self.mixer(self.mixer_norm(x), cg_steps=cg_steps)
         return h + self.mlp(self.mlp_norm(h))
 
+    def forward_cached(
+        self, x: torch.Tensor, cache: MesaCache | None, cg_steps: int | None = None
+    ) -> tuple[torch.Tensor, MesaCache]:
+        """`forward` continuing from `cache` (None: from the empty state); returns the new
+        cache. A one-token `x` with a cache runs the Mesa layer's recurrent step form."""
+        if not isinstance(self.mixer, MesaLayer):
+            raise ValueError(
+                f"cache: decoding with a cache needs the 'mesa' mixer, this block has "
+                f"{type(self.mixer).__name__}"
+            )
+        mixed, cache = self.mixer(
+            self.mixer_norm(x), cache=cache, use_cache=True, cg_steps=cg_steps
+        )
+        h = x + mixed
+        return h + self.mlp(self.mlp_norm(h)), cache
+
 
 class MesaNetBackbone(nn.Module):
     """A stack of `MesaNetBlock` and a final RMSNorm on ``(B, T, hidden)`` features."""
@@ -152,6 +168,23 @@ class MesaNetBackbone(nn.Module):
             h = block(h, cg_steps=cg_steps)
         return self.norm(h)
 
+    def forward_cached(
+        self,
+        h: torch.Tensor,
+        caches: list[MesaCache] | None,
+        cg_steps: int | None = None,
+    ) -> tuple[torch.Tensor, list[MesaCache]]:
+        """`forward` continuing from one `MesaCache` per block (None: the empty state);
+        returns the features and the new caches."""
+        if caches is not None and len(caches) != len(self.blocks):
+            raise ValueError(f"caches: expected {len(self.blocks)} MesaCache, got {len(caches)}")
+        new = []
+        for i, block in enumerate(self.blocks):
+            assert isinstance(block, MesaNetBlock)
+            h, cache = block.forward_cached(h, None if caches is None else caches[i], cg_steps)
+            new.append(cache)
+        return self.norm(h), new
+
 
 class MesaNetLM(nn.Module):
     """Token embedding, `MesaNetBackbone`, untied LM head (fla ``MesaNetForCausalLM``)."""
@@ -162,7 +195,7 @@ class MesaNetLM(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.backbone = MesaNetBackbone(cfg)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        self.apply(_init_weights)
+        self.apply(init_weights)
 
     def forward(
         self, idx: torch.Tensor, targets: torch.Tensor | None = None, cg_steps: int | None = None
@@ -215,8 +248,10 @@ class MesaNetLM(nn.Module):
         return logits, loss
 
 
-def _init_weights(m: nn.Module) -> None:
-    # fla's _init_weights: N(0, 0.02) for linear and embedding weights. Biases are left as the
-    # layers set them (the forget-gate bias carries forget_bias_init).
+def init_weights(m: nn.Module, std: float = 0.02) -> None:
+    """N(0, `std`) for every linear and embedding weight (fla's ``_init_weights``).
+
+    Biases are left as the layers set them: the forget-gate bias carries `forget_bias_init`.
+    """
     if isinstance(m, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(m.weight, std=0.02)
+        nn.init.normal_(m.weight, std=std)

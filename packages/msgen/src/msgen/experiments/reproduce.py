@@ -84,8 +84,26 @@ def _plot_coverage(run: Any, metrics: dict[str, dict[str, float]]) -> None:
     run.save_figure("coverage_vs_delta", fig)
 
 
-def _plot_losses(run: Any, losses: dict[str, list[float]]) -> None:
-    """Training loss (moving average over 50 steps) per network."""
+LOSS_LABELS = {
+    # GeoDiff's get_loss_diffusion: 2 x global + 5 x local squared error of the equivariant
+    # field per atom, its target divided by the noise level (so thousands early in training)
+    "geodiff": ("GeoDiff loss per atom (2 global + 5 local field errors)", True),
+    # the EGNN's eps-MSE summed over x, y, z: 3.0 when it predicts zero
+    "egnn": ("eps-MSE per atom (3.0 = predicting zero)", False),
+}
+
+
+def loss_plot_labels(network: str) -> tuple[str, str, bool]:
+    """(y label, title, log y) of the training-loss plot of a `network` ("geodiff"/"egnn")."""
+    if network not in LOSS_LABELS:
+        raise ValueError(f"network: expected one of {tuple(LOSS_LABELS)}, got {network!r}")
+    label, logy = LOSS_LABELS[network]
+    return f"{label}, moving average", f"Denoiser training loss ({network})", logy
+
+
+def _plot_losses(run: Any, losses: dict[str, list[float]], network: str) -> None:
+    """Training loss (moving average over 50 steps) per network, labelled for `network`'s
+    loss (the GeoDiff loss on a log axis; 0.4.2 and before titled it with the EGNN's scale)."""
     import numpy as np
 
     series = {}
@@ -94,8 +112,9 @@ def _plot_losses(run: Any, losses: dict[str, list[float]]) -> None:
         w = max(1, min(50, a.size // 5))
         smooth = np.convolve(a, np.ones(w) / w, mode="valid")
         series[name] = (list(range(w, a.size + 1)), smooth.tolist())
-    run.plot("training_loss", series, xlabel="training step", ylabel="eps-MSE per atom (moving average)",
-             title="Denoiser training loss (3.0 = predicting zero)")  # fmt: skip
+    ylabel, title, logy = loss_plot_labels(network)
+    run.plot("training_loss", series, xlabel="training step", ylabel=ylabel, title=title,
+             logy=logy)  # fmt: skip
 
 
 ESTIMATE_S = {"micro": 13.0, "tiny": 84.0, "small": 970.0}  # CPU seconds, one thread (README)
@@ -158,7 +177,7 @@ def reproduce(args: ReproduceArgs) -> int:
     for row in out["guide"]:
         run.add_row("Upsampled TRUE heavy atoms (the guide alone) vs tau", **row)
     _plot_coverage(run, out["metrics"])
-    _plot_losses(run, out["losses"])
+    _plot_losses(run, out["losses"], cfg.network)
     run.log(experiment_wall_s=time.time() - t0, **out)
     run.finish(
         title="msgen reproduce: hierarchical (MSGEN) vs single-scale conformer generation on QM9",

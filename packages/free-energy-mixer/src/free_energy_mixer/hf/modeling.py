@@ -1,0 +1,194 @@
+"""`FEMModel` and `FEMForCausalLM`: the package's FEM LM (`CausalLM`) as transformers models.
+
+Prefill runs each prior's parallel form (softmax: SDPA; linear / GLA: the chunkwise form) and
+a one-token step with an `FEMLMCache` the prior's own decoding state: the cached keys and
+values for softmax, the constant-size recurrent state for linear and GLA (plus TDC's scan
+state and the RoPE position). The caches are the layers' `FEMCache`, updated in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+from free_energy_mixer.hf.configuration import FEMConfig
+from free_energy_mixer.layer import FEMCache, RotaryEmbedding
+from free_energy_mixer.model import CausalLM
+
+
+@dataclass
+class FEMLMCache:
+    """Decoding state of an FEM LM: one `FEMCache` per layer and the tokens read so far."""
+
+    layers: list[FEMCache]
+    seen_tokens: int
+
+    is_compileable = False
+    is_croppable = False
+
+    @property
+    def is_linear(self) -> list[bool]:
+        """transformers' flag per layer: the state is never sliced by position here."""
+        return [True] * len(self.layers)
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Tokens read so far (transformers' name)."""
+        return self.seen_tokens
+
+
+def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
+    """No padding support in the caches: only an all-ones mask (or none) is accepted."""
+    if attention_mask is not None and not bool((attention_mask == 1).all()):
+        raise ValueError(
+            "attention_mask: expected all ones (this model has no padding support); "
+            "generate equal-length prompts, or one prompt at a time"
+        )
+
+
+def next_token_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: Any = None
+) -> torch.Tensor:
+    """Cross-entropy of ``logits[:, t]`` against ``labels[:, t + 1]`` (``-100`` ignored), in
+    the logits' dtype (transformers' own loss casts to float32, which a float64 check cannot
+    use). Averaged over the labelled tokens, or summed and divided by Trainer's
+    `num_items_in_batch` (its count over gradient-accumulation steps) when given."""
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(
+            f"labels: expected shape {tuple(logits.shape[:2])} (that of input_ids), got "
+            f"{tuple(labels.shape)}"
+        )
+    shifted = F.pad(labels[:, 1:], (0, 1), value=-100).to(logits.device)
+    flat = logits.flatten(0, 1)
+    if num_items_in_batch is None:
+        return F.cross_entropy(flat, shifted.flatten(), ignore_index=-100)
+    total = F.cross_entropy(flat, shifted.flatten(), ignore_index=-100, reduction="sum")
+    return total / num_items_in_batch
+
+
+class FEMPreTrainedModel(PreTrainedModel):
+    """Shared transformers plumbing: config class and stateful generation."""
+
+    config_class = FEMConfig
+    config: FEMConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    _no_split_modules = ["Block"]  # noqa: RUF012 (transformers declares it a list attribute)
+    _is_stateful = True
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # The package's layers initialise their parameters themselves (N(0, 0.02) projections
+        # and embedding, zero biases, theta = beta_init): left alone. RoPE's frequencies are a
+        # non-persistent buffer, which from_pretrained leaves empty: refilled here.
+        if isinstance(module, RotaryEmbedding):
+            with torch.no_grad():
+                module.inv_freq.copy_(module.frequencies())
+
+
+class FEMModel(FEMPreTrainedModel):
+    """The FEM LM up to its final norm: ``input_ids (B, T) -> features (B, T, hidden)``."""
+
+    def __init__(self, config: FEMConfig) -> None:
+        super().__init__(config)
+        self.lm = CausalLM(config.lm_config())
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.lm.embed
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        if not isinstance(value, nn.Embedding):
+            raise TypeError(f"value: expected an nn.Embedding, got {type(value).__name__}")
+        self.lm.embed = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        cache: FEMLMCache | None = None,
+        use_cache: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs: Any,
+    ) -> BaseModelOutputWithPast | tuple[Any, ...]:
+        """Features; with `use_cache` (default in eval mode) also the `FEMLMCache` after the
+        last token, continuing from (and updating in place) `cache` when one is given."""
+        if input_ids is None:
+            raise ValueError("input_ids: expected token ids (inputs_embeds are not supported)")
+        check_attention_mask(attention_mask)
+        if cache is not None and not isinstance(cache, FEMLMCache):
+            raise TypeError(f"cache: expected an FEMLMCache, got {type(cache).__name__}")
+        if use_cache is None:
+            use_cache = bool(self.config.use_cache) and not self.training
+        if cache is None and use_cache:
+            cache = FEMLMCache([FEMCache() for _ in self.lm.blocks], 0)
+        hidden = self.lm.features(input_ids, None if cache is None else cache.layers)
+        if cache is not None:
+            cache.seen_tokens += input_ids.shape[1]
+        new_cache = cache if use_cache else None
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        if not return_dict:
+            return (hidden, new_cache)
+        # the cache is duck-typed (transformers' generate reads is_linear and get_seq_length only)
+        return BaseModelOutputWithPast(last_hidden_state=hidden, cache=new_cache)  # type: ignore[arg-type]
+
+
+class FEMForCausalLM(FEMPreTrainedModel, GenerationMixin):
+    """`FEMModel` and the head tied to its embedding: ``input_ids -> logits (B, T, vocab)``.
+
+    ``labels`` are the inputs (transformers' convention: shifted inside, ``-100`` ignored).
+    """
+
+    def __init__(self, config: FEMConfig) -> None:
+        super().__init__(config)
+        self.model = FEMModel(config)
+        self.post_init()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        # generate() must not hand us a DynamicCache: the model makes its own
+        return False
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.model.lm.embed
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        if not isinstance(value, nn.Embedding):
+            raise TypeError(f"value: expected an nn.Embedding, got {type(value).__name__}")
+        self.model.lm.embed = value
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        cache: FEMLMCache | None = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int = 0,
+        **kwargs: Any,
+    ) -> CausalLMOutputWithPast | tuple[Any, ...]:
+        """Logits of the last `logits_to_keep` positions (0: all), the next-token loss with
+        `labels`, and the `FEMLMCache` with `use_cache`."""
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            cache=cache,
+            use_cache=use_cache,
+            return_dict=True,
+        )
+        hidden = out.last_hidden_state
+        hidden = hidden[:, -logits_to_keep:] if logits_to_keep else hidden
+        logits = hidden @ self.model.lm.embed.weight.T  # tied head, as in CausalLM
+        loss = None
+        if labels is not None:
+            loss = next_token_loss(logits, labels, kwargs.get("num_items_in_batch"))
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        if not return_dict:
+            rest = (logits, out.cache)
+            return (loss, *rest) if loss is not None else rest
+        return CausalLMOutputWithPast(loss=loss, logits=logits, cache=out.cache)  # type: ignore[arg-type]
