@@ -57,6 +57,8 @@ KEPT = {
     "shared_core.finetune.training_arguments": "those flags as TrainingArguments",
     "shared_core.finetune.apply_lora": "--lora through peft",
     "shared_core.finetune.save_finetuned": "the output folder the Auto classes load",
+    "shared_core.finetune.read_encoded": "--data/--eval read and encoded (context-denoising next)",
+    "shared_core.finetune.EncodedFile": "what the LLM train verbs hand to TrainingRun.fit",
     "shared_core.device.THREAD_ENV_VARS": "what limit_threads sets, for child processes",
     "shared_core.device.DEVICE_ENV": "the variable the nox cuda sessions set",
     # data and metrics the next packages (issues 16-28) are written against

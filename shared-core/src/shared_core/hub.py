@@ -443,11 +443,13 @@ def save_folder(
     command: _Command = None,
     data: _DataFiles = None,
     distribution: str | None = None,
+    config_name: str = CONFIG,
 ) -> Path:
     """Write a checkpoint folder atomically; `save(tmp_dir, provenance)` writes the weights.
 
-    `config` (a dataclass, or an already JSON-able mapping) goes to config.json unless `save`
-    wrote one; provenance.json records `owner`'s package (`distribution`, default: the
+    `config` (a dataclass, or an already JSON-able mapping) goes to `config_name` (default
+    config.json; another name where config.json is not ours, e.g. a peft adapter folder, which
+    transformers reads as an adapter only without one) unless `save` wrote it; provenance.json records `owner`'s package (`distribution`, default: the
     installed package that defines `owner`), version and class, the command (default
     ``sys.argv``), the data files with their SHA-256, `metrics`, the time and the SHA-256 of
     every file written; README.md is the model card (kept if `save` wrote one).
@@ -457,8 +459,8 @@ def save_folder(
     target = Path(directory)
     with _atomic_dir(target) as tmp:
         save(tmp, provenance)
-        if not (tmp / CONFIG).is_file():
-            (tmp / CONFIG).write_text(json.dumps(encoded, indent=2, sort_keys=True) + "\n")
+        if not (tmp / config_name).is_file():
+            (tmp / config_name).write_text(json.dumps(encoded, indent=2, sort_keys=True) + "\n")
         files = sorted(
             f for f in tmp.rglob("*") if f.is_file() and f.name not in (PROVENANCE, _CARD)
         )
@@ -490,10 +492,11 @@ def load_folder(
     *,
     distribution: str | None = None,
     verify: bool = True,
+    config_name: str = CONFIG,
 ) -> tuple[Any, dict[str, Any]]:
     """Check a checkpoint folder for `owner` and return ``(config, provenance.json)``.
 
-    `config` is config.json rebuilt as `config_type` (a config dataclass; a mismatch is a
+    `config` is `config_name` (as `save_folder` wrote it; default config.json) rebuilt as `config_type` (a config dataclass; a mismatch is a
     ValueError naming the folder and the field), or the raw JSON object without one.
 
     FileNotFoundError: no folder, config.json, provenance.json or a recorded file. ValueError
@@ -504,16 +507,16 @@ def load_folder(
     p = Path(directory)
     if not p.is_dir():
         raise FileNotFoundError(f"directory: no checkpoint folder at {p}")
-    for name in (CONFIG, PROVENANCE):
+    for name in (config_name, PROVENANCE):
         if not (p / name).is_file():
             raise FileNotFoundError(
                 f"{p}: no {name}; expected a folder written by save_pretrained/save_flax"
             )
     try:
         provenance = json.loads((p / PROVENANCE).read_text())
-        config = json.loads((p / CONFIG).read_text())
+        config = json.loads((p / config_name).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{p}: {PROVENANCE} or {CONFIG} is not valid JSON ({e})") from None
+        raise ValueError(f"{p}: {PROVENANCE} or {config_name} is not valid JSON ({e})") from None
     if not isinstance(provenance, dict) or provenance.get("format") != _FORMAT:
         raise ValueError(f"{p}: {PROVENANCE} is not a shared-core checkpoint record ({_FORMAT})")
     dist = _distribution(owner, distribution)
@@ -545,13 +548,15 @@ def load_folder(
                 "file); save the model again"
             )
     if not isinstance(config, dict):
-        raise ValueError(f"{p}: {CONFIG} holds {type(config).__name__}; expected an object")
+        raise ValueError(f"{p}: {config_name} holds {type(config).__name__}; expected an object")
     if config_type is None:
         return config, provenance
     try:
         decoded = config_from_json(config_type, config)
     except ValueError as e:
-        raise ValueError(f"{p}: {CONFIG} does not match {config_type.__qualname__}: {e}") from None
+        raise ValueError(
+            f"{p}: {config_name} does not match {config_type.__qualname__}: {e}"
+        ) from None
     return decoded, provenance
 
 

@@ -166,7 +166,7 @@ def verb_command(
         if checkpoint is not None and not checkpoint.is_dir():
             raise FileNotFoundError(f"--checkpoint: no folder {checkpoint}")
         out, resume = getattr(ns, "out", None), getattr(ns, "resume", False)
-        if name == "train" and out is not None and not resume and _non_empty(out):
+        if slots.resume and out is not None and not resume and _non_empty(out):
             raise UsageError(
                 f"--out: {out} exists and is not empty; pass --resume to continue that run, "
                 "or name a new folder"

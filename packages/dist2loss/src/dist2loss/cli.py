@@ -1,4 +1,5 @@
-"""The ``dist2loss`` console script: ``dist2loss reproduce [--scale micro|tiny|small|paper]``."""
+"""The ``dist2loss`` console script: ``reproduce [--scale micro|tiny|small|paper]``, and on a
+user's data ``train`` and ``evaluate`` (`dist2loss.verbs`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from dist2loss.experiments.reproduce import SCALES
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
+from shared_core.verbs import evaluate_command, train_command
 
 
 def _reproduce(args: ReproduceArgs) -> Any:
@@ -13,6 +15,12 @@ def _reproduce(args: ReproduceArgs) -> Any:
 
     run(args)
     return 0
+
+
+def _lazy(name: str) -> Any:
+    from dist2loss import verbs  # no torch: verbs imports it inside the verbs
+
+    return getattr(verbs, name)
 
 
 main = make_main(
@@ -26,7 +34,21 @@ main = make_main(
             "VQ digits (class-conditional AR over k-means codes of sklearn digits: CE vs "
             "CE+DIST2Loss at N = 100/300/1000 images, Fréchet distance); micro takes "
             "seconds, tiny about 5 minutes, small about an hour, paper hours (CPU, 1 thread).",
-        )
+        ),
+        train_command(
+            "dist2loss.verbs:train",
+            "fine-tune a causal LM (--model DIR|smollm2) on JSONL records with DIST2Loss "
+            "(Dist2Trainer); --set alpha=0 is plain SFT",
+            config="dist2loss.verbs:TrainConfig",
+            options=lambda p: _lazy("train_options")(p),
+        ),
+        evaluate_command(
+            "dist2loss.verbs:evaluate",
+            "exact match and mean absolute error of a model's numeric answers on JSONL "
+            "prompt/completion records",
+            options=lambda p: _lazy("evaluate_options")(p),
+            many=False,
+        ),
     ],
     description="DIST2Loss (ICLR 2026): distance-aware targets for metric tokens.",
 )

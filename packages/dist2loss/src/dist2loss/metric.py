@@ -267,3 +267,51 @@ def entropy_matched_tau(
     tau = math.exp(mid)
     check_tau(tau)
     return tau
+
+
+def table_from_json(path: str | Any, tokenizer: Any, vocab_size: int | None = None) -> MetricTable:
+    """A user's table from a JSON object ``{token: value}`` or ``{token: [x, y, ...]}``.
+
+    Keys are tokens of `tokenizer`'s vocabulary as it spells them (``tokenizer.get_vocab()``);
+    numbers give a `number_table` (d = (v - g)^2), lists of one length a `coordinate_table`
+    (Euclidean d). An unknown token, a mix of numbers and points, or anything else is a
+    ValueError naming the file and the key.
+    """
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(data, dict) or len(data) < 2:
+        raise ValueError(f"{p}: expected a JSON object of at least 2 tokens -> values")
+    vocab = tokenizer.get_vocab()
+    size = len(tokenizer) if vocab_size is None else vocab_size
+    ids, values = [], []
+    for token, value in data.items():
+        if token not in vocab:
+            raise ValueError(f"{p}: token {token!r} is not in the tokenizer's vocabulary")
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        is_point = (
+            isinstance(value, list)
+            and value
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+        )
+        if not (is_number or is_point):
+            raise ValueError(
+                f"{p}: {token!r}: expected a number or a list of numbers, got {value!r}"
+            )
+        ids.append(vocab[token])
+        values.append(value)
+    kinds = {isinstance(v, list) for v in values}
+    if len(kinds) > 1:
+        raise ValueError(f"{p}: expected all numbers or all points, got a mix")
+    if kinds == {True}:
+        if len({len(v) for v in values}) > 1:
+            raise ValueError(
+                f"{p}: expected points of one dimension, got {sorted({len(v) for v in values})}"
+            )
+        return coordinate_table(ids, values, size)
+    return number_table(dict(zip(ids, values, strict=True)), size)
