@@ -133,3 +133,11 @@ def test_bad_oracle_is_one_error_line(tmp_path, capsys):
     assert "--oracle" in capsys.readouterr().err
     assert main([*argv, "--oracle", "http://localhost:1"]) == 2
     assert "--oracle-model" in capsys.readouterr().err
+
+
+def test_skip_invalid_scores_the_good_lines(saved_rm, capsys):
+    argv = ["score", "--checkpoint", str(saved_rm), "--data", str(DATA / "no_chosen.jsonl")]
+    assert main([*argv, "--skip-invalid"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.strip().splitlines()) == 2  # header + the one valid row
+    assert "skipped 1 invalid line" in err

@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +41,8 @@ def read_rows(path: Path, skip_invalid: bool = False) -> list[PairRow]:
         if path.suffix != ".jsonl" or not skip_invalid:
             return read_pairs(path)
         res = read_jsonl(path, format="preference", skip_invalid=True)
+        if res.n_skipped:
+            print(f"skipped {res.n_skipped} invalid line(s) of {path}", file=sys.stderr)
         return [
             PairRow.from_dict(d, where=f"{path.name} line {n}")
             for d, n in zip(res.records, res.lines, strict=True)
