@@ -141,3 +141,34 @@ def test_skip_invalid_scores_the_good_lines(saved_rm, capsys):
     out, err = capsys.readouterr()
     assert len(out.strip().splitlines()) == 2  # header + the one valid row
     assert "skipped 1 invalid line" in err
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_killed_train_resumes_to_the_same_weights(saved_rm, tmp_path, monkeypatch, capsys):
+    import crome.train as T
+
+    aug = DATA / "prefs.jsonl"
+    argv = ["train", "--data", str(aug), "--checkpoint", str(saved_rm),
+            "--set", "steps=4", "--set", "checkpoint_every=2", "--set", "batch_size=4"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    real, calls = T.pair_loss, []
+
+    def dies_at_step_3(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise _Killed
+        return real(*a, **k)
+
+    monkeypatch.setattr(T, "pair_loss", dies_at_step_3)
+    with pytest.raises(_Killed):
+        main([*argv, "--out", str(tmp_path / "cut")])
+    assert (tmp_path / "cut.partial" / "resume.pt").is_file()
+    monkeypatch.setattr(T, "pair_loss", real)
+    assert main([*argv, "--out", str(tmp_path / "cut"), "--resume"]) == 0
+    a = RewardModel.from_pretrained(tmp_path / "full").state_dict()
+    b = RewardModel.from_pretrained(tmp_path / "cut").state_dict()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
