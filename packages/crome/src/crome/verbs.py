@@ -1,0 +1,253 @@
+"""The verbs on a user's own preference data: ``augment``, ``train``, ``score``, ``evaluate``.
+
+Input files are JSONL (or JSON/Parquet) rows with ``prompt``, ``chosen``, ``rejected`` and
+optionally ``label`` (``preference`` or ``tie``) and ``provenance`` (what `augment` writes).
+`augment` asks an oracle (``--oracle``: the synthetic world's exact oracle ``world``, the
+offline ``smollm2``, a local transformers causal-LM folder, or an OpenAI-compatible
+``http(s)://`` URL with ``--oracle-model``) for rubrics and rewrites; every answered call is
+cached on disk (``--cache``, default ``<out>.oracle_cache``), so a killed run re-uses them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crome.data import PairRow, read_pairs, write_pairs
+from shared_core.cli import UsageError
+from shared_core.verbs import VerbArgs
+
+if TYPE_CHECKING:
+    from crome.model import RewardModel
+    from crome.oracle import Oracle
+
+TIE_BAND = 0.1
+"""A tie pair counts as right when |sigmoid(margin) - 1/2| <= TIE_BAND (the paper's delta)."""
+
+
+def read_rows(path: Path, skip_invalid: bool = False) -> list[PairRow]:
+    """The pair rows of `path`; a ``.jsonl`` line that is not JSON or lacks a field is one
+    error naming the file and line (or skipped with `skip_invalid`)."""
+    from shared_core.data import read_jsonl
+
+    try:
+        if path.suffix != ".jsonl" or not skip_invalid:
+            return read_pairs(path)
+        res = read_jsonl(path, format="preference", skip_invalid=True)
+        if res.n_skipped:
+            print(f"skipped {res.n_skipped} invalid line(s) of {path}", file=sys.stderr)
+        return [
+            PairRow.from_dict(d, where=f"{path.name} line {n}")
+            for d, n in zip(res.records, res.lines, strict=True)
+        ]
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise UsageError(msg if str(path) in msg else f"--data: {path}: {msg}") from None
+
+
+def _load_model(folder: Path, flag: str = "--checkpoint") -> RewardModel:
+    from crome.model import RewardModel
+
+    try:
+        return RewardModel.from_pretrained(folder)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+
+
+def _need_checkpoint(args: VerbArgs) -> Path:
+    if args.checkpoint is None:
+        raise UsageError(f"--checkpoint: {args.command} needs a folder written by `crome train`")
+    return args.checkpoint
+
+
+def score(args: VerbArgs) -> int:
+    """Rewards of each row's two answers and their margin, as CSV (``--out`` or stdout)."""
+    from shared_core.atomic import atomic_path
+    from shared_core.device import resolve_device
+    from shared_core.progress import phase, plan
+
+    plan(["load", "score"])
+    phase("load")
+    model = _load_model(_need_checkpoint(args)).to(resolve_device(args.device))
+    rows = read_rows(args.data[0], args.skip_invalid)
+    phase("score")
+    q = [r.prompt for r in rows]
+    chosen = model.score(q, [r.chosen for r in rows]).tolist()
+    rejected = model.score(q, [r.rejected for r in rows]).tolist()
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["row", "label", "provenance", "reward_chosen", "reward_rejected", "margin"])
+    for i, (r, a, b) in enumerate(zip(rows, chosen, rejected, strict=True)):
+        w.writerow([i, r.label, r.provenance, f"{a:.6g}", f"{b:.6g}", f"{a - b:.6g}"])
+    if args.out is None:
+        print(buf.getvalue(), end="")
+    else:
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(buf.getvalue(), encoding="utf-8")
+        print(f"wrote {len(rows)} rows to {args.out}")
+    return 0
+
+
+def pair_metrics(model: RewardModel, rows: Sequence[PairRow]) -> dict[str, float | int]:
+    """Pairwise accuracy (margin > 0) over preference rows, overall and per provenance
+    (``original``, ``causal-upgrade``, ``causal-degrade``), and for tie rows (neutrals) the
+    fraction within the tie band and the mean |margin|, overall and per provenance."""
+    import numpy as np
+
+    m = model.margins(
+        [r.prompt for r in rows], [r.chosen for r in rows], [r.rejected for r in rows]
+    ).numpy()
+    pref = np.array([r.label == "preference" for r in rows])
+    prov = np.array([r.provenance for r in rows])
+    out: dict[str, float | int] = {"pairs": len(rows)}
+    if pref.any():
+        out["accuracy"] = float((m[pref] > 0).mean())
+        for p in dict.fromkeys(prov[pref].tolist()):
+            out[f"accuracy/{p}"] = float((m[pref & (prov == p)] > 0).mean())
+    tie = ~pref
+    if tie.any():
+        near = np.abs(1.0 / (1.0 + np.exp(-m)) - 0.5) <= TIE_BAND
+        out["tie_accuracy"] = float(near[tie].mean())
+        out["tie_abs_margin"] = float(np.abs(m[tie]).mean())
+        for p in dict.fromkeys(prov[tie].tolist()):
+            sel = tie & (prov == p)
+            out[f"tie_accuracy/{p}"] = float(near[sel].mean())
+    return out
+
+
+def evaluate(args: VerbArgs) -> int:
+    """`pair_metrics` of each ``--data`` file, printed as JSON (and written to ``--out``)."""
+    from shared_core.atomic import atomic_write_json
+    from shared_core.device import resolve_device
+    from shared_core.progress import phase, plan
+
+    plan(["load", *(f"evaluate {p.name}" for p in args.data)])
+    phase("load")
+    model = _load_model(_need_checkpoint(args)).to(resolve_device(args.device))
+    results = {}
+    for path in args.data:
+        phase(f"evaluate {path.name}")
+        results[str(path)] = pair_metrics(model, read_rows(path, args.skip_invalid))
+    print(json.dumps(results, indent=2))
+    if args.out is not None:
+        atomic_write_json(args.out, results)
+    return 0
+
+
+def train(args: VerbArgs) -> int:
+    """Train a reward model (Bradley-Terry on preference rows + the tie loss on tie rows)
+    from ``--model`` (an encoder folder, or ``minilm``) or ``--checkpoint``; save it at --out.
+
+    The training state is saved every ``checkpoint_every`` steps (``--set checkpoint_every=N``)
+    in ``<out>.partial/``; ``--resume`` continues a killed run from there."""
+    from crome.model import RewardModel, minilm_path
+    from crome.train import TrainConfig, train_reward_model
+    from shared_core.progress import phase, plan
+
+    cfg: TrainConfig = args.config
+    cfg = replace(cfg, seed=args.seed, device=args.device)
+    plan(["load", "train", "save"])
+    phase("load")
+    rows = read_rows(args.data[0], args.skip_invalid)
+    if args.checkpoint is not None:
+        model = _load_model(args.checkpoint)
+    else:
+        spec = str(args.extra.get("model") or "minilm")
+        folder = minilm_path() if spec == "minilm" else Path(spec)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"--model: no folder {folder}; expected an encoder folder")
+        try:
+            model = RewardModel.from_backbone(folder, max_length=int(args.extra["max_length"]))
+        except (ValueError, OSError, KeyError) as e:
+            raise UsageError(f"--model: {folder} is not an encoder folder ({e})") from None
+    assert args.out is not None
+    # the training state lives beside --out (the checkpoint folder is written atomically at
+    # the end); --resume continues from it, a fresh run discards it
+    partial = args.out.with_name(args.out.name + ".partial")
+    if partial.exists() and not args.resume:
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    phase("train")
+    history = train_reward_model(model, rows, cfg, checkpoint=partial / "resume.pt")
+    phase("save")
+    metrics = {"final_loss": history[-1]["loss"], "steps": len(history), "pairs": len(rows)}
+    model.save_pretrained(args.out, metrics=metrics, data=[args.data[0]])
+    shutil.rmtree(partial)
+    print(json.dumps(metrics))
+    return 0
+
+
+def make_oracle(spec: str, cache: Path, oracle_model: str | None, seed: int) -> Oracle:
+    """The oracle `spec` names: ``world``, ``smollm2``, a local causal-LM folder or a URL."""
+    from crome.cache import OracleCache
+    from crome.oracle import LLMOracle, OpenAIBackend, ProgrammaticOracle, TransformersBackend
+
+    if spec == "world":
+        return ProgrammaticOracle(seed=seed)
+    backend: Any
+    if spec == "smollm2":
+        backend = TransformersBackend.smollm2()
+    elif spec.startswith(("http://", "https://")):
+        if not oracle_model:
+            raise UsageError("--oracle-model: a URL oracle needs the served model's name")
+        backend = OpenAIBackend(spec, oracle_model)
+    elif Path(spec).is_dir():
+        try:
+            backend = TransformersBackend.from_pretrained(spec)
+        except (ValueError, OSError) as e:
+            raise UsageError(f"--oracle: {spec} is not a causal LM folder ({e})") from None
+    else:
+        raise UsageError(
+            f"--oracle: expected world, smollm2, a model folder or an http(s) URL, got {spec!r}"
+        )
+    return LLMOracle(backend, cache=OracleCache(cache))
+
+
+def augment(args: VerbArgs) -> int:
+    """Write the original rows plus their causal and neutral augmentations to ``--out``."""
+    from crome import augmentation as A
+    from shared_core.progress import phase, plan
+
+    assert args.out is not None
+    if args.out.suffix not in (".jsonl", ".parquet"):
+        raise UsageError(f"--out: expected a .jsonl or .parquet file, got {args.out.name!r}")
+    plan(["load", "augment", "write"])
+    phase("load")
+    rows = read_rows(args.data[0], args.skip_invalid)
+    if len({r.prompt for r in rows}) < 2:
+        raise UsageError(f"--data: {args.data[0]} needs at least two distinct prompts")
+    spec = str(args.extra["oracle"])
+    cache = args.extra.get("cache") or args.out.with_name(args.out.name + ".oracle_cache")
+    oracle = make_oracle(spec, Path(cache), args.extra.get("oracle_model"), args.seed)
+    world = spec == "world"
+    config = A.AugmentConfig(max_rubrics=int(args.extra["max_rubrics"]), seed=args.seed)
+    phase("augment")
+    aug, stats = A.augment(
+        rows,
+        oracle,
+        config,
+        verify=A.world_verifier if world else A.basic_verifier,
+        irrelevant=A.world_irrelevant if world else None,
+    )
+    phase("write")
+    write_pairs(args.out, [*rows, *aug])
+    cached = getattr(oracle, "cache", None)
+    counts: dict[str, int] = {}
+    for r in aug:
+        counts[r.provenance] = counts.get(r.provenance, 0) + 1
+    summary = {
+        "original": len(rows),
+        **counts,
+        "oracle_calls": int(getattr(oracle, "calls", 0)),
+        "cache_hits": cached.hits if cached is not None else 0,
+        "acceptance": stats.rates(),
+    }
+    print(json.dumps(summary))
+    return 0
