@@ -107,3 +107,17 @@ def test_hypervolume_rejects_bad_input(
 def test_inclusion_exclusion_refuses_large_sets() -> None:
     with pytest.raises(ValueError, match="n <= 16"):
         hypervolume_inclusion_exclusion(np.zeros((17, 2)), np.zeros(2))
+
+
+def test_points_check_is_exact_beyond_the_cheap_sum() -> None:
+    """The finite check sums first: an overflowing sum of finite values still passes, and any
+    NaN or inf is still refused."""
+    from mathmo._checks import as_points
+
+    big = np.full((3, 2), 1e308)
+    assert as_points("points", big) is not None
+    for bad in (np.nan, np.inf, -np.inf):
+        y = big.copy()
+        y[1, 0] = bad
+        with pytest.raises(ValueError, match="points: expected finite values"):
+            as_points("points", y)

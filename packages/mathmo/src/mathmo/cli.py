@@ -1,8 +1,11 @@
-"""The ``mathmo`` console script: ``mathmo reproduce [--scale micro|tiny|small|paper]``."""
+"""The ``mathmo`` console script: ``mathmo reproduce [--scale micro|tiny|small|paper]`` and
+``mathmo solve --data task.py --out DIR`` (a user's task file, `mathmo.verbs`)."""
 
 from __future__ import annotations
 
+from mathmo.verbs import solve_options
 from shared_core.cli import lazy_reproduce_command, make_main
+from shared_core.verbs import Slots, verb_command
 
 main = make_main(
     "mathmo",
@@ -13,7 +16,18 @@ main = make_main(
             "ecology and epidemiology (relative hypervolume, paired CIs, front plots); micro "
             "takes seconds (2 tasks, 2 seeds x 6 rounds), tiny a few minutes (4 tasks, 10 seeds x 20 "
             "rounds), small uses the SmolLM2 judge (ecology, epidemiology, 3 seeds; ~12 CPU-min), paper an OpenAI-compatible endpoint (CPU, 1 thread).",
-        )
+        ),
+        verb_command(
+            "solve",
+            "mathmo.verbs:solve",
+            help="search models for the task a Python file defines (objectives, frameworks, "
+            "evaluate, normalise; see mathmo.tasks.from_file); writes the Pareto front (CSV, "
+            "PNG) and the best models' code into --out (a folder); --set rounds=N etc. "
+            "override the SearchConfig",
+            slots=Slots(data="required", checkpoint="none", out="required"),
+            config="mathmo.search:SearchConfig",
+            options=solve_options,
+        ),
     ],
     description="MATHMO (ICLR 2026): automated mathematical modelling by bi-level adaptive search.",
 )

@@ -1,21 +1,20 @@
 """Pareto filter and exact hypervolume, in MATHMO's normalised (maximise) space.
 
-Both are moocore's C implementations (the library pymoo's own indicator calls): the
-hypervolume is exact in any dimension (HV3D+/HV4D+ below 5 objectives, WFG-style above), which
-the search evaluates a few hundred times per run. `mathmo.reference` keeps the readable
+Both are moocore's C implementations (the library pymoo's own indicator calls), through its
+public API: the hypervolume is exact in any dimension (HV3D+/HV4D+ below 5 objectives,
+WFG-style above), which the search evaluates a few hundred times per run, always against the
+same reference point, so one `moocore.Hypervolume` object per reference point is built once and
+reused (the object checks the reference once; each call then only converts the points). `mathmo.reference` keeps the readable
 oracles they are tested against: inclusion-exclusion, the O(n^2) Pareto filter, and the HSO
 slicing recursion that 0.1.0 used here.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import moocore
 import numpy as np
-
-# The checked core of `moocore.hypervolume` (C-contiguous float64 in, the C result out). The
-# public function re-does the conversions `as_points` has just done, which costs more than the
-# C call on the fronts the search sees (tens of points); pinned to moocore 0.3.x in pyproject.
-from moocore._moocore import _hypervolume as _moocore_hv
 
 from mathmo._checks import as_floats, as_points, as_ref
 
@@ -31,6 +30,12 @@ def non_dominated(points: np.ndarray) -> np.ndarray:
     return np.asarray(moocore.is_nondominated(-y, keep_weakly=True), dtype=bool)
 
 
+@lru_cache(maxsize=64)
+def _indicator(neg_ref: tuple[float, ...]) -> moocore.Hypervolume:
+    """moocore's indicator for the (minimisation) reference point ``neg_ref``, built once."""
+    return moocore.Hypervolume(ref=neg_ref)
+
+
 def hypervolume(points: np.ndarray, ref: np.ndarray | None = None) -> float:
     """Exact hypervolume of the region dominated by ``points`` and dominating ``ref``.
 
@@ -38,13 +43,14 @@ def hypervolume(points: np.ndarray, ref: np.ndarray | None = None) -> float:
     (the worst corner of MATHMO's normalised ``[0, 1]^k``).
     """
     y = as_points("points", points)
-    r = np.zeros(y.shape[1]) if ref is None else as_ref("ref", ref, y.shape[1])
+    k = y.shape[1]
+    neg_ref = (-0.0,) * k if ref is None else tuple((-as_ref("ref", ref, k)).tolist())
     if len(y) == 0:
         return 0.0
-    if y.shape[1] == 1:
-        return max(float(y[:, 0].max() - r[0]), 0.0)
+    if k == 1:
+        return max(float(y[:, 0].max() + neg_ref[0]), 0.0)
     # moocore minimises, and ignores points that do not strictly dominate the reference
-    return float(_moocore_hv(-y, -r))
+    return float(_indicator(neg_ref)(-y))
 
 
 def hypervolume_gain(
