@@ -180,3 +180,20 @@ def test_shadowed_exports_finds_an_export_named_like_its_submodule(tmp_path, mon
     assert_exports_not_shadowed("cleanpkg2")
     for name in [m for m in sys.modules if m.startswith(("shadowpkg2", "cleanpkg2"))]:
         monkeypatch.delitem(sys.modules, name)
+
+
+def test_shadowed_exports_never_imports_a_main_module(tmp_path, monkeypatch):
+    """A package run with `python -m` has a `__main__.py` that calls its CLI on import: walking
+    the submodules must not run it (dist2loss and nextquill have one)."""
+    import sys
+
+    from shared_core.testing import shadowed_exports
+
+    root = tmp_path / "mainpkg3"
+    root.mkdir()
+    (root / "__init__.py").write_text("__all__ = ['f']\n\ndef f():\n    return 1\n")
+    (root / "__main__.py").write_text("raise SystemExit('the CLI ran')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert shadowed_exports("mainpkg3") == []
+    for name in [m for m in sys.modules if m.startswith("mainpkg3")]:
+        monkeypatch.delitem(sys.modules, name)

@@ -164,7 +164,8 @@ def shadowed_exports(package: str) -> list[str]:
     ``__all__`` name that is also a submodule's name reads as the module whenever the submodule
     was imported first (``from crome.augment import AugmentConfig; from crome import augment``).
     Reported: each such name clash, then, with every submodule imported (those needing an absent
-    extra, ImportError, skipped), each name bound to a module in the package namespace before
+    extra, ImportError, skipped; a ``__main__`` module is never imported, since that runs the
+    package's command line), each name bound to a module in the package namespace before
     any lazy ``__getattr__`` runs, and each name that reads as a module.
     """
     import contextlib
@@ -182,6 +183,8 @@ def shadowed_exports(package: str) -> list[str]:
         if n in subs
     ]
     for info in pkgutil.walk_packages(paths, package + ".", onerror=lambda _: None):
+        if info.name.rsplit(".", 1)[-1] == "__main__":  # `python -m` entry: importing runs the CLI
+            continue
         with contextlib.suppress(ImportError):
             importlib.import_module(info.name)
     bound = vars(pkg)
