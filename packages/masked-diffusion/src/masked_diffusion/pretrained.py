@@ -24,15 +24,18 @@ class MDLMConfig:
     schedule: str = "loglinear"
 
     def __post_init__(self) -> None:
-        if self.backbone.vocab_size != self.data.vocab_size:
-            raise ValueError(
-                f"backbone.vocab_size: expected the data's {self.data.vocab_size}, "
-                f"got {self.backbone.vocab_size}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"schedule: expected one of {sorted(SCHEDULES)}, got {self.schedule!r}"
-            )
+        check_checkpoint_config(self.backbone.vocab_size, self.data, self.schedule, "backbone")
+
+
+def check_checkpoint_config(vocab_size: int, data: TokenSpec, schedule: str, network: str) -> None:
+    """The checks every masked-diffusion-family checkpoint config makes (MDLM, PGM, VADD): the
+    network's output size is the data's vocabulary, and the schedule is a known one."""
+    if vocab_size != data.vocab_size:
+        raise ValueError(
+            f"{network}.vocab_size: expected the data's {data.vocab_size}, got {vocab_size}"
+        )
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule: expected one of {sorted(SCHEDULES)}, got {schedule!r}")
 
 
 class MDLM(MaskedDiffusionTransformer, Pretrained):

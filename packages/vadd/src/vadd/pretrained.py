@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from masked_diffusion import TokenSpec
-from masked_diffusion.schedule import SCHEDULES
+from masked_diffusion.pretrained import check_checkpoint_config
 
 from shared_core.hub import Pretrained
 from vadd.model import VADD, VADDConfig
@@ -25,15 +25,7 @@ class VADDModelConfig:
     schedule: str = "loglinear"
 
     def __post_init__(self) -> None:
-        if self.model.vocab_size != self.data.vocab_size:
-            raise ValueError(
-                f"model.vocab_size: expected the data's {self.data.vocab_size}, "
-                f"got {self.model.vocab_size}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"schedule: expected one of {sorted(SCHEDULES)}, got {self.schedule!r}"
-            )
+        check_checkpoint_config(self.model.vocab_size, self.data, self.schedule, "model")
 
 
 class VADDModel(VADD, Pretrained):
