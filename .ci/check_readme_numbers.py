@@ -18,7 +18,10 @@ column, outside the paper's rows and columns, is a number (with an optional unit
 ``[lo, hi]`` interval or parenthesised note: ``0.523``, ``**12.3%**``, ``1.9x [1.8-2.0]``, ``190
 s``); API, install and settings tables (names, signatures, prose) are not. A table is *the
 paper's* (exempt) when the line ``<!-- paper -->`` stands above it, or when every body row's
-first cell, or the first column's header, says "paper". Unmarked measured tables are printed
+first cell, or the first column's header, says "paper". A table of configured inputs (sizes,
+steps, flags: nothing a run measured) carries ``<!-- settings: why -->`` with the reason; it is
+counted apart (``settings``) so a reviewer sees every one, and a marker without a reason counts
+as no marker. Unmarked measured tables are printed
 as ``file:line`` with ``--list``; ``--strict`` fails on them (not yet the default: most
 packages commit no results files).
 
@@ -125,6 +128,7 @@ def _is_separator(cells: list[str]) -> bool:
 
 
 PAPER_MARKER = re.compile(r"^\s*<!--\s*paper\b.*-->\s*$")
+SETTINGS_MARKER = re.compile(r"^\s*<!--\s*settings:\s*\w.*-->\s*$")
 # a cell that is a measurement: a number, a unit, then at most a spread, interval or note
 MEASURED_CELL = re.compile(
     r"^[~≈<>]?\s*[-−+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+−]?\d+)?\s*(?:%|×|x|ms|min|s|h)?"
@@ -134,12 +138,14 @@ MEASURED_CELL = re.compile(
 
 @dataclass(frozen=True)
 class Table:
-    """A Markdown table of a README: its first line (1-based), marked, the paper's, measured."""
+    """A Markdown table of a README: its first line (1-based), marked, the paper's, measured,
+    and marked as settings (configured inputs)."""
 
     line: int
     marked: bool
     paper: bool
     measured: bool
+    settings: bool = False
 
 
 def tables(readme_text: str) -> list[Table]:
@@ -175,16 +181,23 @@ def tables(readme_text: str) -> list[Table]:
             for c, cell in enumerate(r)
             if c > 0 and c not in paper_cols and "paper" not in cell.lower()
         )
-        found.append(Table(i + 1, bool(MARKER.match(above)), paper, measured))
+        settings = bool(SETTINGS_MARKER.match(above))
+        found.append(Table(i + 1, bool(MARKER.match(above)), paper, measured, settings))
         i = j
     return found
 
 
 def census(readme: Path) -> tuple[int, list[int]]:
-    """(marked tables, first lines of the unmarked measured tables that are not the paper's)."""
+    """(marked tables, first lines of the unmarked measured tables that are not the paper's
+    and not marked as settings)."""
     found = tables(readme.read_text(encoding="utf-8"))
-    unmarked = [t.line for t in found if t.measured and not t.marked and not t.paper]
+    unmarked = [t.line for t in found if t.measured and not (t.marked or t.paper or t.settings)]
     return sum(t.marked for t in found), unmarked
+
+
+def settings_tables(readme: Path) -> list[int]:
+    """First lines of the tables marked ``<!-- settings: why -->``."""
+    return [t.line for t in tables(readme.read_text(encoding="utf-8")) if t.settings]
 
 
 def check_readme(readme: Path) -> list[str]:
@@ -260,8 +273,11 @@ def self_test() -> None:
             "\n| name | what |\n|---|---|\n| `f(x, eps=1e-3)` | the op, 3 ways |\n"
             "\n<!-- paper -->\n| model | acc |\n|---|---|\n| big | 0.91 |\n"
             "\n| source | acc |\n|---|---|\n| paper, Table 2 | 0.91 |\n"
+            "\n<!-- settings: the scales' sizes -->\n| scale | steps |\n|---|---|\n| tiny | 300 |\n"
+            "\n<!-- settings -->\n| scale | steps |\n|---|---|\n| tiny | 300 |\n"
         )
-        assert census(d / "README.md") == (1, [11]), census(d / "README.md")
+        assert census(d / "README.md") == (1, [11, 34]), census(d / "README.md")
+        assert settings_tables(d / "README.md") == [29], settings_tables(d / "README.md")
     print(
         "check_readme_numbers self-test: a planted mismatch fails, the true table passes, "
         "the census counts marked and unmarked measured tables"
@@ -277,18 +293,26 @@ def main(argv: list[str]) -> int:
     problems = [p for r in readmes for p in check_readme(r)]
     for p in problems:
         print(p, file=sys.stderr)
-    marked = unmarked = 0
+    marked = unmarked = settings = 0
     for r in readmes:
         n_marked, lines = census(r)
+        set_lines = settings_tables(r)
         marked, unmarked = marked + n_marked, unmarked + len(lines)
+        settings += len(set_lines)
         name = r.parent.name if r.name == "README.md" else str(r)
-        print(f"  {name}: {n_marked} marked, {len(lines)} unmarked measured table(s)")
+        print(
+            f"  {name}: {n_marked} marked, {len(lines)} unmarked measured, "
+            f"{len(set_lines)} settings table(s)"
+        )
         if "--list" in flags:
             for line in lines:
                 print(f"    {r}:{line}: a table of measured numbers without a results marker")
+            for line in set_lines:
+                print(f"    {r}:{line}: marked as settings (configured inputs)")
     print(
         f"check_readme_numbers: {marked} marked table(s) in {len(readmes)} README(s), "
-        f"{unmarked} unmarked table(s) of measured numbers, {len(problems)} number(s) not found"
+        f"{unmarked} unmarked table(s) of measured numbers, {settings} settings table(s), "
+        f"{len(problems)} number(s) not found"
     )
     if "--strict" in flags and unmarked:
         print(f"check_readme_numbers: --strict: {unmarked} unmarked measured table(s)")

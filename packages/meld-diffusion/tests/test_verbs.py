@@ -165,9 +165,11 @@ def test_another_packages_folder_is_refused(tmp_path: Path, capsys) -> None:
         pass
 
     folder = tmp_path / "other"
-    save_folder(folder, lambda tmp, prov: None, owner=Other, config={"a": 1}, distribution="msgen")
+    save_folder(
+        folder, lambda tmp, prov: None, owner=Other, config={"a": 1}, distribution="shared-core"
+    )
     err = _error(
         capsys, ["sample", "--checkpoint", str(folder), "-n", "2", "--out", str(tmp_path / "s")]
     )
-    assert "written by package 'msgen'" in err
+    assert "written by package 'shared-core'" in err
     assert not (tmp_path / "s").exists()

@@ -99,13 +99,13 @@ def test_another_packages_folder_is_refused(tmp_path: Path, capsys) -> None:
 
     folder = tmp_path / "other"
     save_folder(
-        folder, lambda tmp, prov: None, owner=Other, config={"a": 1}, distribution="meld-diffusion"
+        folder, lambda tmp, prov: None, owner=Other, config={"a": 1}, distribution="shared-core"
     )
     out = tmp_path / "g.sdf"
     err = _error(
         capsys, ["generate", "--checkpoint", str(folder), "--smiles", "CCO", "--out", str(out)]
     )
-    assert "written by package 'meld-diffusion'" in err
+    assert "written by package 'shared-core'" in err
     assert not out.exists()
 
 

@@ -149,7 +149,7 @@ class OtherConfig:
 
 
 class OtherModel(torch.nn.Module, Pretrained):
-    distribution = "orient-bias"
+    distribution = "shared-core"  # installed wherever this package is (CI installs one package)
 
     def __init__(self, config: OtherConfig) -> None:
         super().__init__()
