@@ -23,7 +23,8 @@ lists its cases in one table and parametrises one test over it::
     def test_bad_input(case): assert_bad_input(*CASES[case])
 
 The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
-`assert_missing_extra_is_one_line`, `run_micro`) and the export checks
+`assert_missing_extra_is_one_line`, `run_micro`,
+`assert_costs_are_the_committed_runs`) and the export checks
 (`assert_fresh_import_is_callable`, `shadowed_exports`, `assert_exports_not_shadowed`) follow
 below. The tiny causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
 `tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
@@ -324,3 +325,39 @@ def run_micro(
     if len(pngs) < plots or any(p.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n" for p in pngs):
         raise AssertionError(f"expected >= {plots} PNG plots, got {[p.name for p in pngs]}")
     return run
+
+
+def assert_costs_are_the_committed_runs(
+    estimates: Any, results: Any, *, required: Sequence[str] = ("tiny",), rel: float = 0.25
+) -> dict[str, float]:
+    """Each scale's CPU-cost estimate (``ESTIMATE_S``, the figure ``--help`` and the heartbeat's
+    ETA print) is within `rel` of the CPU time of the committed run ``results/<scale>.json``
+    (its ``cpu_s`` plus ``cpu_children_s``, as `shared_core.report` writes them); issue 67.
+
+    `estimates` maps scale -> CPU seconds; `results` is the package's results folder. A scale in
+    `required` must have its run committed; another is compared where its file exists (micro
+    never: seconds, and CI-sized). Returns {scale: measured CPU-s} for what was compared.
+    Raises AssertionError naming the scale, both figures and the file.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(results)
+    measured: dict[str, float] = {}
+    for scale, estimate in estimates.items():
+        if scale == "micro":
+            continue
+        path = folder / f"{scale}.json"
+        if not path.is_file():
+            if scale in required:
+                raise AssertionError(f"{scale}: no committed run {path} behind the estimate")
+            continue
+        run = json.loads(path.read_text(encoding="utf-8"))
+        cpu = float(run["cpu_s"]) + float(run.get("cpu_children_s", 0.0))
+        if abs(float(estimate) - cpu) > rel * cpu:
+            raise AssertionError(
+                f"{scale}: the estimate says {float(estimate):.0f} CPU-s, the committed run "
+                f"{path.name} took {cpu:.0f} CPU-s (more than {rel:.0%} apart): update the estimate"
+            )
+        measured[scale] = cpu
+    return measured
