@@ -57,7 +57,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, llm_dir: Path) -> Path:
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     capsys.readouterr()
     assert main(argv) == 2
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -125,6 +125,8 @@ def test_resume_after_an_interruption_ends_at_the_same_weights(
     real_fit = shared_core.train.fit
 
     def interrupted(*args: object, **kwargs: object) -> object:
+        if kwargs.get("desc") != "EDT-Former connector":  # the entropy model, the GIN
+            return real_fit(*args, **kwargs)  # type: ignore[arg-type]
         real_fit(*args, **{**kwargs, "stop_at": 3})  # type: ignore[arg-type]
         raise RuntimeError("killed")
 

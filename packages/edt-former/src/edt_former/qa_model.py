@@ -16,6 +16,7 @@ model and the LLM are frozen (paper note, "Frozen Backbone, Trainable Connector"
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -261,6 +262,12 @@ class EDTFormerQA:
         enc = self.encode(smiles)
         rows, n_answer = self.token_rows(questions)
         eos = int(self.tokenizer.eos_token_id)
+        # the KV cache's keyword: `cache` from transformers 5.x, `past_key_values` before
+        kv = (
+            "cache"
+            if "cache" in inspect.signature(self.llm.forward).parameters
+            else "past_key_values"
+        )
         out = []
         for i in range(len(rows)):
             b = self.batch(enc, [i], rows[i : i + 1], n_answer[i : i + 1])
@@ -276,8 +283,8 @@ class EDTFormerQA:
                 res = self.llm(
                     inputs_embeds=self.embed(torch.tensor([[nxt]], device=attn.device)),
                     attention_mask=attn,
-                    past_key_values=res.past_key_values,
                     use_cache=True,
+                    **{kv: getattr(res, kv)},
                 )
             out.append(self.tokenizer.decode(generated, skip_special_tokens=True).strip())
         return out
