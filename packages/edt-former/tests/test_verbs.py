@@ -282,3 +282,30 @@ def test_resume_without_state_and_unknown_llm(
     line = _error(capsys, ["train", "--data", str(DATA / "qa.jsonl"), "--llm", str(tmp_path / "no"),
                            "--out", str(tmp_path / "y"), "--runs", str(tmp_path / "runs"), *FAST])  # fmt: skip
     assert "--llm" in line and not (tmp_path / "y").exists()
+
+
+def test_another_llm_is_refused(
+    trained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared_core.models import tiny_lm
+
+    model, tok = tiny_lm(
+        WORDS, specials={"pad": "<pad>", "bos": "<s>", "eos": "</s>", "unk": "<unk>"},
+        split=r"[a-z]+|\S", hidden_size=16, num_layers=1, num_heads=2, seed=1,
+    )  # fmt: skip
+    other = tmp_path / "other-llama"
+    model.save_pretrained(other)
+    tok.save_pretrained(other)
+    line = _error(capsys, ["ask", "--checkpoint", str(trained), "--llm", str(other), "--smiles",
+                           "CCO", QUESTION, "--runs", str(tmp_path / "runs")])  # fmt: skip
+    assert "--checkpoint" in line and "fingerprint" in line
+
+
+def test_peak_patching_option(tmp_path: Path, llm_dir: Path) -> None:
+    from edt_former.qa_model import EDTFormerQA
+
+    out = tmp_path / "peak"
+    assert _train(out, llm_dir, "--set", "patching=peak") == 0
+    qa = EDTFormerQA.from_pretrained(out)
+    assert qa.config.patching == "peak"
+    assert len(qa.answer(["CCO"], [QUESTION], max_new_tokens=2)) == 1
