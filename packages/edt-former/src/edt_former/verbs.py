@@ -418,6 +418,7 @@ def _with_answer(record: dict[str, Any], answer: str) -> dict[str, Any]:
 
 
 ESTIMATE_S_SETUP = 40.0
-"""CPU seconds before the first step with SmolLM2 (load + entropy model + GIN; README run)."""
+"""CPU seconds before the first step with SmolLM2 (load, entropy model, GIN): the ETA's
+rough figure (not a measured run)."""
 ESTIMATE_S_PER_STEP = 1.0
-"""CPU seconds per connector step with SmolLM2 at batch 8 (README run)."""
+"""CPU seconds per connector step with SmolLM2 at batch 8: the ETA's rough figure."""
