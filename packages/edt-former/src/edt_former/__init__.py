@@ -5,6 +5,8 @@ Entropy patches (`atom_entropies` + `entropy_group_ids`) and BRICS fragments
 (`brics_group_ids`) are mean-pooled into local queries next to the static ones
 (`EDTConnector`); their Q-Former outputs enter the frozen LLM through ``<mol>`` slots
 (`EDTFormer`), and only the connector and the new token rows train (`freeze_llm`).
+`EDTFormerQA` is the same model trained on a user's (SMILES, question, answer) file and
+saved as a checkpoint folder (the ``train`` / ``ask`` / ``evaluate`` verbs).
 
 The names below are imported on first use, so that ``edt-former --help`` never imports torch.
 """
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         peak_group_ids,
         pool_groups,
     )
+    from edt_former.qa_model import EDTFormerQA, QAModelConfig
     from edt_former.qformer import QFormer, QFormerConfig
 
 _HOME = {
@@ -60,6 +63,8 @@ _HOME = {
     "local_tokens": "patching",
     "peak_group_ids": "patching",
     "pool_groups": "patching",
+    "EDTFormerQA": "qa_model",
+    "QAModelConfig": "qa_model",
     "QFormer": "qformer",
     "QFormerConfig": "qformer",
 }
@@ -69,8 +74,10 @@ __all__ = [
     "ConnectorConfig",
     "EDTConnector",
     "EDTFormer",
+    "EDTFormerQA",
     "FrozenGIN",
     "NodeEncoder",
+    "QAModelConfig",
     "QFormer",
     "QFormerConfig",
     "atom_entropies",
