@@ -72,8 +72,8 @@ def main() -> None:
         )
     finish([table], args.json)
     if args.json is not None:  # the fits' test NLL beside the timings (README's second table)
-        payload = json.loads(args.json.read_text())
-        payload["test_nll"] = nll_rows
+        tables = json.loads(args.json.read_text())  # finish() writes the list of tables
+        payload = {"tables": tables, "test_nll": nll_rows}
         atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
     print("test NLL (nats per row, 5,000 rows)")
     print(markdown_table(nll_rows))

@@ -88,8 +88,8 @@ def main() -> None:
         minima.append({"rows": n, "ours": f_ours, "peer": f_peer, "max_abs_theta_diff": d_theta})
     finish([table], a.json)
     if a.json is not None:  # the fitted minima beside the timings (README's second table)
-        payload = json.loads(a.json.read_text())
-        payload["minima"] = minima
+        tables = json.loads(a.json.read_text())  # finish() writes the list of tables
+        payload = {"tables": tables, "minima": minima}
         atomic_write_text(a.json, json.dumps(payload, indent=2) + "\n")
     print("**fitted minimum**: objective (summed Huber) and max |theta difference| (log space)\n")
     print("| rows | ours | scipy grid | (scipy - ours) / ours | max abs theta diff |")
