@@ -69,7 +69,9 @@ def main() -> None:
     for r in rows:
         print("| " + " | ".join(r.values()) + " |")
     if args.json is not None:
-        payload = {"metrics_json": Path(args.metrics_json).name, "rows": rows}
+        # the run's own metrics beside the differences: a README table quoting both (the
+        # per-claim summary at small) names this one file
+        payload = {"metrics_json": Path(args.metrics_json).name, "rows": rows, "run": metrics}
         atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
 
 
