@@ -126,9 +126,11 @@ def test_raw_counts_in_the_thousands_stop_with_one_error_naming_log1p(
     path, x = _large_counts(tmp_path)
     assert x.max() > 10_000
     assert main(["fit", "--data", str(path), "--out", str(tmp_path / "m"), *FAST]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "error: big.csv: x: the loss is not finite" in err[0], err
-    assert "transform=log1p" in err[0]
+    err = capsys.readouterr().err.strip().splitlines()  # the progress lines, then the error
+    errors = [line for line in err if "error:" in line]
+    assert len(errors) == 1 and errors[0] == err[-1], err
+    assert "error: big.csv: x: the loss is not finite" in err[-1], err
+    assert "transform=log1p" in err[-1]
     assert not (tmp_path / "m" / "model.safetensors").exists()
 
 
