@@ -12,12 +12,16 @@ split into rows in no printed box (gaps between boxes) and rows in another rule'
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 from explainable_mixtures import ExplainableMixture
 from explainable_mixtures.data import planted, split
 from explainable_mixtures.recovery import matched_jaccard
+
+from shared_core.atomic import atomic_write_text
 
 TAU_ENDS = (0.02, 0.005)
 
@@ -25,7 +29,9 @@ TAU_ENDS = (0.02, 0.005)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = parser.parse_args()
+    rows: list[dict[str, float]] = []
     print(
         "| tau_end | seed | rules | in own box | in no box | in another box only | box Jaccard mean | test NLL | CPU s |"
     )
@@ -45,12 +51,22 @@ def main() -> None:
             )  # (n, k)
             own = inside[np.arange(len(test.X)), est.assign(test.X)]
             jac = matched_jaccard(list(boxes), train.boxes)
+            rows.append({
+                "tau_end": tau_end, "seed": seed, "rules": len(est.rules_),
+                "in_own_box": round(float(own.mean()), 3),
+                "in_no_box": round(float((~inside.any(1)).mean()), 3),
+                "in_another_box_only": round(float((inside.any(1) & ~own).mean()), 3),
+                "box_jaccard_mean": round(float(jac.mean()), 3),
+                "test_nll": round(float(-est.score(test.X, test.y)), 3), "cpu_s": round(cpu, 2),
+            })  # fmt: skip
             print(
                 f"| {tau_end:g} | {seed} | {len(est.rules_)} | {own.mean():.3f} | "
                 f"{(~inside.any(1)).mean():.3f} | {(inside.any(1) & ~own).mean():.3f} | "
                 f"{jac.mean():.3f} | {-est.score(test.X, test.y):.3f} | {cpu:.1f} |",
                 flush=True,
             )
+    if args.json is not None:
+        atomic_write_text(args.json, json.dumps({"rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

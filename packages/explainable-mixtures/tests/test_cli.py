@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from explainable_mixtures.cli import main
+from explainable_mixtures.costs import ESTIMATE_S, LAMBDA_ESTIMATE_S
 
-from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
+from shared_core.testing import (
+    assert_bad_scale_is_a_usage_error,
+    assert_costs_are_the_committed_runs,
+    assert_import_is_light,
+    run_micro,
+)
 
 
 def test_help_does_not_import_torch():
@@ -41,3 +49,21 @@ def test_lambda_ablation_is_one_command(tmp_path, capsys):
         for row in rows.values():
             assert row["rules"] >= 1 and row["nll"] == row["nll"]  # counted, not NaN
     assert "lambda ablation" in (run / "report.md").read_text()
+
+
+def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """ESTIMATE_S and LAMBDA_ESTIMATE_S (the ETA's figures) are the committed runs' CPU time,
+    and --help prints them."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    assert set(assert_costs_are_the_committed_runs(ESTIMATE_S, results)) == {"tiny"}
+    lam = assert_costs_are_the_committed_runs(LAMBDA_ESTIMATE_S, results / "ablate-lambda")
+    assert set(lam) == {"tiny"}
+    for command, estimate in (("reproduce", ESTIMATE_S), ("ablate-lambda", LAMBDA_ESTIMATE_S)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split()).replace(
+            "- ", "-"
+        )  # argparse wraps at hyphens
+        assert f"tiny ~{estimate['tiny']:.0f} CPU-s" in text, text

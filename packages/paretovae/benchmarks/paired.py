@@ -5,17 +5,20 @@ families are paired by seed. For each headline metric, prints a markdown table o
 paired difference (ParetoVAE - baseline) with its 95% t-interval over the seeds and the
 number of seeds on which ParetoVAE is better (lower SW, higher Jaccard / PSNR / SSIM).
 
-    python benchmarks/paired.py runs/paretovae/<timestamp>-small/metrics.json
+    python benchmarks/paired.py runs/paretovae/<timestamp>-small/metrics.json [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from shared_core.atomic import atomic_write_text
 
 BASELINES = ("vae", "laplace", "t3vae")
 # (title, path into metrics, key, ParetoVAE decoder, lower is better)
@@ -56,6 +59,7 @@ def paired_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("metrics_json")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = parser.parse_args()
     with open(args.metrics_json) as f:
         metrics = json.load(f)["metrics"]
@@ -64,6 +68,11 @@ def main() -> None:
     print("|" + " --- |" * len(rows[0]))
     for r in rows:
         print("| " + " | ".join(r.values()) + " |")
+    if args.json is not None:
+        # the run's own metrics beside the differences: a README table quoting both (the
+        # per-claim summary at small) names this one file
+        payload = {"metrics_json": Path(args.metrics_json).name, "rows": rows, "run": metrics}
+        atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
 
 
 if __name__ == "__main__":

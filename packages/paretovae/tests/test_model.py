@@ -9,7 +9,7 @@ import pytest
 import torch
 from paretovae.divergence import sympareto_gamma_divergence, sympareto_shift_slope
 from paretovae.experiments.common import train_config
-from paretovae.model import FAMILIES, HeavyTailVAE, VAEConfig
+from paretovae.model import FAMILIES, HeavyTailVAE, InputScaleError, VAEConfig
 
 from shared_core.testing import assert_close
 from shared_core.train import fit
@@ -260,3 +260,18 @@ def test_l1_term_gives_sparser_encoder_means_on_a_planted_sparse_world() -> None
     assert frac[None] > 0.03 and frac[0.0] < 0.005, frac
     assert frac[None] > 10 * frac[0.0]
     assert err[None] < 0.5, err  # sparse, not collapsed: half the variance still explained
+
+
+@pytest.mark.parametrize("family", ["pareto-t", "pareto-sympareto"])
+def test_raw_counts_in_the_thousands_raise_a_clear_error_not_a_nan_loss(family: str) -> None:
+    # the encoder's log-scale head is linear in x: counts of ~1e4 overflow exp(log sigma) in
+    # float32 (loss NaN/inf); the loss says so and names the fix instead of returning NaN
+    torch.manual_seed(0)
+    model = HeavyTailVAE(VAEConfig(family=family, n=8, m=2))
+    counts = torch.floor(torch.distributions.Pareto(1.0, 1.2).sample((64, 8)) * 2000.0)
+    assert float(counts.max()) > 10_000
+    with pytest.raises(ValueError, match=r"max \|x\| = .*log1p") as info:
+        model.loss(counts)
+    assert isinstance(info.value, InputScaleError)
+    loss, _ = model.loss(torch.log1p(counts))  # the remedy the message names: finite
+    assert bool(torch.isfinite(loss))

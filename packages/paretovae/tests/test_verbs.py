@@ -4,6 +4,7 @@ gives identical codes and reconstructions, the denoising preset, one clear error
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,7 @@ BAD = {
     "one row": ("a,b\n1,2\n", [], "expected at least 2 rows"),
     "unknown preset": ("a,b\n1,2\n3,4\n", ["--set", "preset=fast"], "preset: expected one of ['denoising']"),
     "unknown decoder": ("a,b\n1,2\n3,4\n", ["--set", "decoder=gauss"], "decoder: expected 't' or 'sympareto'"),
+    "unknown transform": ("a,b\n1,2\n3,4\n", ["--set", "transform=sqrt"], "transform: expected one of ['none', 'log1p']"),
 }  # fmt: skip
 
 
@@ -106,3 +108,55 @@ def test_real_flag_accepts_negative_entries_and_npy(tmp_path: Path) -> None:
     with torch.no_grad():
         mu, _ = model.encode(torch.as_tensor(x, dtype=torch.float32))
     np.testing.assert_allclose(z, mu.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _large_counts(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    # 200 documents x 6 counts with Pareto-tailed sizes up to tens of thousands
+    rng = np.random.default_rng(0)
+    x = np.floor(rng.pareto(1.5, size=(200, 6)) * 2000.0)
+    path = tmp_path / "big.csv"
+    body = "a,b,c,d,e,f\n" + "".join(",".join(f"{v:.0f}" for v in row) + "\n" for row in x)
+    path.write_text(body)
+    return path, x
+
+
+def test_raw_counts_in_the_thousands_stop_with_one_error_naming_log1p(
+    tmp_path: Path, capsys
+) -> None:
+    path, x = _large_counts(tmp_path)
+    assert x.max() > 10_000
+    assert main(["fit", "--data", str(path), "--out", str(tmp_path / "m"), *FAST]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # the progress lines, then the error
+    errors = [line for line in err if "error:" in line]
+    assert len(errors) == 1 and errors[0] == err[-1], err
+    assert "error: big.csv: x: the loss is not finite" in err[-1], err
+    assert "transform=log1p" in err[-1]
+    assert not (tmp_path / "m" / "model.safetensors").exists()
+
+
+def test_log1p_transform_trains_on_large_counts_and_round_trips(tmp_path: Path) -> None:
+    path, x = _large_counts(tmp_path)
+    out = tmp_path / "m"
+    assert (
+        main(["fit", "--data", str(path), "--out", str(out), *FAST, "--set", "transform=log1p"])
+        == 0
+    )
+    assert json.loads((out / "preprocessing.json").read_text()) == {"transform": "log1p"}
+    _, x_hat = _read(out / "reconstructions.csv")
+    assert np.isfinite(x_hat).all() and x_hat.shape == x.shape
+    model = HeavyTailVAE.from_pretrained(out)
+    with torch.no_grad():  # the model reads log(1 + x); reconstructions come back as counts
+        mu, _ = model.encode(torch.as_tensor(np.log1p(x), dtype=torch.float32))
+        y = model.decode(mu).numpy()
+    np.testing.assert_allclose(x_hat, np.expm1(y), rtol=1e-4, atol=1e-4)
+    z_path, x_path = tmp_path / "z.csv", tmp_path / "x.csv"
+    assert (
+        main(["encode", "--checkpoint", str(out), "--data", str(path), "--out", str(z_path)]) == 0
+    )
+    assert (
+        main(["decode", "--checkpoint", str(out), "--data", str(z_path), "--out", str(x_path)]) == 0
+    )
+    _, z = _read(z_path)
+    np.testing.assert_allclose(z, mu.numpy(), rtol=1e-5, atol=1e-6)
+    _, x_dec = _read(x_path)
+    np.testing.assert_allclose(x_dec, x_hat, rtol=1e-3, atol=1e-3)  # through 6-digit CSV codes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from explainable_mixtures.costs import cost_help, lambda_cost_help
 from shared_core.cli import lazy_reproduce_command, make_main, nonneg_int, positive_int
 from shared_core.verbs import Slots, predict_command, verb_command
 
@@ -47,15 +48,14 @@ main = make_main(
         lazy_reproduce_command(
             "explainable_mixtures.experiments.reproduce",
             help="Planted-rule recovery and test NLL of the EMM vs a GMM, a tree with Gaussian "
-            "leaves and an MDN on planted, QM9-gap and diabetes data; micro takes seconds, tiny "
-            "about 5 minutes, small about 30 minutes, paper hours (CPU, 1 thread).",
+            f"leaves and an MDN on planted, QM9-gap and diabetes data; {cost_help()}.",
         ),
         replace(
             lazy_reproduce_command(
                 "explainable_mixtures.experiments.lambda_ablation",
                 help="The paper's ablation of the overlap weight lambda (0, 0.1, 0.3, 1): rules "
-                "and test NLL of the paper's EMM on planted, QM9-gap and diabetes data; micro "
-                "takes seconds, tiny a few minutes (CPU, 1 thread).",
+                "and test NLL of the paper's EMM on planted, QM9-gap and diabetes data; "
+                f"{lambda_cost_help()}.",
             ),
             name="ablate-lambda",
         ),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from mathmo.costs import cost_help
 from mathmo.verbs import solve_options
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, verb_command
@@ -13,9 +14,7 @@ main = make_main(
         lazy_reproduce_command(
             "mathmo.experiments.ablation",
             help="MATHMO vs RAN / FLAT / NAIVE with the programmatic operators on TSP, job-shop, "
-            "ecology and epidemiology (relative hypervolume, paired CIs, front plots); micro "
-            "takes seconds (2 tasks, 2 seeds x 6 rounds), tiny a few minutes (4 tasks, 10 seeds x 20 "
-            "rounds), small uses the SmolLM2 judge (ecology, epidemiology, 3 seeds; ~12 CPU-min), paper an OpenAI-compatible endpoint (CPU, 1 thread).",
+            f"ecology and epidemiology (relative hypervolume, paired CIs, front plots; {cost_help()}).",
         ),
         verb_command(
             "solve",

@@ -64,11 +64,21 @@ from paretovae.distribution import SymPareto, laplace_noise, sympareto_rsample
 from paretovae.divergence import _divergence, sympareto_shift_slope
 from shared_core.hub import Pretrained
 
-__all__ = ["FAMILIES", "OBJECTIVES", "T_DOFS", "HeavyTailVAE", "VAEConfig"]
+__all__ = ["FAMILIES", "OBJECTIVES", "T_DOFS", "HeavyTailVAE", "InputScaleError", "VAEConfig"]
 
 FAMILIES = ("vae", "laplace", "t3vae", "pareto-t", "pareto-sympareto")
 OBJECTIVES = ("centred", "exact")  # ParetoVAE's divergence term (module docstring)
 T_DOFS = ("joint", "nu+m")  # the t decoder's dof: 2(nu + m) (default) or nu + m
+
+
+# exp overflows float32 above this: the encoder's scale sigma = exp(log sigma) becomes inf
+_LOG_FLOAT32_MAX = math.log(torch.finfo(torch.float32).max)  # 88.72
+
+
+class InputScaleError(ValueError):
+    """The loss is not finite on a batch: the data are on a scale the unclamped encoder cannot
+    take (raw counts in the thousands overflow ``exp(log sigma_phi(x))``), or the step is too
+    large. `HeavyTailVAE.loss` raises it with the batch's max ``|x|`` and ``log sigma``."""
 
 
 @dataclass
@@ -283,7 +293,10 @@ class HeavyTailVAE(nn.Module, Pretrained):
         z = self.posterior_sample(mu, log_scale)
         recon = self.recon_term(x, self.decode(z)).mean()
         reg = self.regulariser(mu, log_scale).mean()
-        return recon + reg, {"recon": float(recon.detach()), "reg": float(reg.detach())}
+        total = recon + reg
+        if not bool(torch.isfinite(total.detach())):
+            raise _scale_error(x, log_scale, recon, reg)
+        return total, {"recon": float(recon.detach()), "reg": float(reg.detach())}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The loss (so that `fit`'s DDP wrapper sees a forward)."""
@@ -354,3 +367,25 @@ class HeavyTailVAE(nn.Module, Pretrained):
             return x_mean + s * spread.sqrt() * t
         noise = SymPareto(torch.zeros_like(x_mean), torch.ones_like(x_mean), nu + c.m).sample()
         return x_mean + s * spread * noise
+
+
+def _scale_error(
+    x: torch.Tensor, log_scale: torch.Tensor, recon: torch.Tensor, reg: torch.Tensor
+) -> InputScaleError:
+    """Why the loss is not finite, in numbers. The encoder's heads are plain linear layers
+    (no clamp, as in the paper's and t3VAE's MLPs), so ``log sigma`` grows with ``|x|``:
+    inputs in the thousands take it past 88.7, where ``exp`` overflows float32."""
+    x_max = float(x.detach().abs().max())
+    ls = log_scale.detach()
+    ls_max = (
+        float(ls[torch.isfinite(ls)].abs().max()) if bool(torch.isfinite(ls).any()) else math.inf
+    )
+    return InputScaleError(
+        f"x: the loss is not finite (reconstruction {float(recon.detach()):.3g}, regulariser "
+        f"{float(reg.detach()):.3g}) on a batch with max |x| = {x_max:.4g} and encoder "
+        f"|log sigma| up to {ls_max:.3g} (float32 overflows in exp(log sigma) above "
+        f"{_LOG_FLOAT32_MAX:.1f}, and in the squared error of samples at scale e^{ls_max:.0f}). "
+        f"The encoder has no clamp, so raw counts in the thousands overflow it: log-transform "
+        f"the data (log1p; `paretovae fit --set transform=log1p`) or standardise them; if the "
+        f"data are already small, lower the learning rate"
+    )

@@ -14,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+from quality_scaling.costs import cost_help
 from quality_scaling.experiments.scales import SCALES
 from shared_core.cli import (
     Command,
@@ -150,8 +151,7 @@ main = make_main(
                 "train the paper's protocol (one model size, a fraction eta of the samples "
                 "corrupted, Q = 1 - eta) and our noise-injection extensions as tiny GPTs (on "
                 "--device, in --threads single-threaded workers), and fit the laws to them "
-                "(numpy, CPU); CPU time on one thread: micro about 20 s, tiny about 3 min, "
-                "small about 25 min, paper hours on GPUs."
+                f"(numpy, CPU); {cost_help()}."
             ),
         ),
         verb_command(

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from explainable_mixtures.costs import LAMBDA_ESTIMATE_S
 from explainable_mixtures.experiments.reproduce import SCALES, Config
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
@@ -34,9 +35,6 @@ def _tables(config: Config, seed: int) -> list[tuple[str, Any]]:
     return tables
 
 
-ESTIMATE_S = {"micro": 10.0, "tiny": 231.0}  # CPU seconds, one thread (README)
-
-
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     from explainable_mixtures import data
     from explainable_mixtures.estimator import ExplainableMixture
@@ -45,7 +43,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, Any]:
     config: Config = args.config
     results: dict[str, dict[str, dict[str, float]]] = {}
     real_keys = ["qm9-gap"] * bool(config.qm9_n) + ["diabetes"] * config.diabetes
-    plan(["load data", "planted-1d", *real_keys, "report"], ESTIMATE_S.get(args.scale))
+    plan(["load data", "planted-1d", *real_keys, "report"], LAMBDA_ESTIMATE_S.get(args.scale))
     with Run("explainable-mixtures-lambda", config, out=args.out) as run:
         phase("load data")
         for key, table in _tables(config, args.seed):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from explainable_mixtures.costs import ESTIMATE_S
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
 
@@ -120,9 +121,6 @@ def _recovery(emm: Any, train: Any, test: Any) -> dict[str, float]:
         "nmi": float(normalized_mutual_info_score(test.labels, assign)),
         "fidelity": fidelity(test.X, assign, boxes),
     }
-
-
-ESTIMATE_S = {"micro": 10.0, "tiny": 178.0, "small": 478.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from mathmo.costs import ESTIMATE_S
 from mathmo.operators import Evaluation, ProgrammaticOperators
 from mathmo.pareto import hypervolume, non_dominated
 from mathmo.search import VARIANTS, Evaluator, SearchConfig, SearchResult, run_search
@@ -139,9 +140,6 @@ def _ci(x: np.ndarray) -> tuple[float, float, float]:
     from shared_core.metrics import bootstrap_ci
 
     return bootstrap_ci(np.mean, x, n_resamples=2000)
-
-
-ESTIMATE_S = {"micro": 9.2, "tiny": 185.0, "small": 720.0}  # CPU s with children (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:

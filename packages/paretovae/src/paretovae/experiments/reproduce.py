@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from paretovae.costs import ESTIMATE_S
 from paretovae.experiments import denoise, heavy_tail, words
 from paretovae.experiments.common import LABELS, Budget, train_config
 from paretovae.model import VAEConfig
@@ -115,9 +116,6 @@ def _plot_strip(run: Any, strip: dict[str, Any], p: float) -> None:
     )
     fig.tight_layout()
     run.save_figure("denoising_strip", fig)
-
-
-ESTIMATE_S = {"micro": 18.5, "tiny": 103.0, "small": 399.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:

@@ -18,6 +18,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+from quality_scaling.costs import ESTIMATE_S
 from quality_scaling.experiments.fits import headline_fits, secondary_fits
 from quality_scaling.experiments.plots import plot_all, plot_protocol
 from quality_scaling.experiments.protocol import protocol_fits
@@ -31,9 +32,6 @@ from shared_core.progress import phase, plan
 from shared_core.report import Run
 
 __all__ = ["reproduce"]
-
-
-ESTIMATE_S = {"micro": 19.0, "tiny": 160.0, "small": 1113.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:
