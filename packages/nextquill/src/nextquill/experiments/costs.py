@@ -10,7 +10,7 @@ from __future__ import annotations
 ESTIMATE_S = {"micro": 17.6, "tiny": 196.0, "small": 753.0}
 """Scale -> CPU seconds of ``nextquill reproduce --scale <scale> --threads 1``."""
 
-ABLATE_ESTIMATE_S = {"tiny": 284.0}
+ABLATE_ESTIMATE_S = {"tiny": 321.0}
 """Scale -> CPU seconds of ``nextquill reproduce --scale <scale> --ablate --threads 1``."""
 
 
