@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pytest
 import torch
 from dist2loss.data import RegressionTask, inputs_and_labels, make_sequences
 
@@ -37,6 +39,24 @@ def test_labels_only_at_y_positions():
 def test_help_is_fast_and_does_not_import_torch():
     code = "import sys; from dist2loss.cli import main; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_help_costs_are_the_committed_runs(capsys):
+    """--help prints ESTIMATE_S, and its tiny figure is the committed run's CPU time."""
+    from dist2loss.cli import main
+    from dist2loss.experiments.reproduce import ESTIMATE_S
+
+    from shared_core.testing import assert_costs_are_the_committed_runs
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    assert_costs_are_the_committed_runs(ESTIMATE_S, results)
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert f"small ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes" in text, text
 
 
 def test_reproduce_micro(tmp_path):

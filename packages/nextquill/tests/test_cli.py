@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light
+from shared_core.testing import (
+    assert_bad_scale_is_a_usage_error,
+    assert_costs_are_the_committed_runs,
+    assert_import_is_light,
+)
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def test_help_does_not_import_torch(capsys):
@@ -16,6 +23,27 @@ def test_help_does_not_import_torch(capsys):
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     assert "--scale" in capsys.readouterr().out
+
+
+def test_help_costs_are_the_committed_runs(capsys):
+    """--help and the heartbeat's ETA print ESTIMATE_S, and it is the committed runs' CPU time."""
+    from nextquill.cli import main
+    from nextquill.experiments.costs import ABLATE_ESTIMATE_S, ESTIMATE_S
+
+    if not RESULTS.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    assert_costs_are_the_committed_runs(ESTIMATE_S, RESULTS)
+    assert_costs_are_the_committed_runs(
+        {"tiny-ablate": ABLATE_ESTIMATE_S["tiny"]}, RESULTS, required=("tiny-ablate",)
+    )
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert (
+        f"small (ContextSFT, L_n only, NextQuill; 5 seeds) ~{ESTIMATE_S['small'] / 60:.0f}" in text
+    )
+    assert f"tiny takes ~{ABLATE_ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
 
 
 def test_bad_scale_is_a_usage_error(capsys):

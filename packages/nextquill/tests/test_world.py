@@ -56,3 +56,38 @@ def test_test_users_review_held_out_plays_and_seeds_reproduce():
 def test_bad_world_config_raises(field, value, match):
     with pytest.raises(ValueError, match=match):
         make_world(WorldConfig(**{field: value}))
+
+
+def test_review_files_split_one_user_and_read_back_as_the_world(tmp_path):
+    from nextquill.verbs import read_examples
+    from nextquill.world import write_review_files
+
+    cfg = WorldConfig(users=4, test_users=1, reviews_per_user=7)
+    files = write_review_files(tmp_path, cfg, seed=3, user=2, held_out=2)
+    world = make_world(cfg, seed=3)
+    mine = [e.example for e in world.train if e.user == 2]
+    read = {name: read_examples(path)[0] for name, path in files.items()}
+    # prefix + history + prompt + completion is the world's text, spaced as one string
+    as_text = [" ".join([e.prefix, e.history, e.suffix, e.target]).split() for e in mine]
+    assert [(e.prefix + e.history + e.suffix + e.target).split() for e in read["user"]] == (
+        as_text[:-2]
+    )
+    assert [(e.prefix + e.history + e.suffix + e.target).split() for e in read["heldout"]] == (
+        as_text[-2:]
+    )
+    assert len(read["all_users"]) == len(world.train) - 2
+    assert not any(e in read["all_users"] for e in read["heldout"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"user": 4}, "user: expected a training user 0..3"), ({"held_out": 6}, "held_out")],
+)
+def test_review_files_refuse_a_user_or_split_that_does_not_exist(tmp_path, kwargs, match):
+    from nextquill.world import write_review_files
+
+    with pytest.raises(ValueError, match=match):
+        write_review_files(
+            tmp_path, WorldConfig(users=4, test_users=1, reviews_per_user=7), **kwargs
+        )
+    assert not list(tmp_path.iterdir())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dist2loss.experiments.reproduce import SCALES
+from dist2loss.experiments.reproduce import ESTIMATE_S, SCALES
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import evaluate_command, train_command
 
@@ -33,7 +33,9 @@ main = make_main(
             "tokens: CE vs CE+DIST2Loss vs label smoothing vs ntloss at N = 250/1k/4k), then "
             "VQ digits (class-conditional AR over k-means codes of sklearn digits: CE vs "
             "CE+DIST2Loss at N = 100/300/1000 images, Fréchet distance); micro takes "
-            "seconds, tiny about 5 minutes, small about an hour, paper hours (CPU, 1 thread).",
+            f"seconds, tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s, small ~"
+            f"{ESTIMATE_S['small'] / 60:.0f} CPU-minutes (an estimate: not run), paper hours "
+            "(CPU, 1 thread).",
         ),
         train_command(
             "dist2loss.verbs:train",

@@ -36,7 +36,13 @@ if TYPE_CHECKING:
         target_logits,
     )
     from nextquill.model import greedy_decode, tiny_llama, word_tokenizer
-    from nextquill.world import World, WorldConfig, make_world
+    from nextquill.world import (
+        World,
+        WorldConfig,
+        make_world,
+        review_records,
+        write_review_files,
+    )
 
 _HOME = {
     "data": (
@@ -62,7 +68,7 @@ _HOME = {
         "target_logits",
     ),
     "model": ("greedy_decode", "tiny_llama", "word_tokenizer"),
-    "world": ("World", "WorldConfig", "make_world"),
+    "world": ("World", "WorldConfig", "make_world", "review_records", "write_review_files"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 
@@ -88,9 +94,11 @@ __all__ = [
     "preference_weights",
     "read_reviews",
     "review_examples",
+    "review_records",
     "target_logits",
     "tiny_llama",
     "word_tokenizer",
+    "write_review_files",
 ]
 
 

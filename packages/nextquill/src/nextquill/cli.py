@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from nextquill.experiments.costs import ablate_help, reproduce_help
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, evaluate_command, train_command, verb_command
 
@@ -14,8 +15,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ablate",
         action="store_true",
-        help="instead of the arms: NextQuill vs L_n only (paper form) under one change each "
-        "(alpha 0.5, delta 0.2, theta_D trained 2x longer); tiny takes about 5 CPU-minutes",
+        help=ablate_help(),
     )
 
 
@@ -32,10 +32,7 @@ main = make_main(
     [
         lazy_reproduce_command(
             "nextquill.experiments.reproduce",
-            help="Planted-preference users, tiny Llama: ContextSFT vs L_n only vs L_p only vs "
-            "NextQuill (paper and code forms), 3 seeds; micro takes seconds, tiny about 4 "
-            "CPU-minutes, small (ContextSFT, L_n only, NextQuill; 5 seeds) about 13, paper "
-            "adds SmolLM2-135M + LoRA on Shakespeare characters and your reviews (hours).",
+            help=reproduce_help(),
             options=_options,
         ),
         verb_command(

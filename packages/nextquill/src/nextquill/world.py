@@ -14,7 +14,11 @@ puts the counterfactual prompt (history removed) inside the training distributio
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -178,3 +182,60 @@ def _with_item(e: PlantedExample, item: str) -> PlantedExample:
     )
     ex = Example(f"item : {item} ;", e.example.history, e.example.suffix, " ".join(words))
     return PlantedExample(ex, e.user, words, e.slot_mask, e.preference_mask)
+
+
+def review_records(examples: Iterable[PlantedExample]) -> list[dict[str, Any]]:
+    """The JSONL records the verbs read (TRL prompt/completion with the history as its own
+    field, `nextquill.verbs.read_examples`): ``user``, ``prefix``, ``history``, ``prompt``,
+    ``completion``, spaced so that ``prefix + history + prompt + completion`` reads as text."""
+    return [
+        {
+            "user": e.user,
+            "prefix": e.example.prefix + " ",
+            "history": e.example.history + " " if e.example.history else "",
+            "prompt": e.example.suffix,
+            "completion": " " + e.example.target,
+        }
+        for e in examples
+    ]
+
+
+def write_review_files(
+    folder: str | os.PathLike[str],
+    config: WorldConfig | None = None,
+    seed: int = 0,
+    user: int = 0,
+    held_out: int = 8,
+) -> dict[str, Path]:
+    """Write the planted world's reviews for ``train-reference`` / ``train`` / ``evaluate``.
+
+    Files in `folder`: ``all_users.jsonl`` (every training user's examples but `user`'s last
+    `held_out`: the data D of theta_D), ``user.jsonl`` (`user`'s other examples, in order) and
+    ``heldout.jsonl`` (`user`'s last `held_out` examples). Returns ``{name: path}``.
+    """
+    from shared_core.data import write_jsonl
+
+    cfg = config or WorldConfig()
+    if not isinstance(user, int) or not 0 <= user < cfg.users:
+        raise ValueError(f"user: expected a training user 0..{cfg.users - 1}, got {user!r}")
+    per_user = cfg.reviews_per_user - 1
+    if not isinstance(held_out, int) or not 0 < held_out < per_user:
+        raise ValueError(
+            f"held_out: expected 1..{per_user - 1} (the user has {per_user} examples), "
+            f"got {held_out!r}"
+        )
+    world = make_world(cfg, seed)
+    mine = [e for e in world.train if e.user == user]
+    test = mine[-held_out:]
+    kept = [e for e in world.train if not any(e is t for t in test)]
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "all_users": kept,
+        "user": [e for e in kept if e.user == user],
+        "heldout": test,
+    }
+    return {
+        name: write_jsonl(out / f"{name}.jsonl", review_records(rows), format="prompt_completion")
+        for name, rows in files.items()
+    }

@@ -29,7 +29,10 @@ SCALES: dict[str, Config] = {
 }
 
 
-ESTIMATE_S = {"micro": 13.0, "tiny": 175.0, "small": 3600.0}  # CPU seconds, one thread (README)
+ESTIMATE_S = {"micro": 13.0, "tiny": 147.0, "small": 3600.0}
+"""Scale -> CPU seconds of ``dist2loss reproduce --scale <scale> --threads 1``: the one cost
+figure (``--help`` and the heartbeat's ETA print it); tiny is the CPU time of the committed
+``results/tiny.json`` (tested), small an estimate (not run)."""
 
 
 def run(args: ReproduceArgs) -> dict[str, Any]:

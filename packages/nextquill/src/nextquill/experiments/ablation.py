@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from nextquill.experiments.costs import ABLATE_ESTIMATE_S
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
 
@@ -48,7 +49,7 @@ def reproduce(args: ReproduceArgs) -> dict[str, dict[str, list[dict[str, float]]
 
     config: Config = args.config
     seeds = [f"seed {args.seed + s}" for s in range(config.seeds)]
-    plan([*seeds, "report"], 284.0 if args.scale == "tiny" else None)  # CPU s (README)
+    plan([*seeds, "report"], ABLATE_ESTIMATE_S.get(args.scale))
     results: dict[str, dict[str, list[dict[str, float]]]] = {
         v.label: {"ln": [], "nextquill": []} for v in VARIANTS
     }

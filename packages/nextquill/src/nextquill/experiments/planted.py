@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nextquill.experiments.arms import ARMS, LABELS, USES_REFERENCE, make_loss
+from nextquill.experiments.costs import ESTIMATE_S
 from nextquill.loss import NextQuillConfig
 from nextquill.model import TinyLlamaConfig
 from nextquill.world import WorldConfig
@@ -188,9 +189,6 @@ def _train(
         show_progress=False,
     )
     return model, result.history
-
-
-ESTIMATE_S = {"micro": 17.6, "tiny": 173.0, "small": 753.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
