@@ -419,6 +419,7 @@ def _with_answer(record: dict[str, Any], answer: str) -> dict[str, Any]:
 
 ESTIMATE_S_SETUP = 40.0
 """CPU seconds before the first step with SmolLM2 (load, entropy model, GIN): the ETA's
-rough figure (not a measured run)."""
-ESTIMATE_S_PER_STEP = 1.0
-"""CPU seconds per connector step with SmolLM2 at batch 8: the ETA's rough figure."""
+figure. With `ESTIMATE_S_PER_STEP` it gives the README's run (`train --set steps=40`: 125
+CPU-s in all, one thread); the split between the two is estimated, not measured."""
+ESTIMATE_S_PER_STEP = 2.1
+"""CPU seconds per connector step with SmolLM2 at batch 8: (125 - 40) / 40 from that run."""
