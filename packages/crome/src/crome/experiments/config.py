@@ -83,3 +83,13 @@ SCALES: dict[str, ExperimentConfig] = {
         llm_prompts=100,
     ),
 }
+
+
+ESTIMATE_S = {"micro": 10.0, "tiny": 80.0}
+"""CPU seconds of ``crome reproduce`` per scale (one thread): the heartbeat's ETA and --help."""
+
+
+def reproduce_phases(llm_oracle: bool) -> list[str]:
+    """The phases ``crome reproduce`` goes through (`shared_core.progress.plan`)."""
+    llm = ["SmolLM2 oracle"] if llm_oracle else []
+    return ["load", "augment", "train standard RM", "train CROME RM", "evaluate", *llm, "report"]
