@@ -147,36 +147,30 @@ def test_bad_lora_flags_are_one_error(tmp_path, lm_dir, augmented, capsys, tiny_
     assert "--lora: starts from --model" in capsys.readouterr().err
 
 
-def _torchrun(*argv: str, tmp_path: Path) -> None:
+def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, lm_dir, augmented):
+    """``crome train`` under ``torchrun --nproc_per_node 2`` (gloo, 4 + 4 rows a step) and in one
+    process (8 rows) log the same loss and gradient norm at each of 3 steps (1e-5 relative),
+    and the gradient of every parameter after one step is the same (1e-5)."""
+    flags = ["--max-length", "32", "--set", "steps=3", "--set", "batch_size=8",
+             "--set", "trainable_layers=-1", "--set", "lr_encoder=1e-2",
+             "--runs", str(tmp_path / "runs")]  # fmt: skip
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-           "--master_port", str(port), *argv]  # fmt: skip
-    env = os.environ | {"OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+           "--master_port", str(port), str(HERE / "_ddp_worker.py"), str(tmp_path / "two"),
+           str(tmp_path / "g.pt"), str(lm_dir), str(augmented), *flags]  # fmt: skip
+    done = subprocess.run(cmd, env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-
-
-def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, lm_dir, augmented):
-    """``torchrun --nproc_per_node 2 -m crome train`` (gloo, 4 + 4 rows a step) and one
-    process (8 rows) log the same loss and gradient norm at each of 3 steps (1e-5 relative),
-    and the gradient of every parameter after one step is the same (1e-5)."""
-    argv = ["--model", str(lm_dir), "--data", str(augmented), "--max-length", "32",
-            "--set", "steps=3", "--set", "batch_size=8", "--set", "trainable_layers=-1",
-            "--set", "lr_encoder=1e-2", "--runs", str(tmp_path / "runs")]  # fmt: skip
-    _torchrun("-m", "crome", "train", *argv, "--out", str(tmp_path / "two"), tmp_path=tmp_path)
-    assert main(["train", *argv, "--out", str(tmp_path / "one")]) == 0
+    assert main(["train", "--model", str(lm_dir), "--data", str(augmented),
+                 "--out", str(tmp_path / "one"), *flags]) == 0  # fmt: skip
     logs = {n: json.loads((tmp_path / n / "training_log.json").read_text()) for n in ("one", "two")}
     assert [e["step"] for e in logs["two"]] == [1, 2, 3]
     for key in ("loss", "grad_norm"):
         one, two = (torch.tensor([e[key] for e in logs[n]]) for n in ("one", "two"))
         assert_close(key, one, two, 1e-5)
 
-    # every gradient after one step, with a random head (the zero head gives the decoder
-    # a zero gradient at step 1)
-    _torchrun(str(HERE / "_ddp_worker.py"), str(lm_dir), str(augmented), str(tmp_path / "g.pt"),
-              tmp_path=tmp_path)  # fmt: skip
     from tests._ddp_worker import one_step_gradients
 
     two_grads = torch.load(tmp_path / "g.pt")
@@ -184,3 +178,9 @@ def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, lm_di
     assert set(two_grads) == set(one_grads) and len(one_grads) > 10
     for name, g in one_grads.items():
         assert_close(f"gradient of {name}", g, two_grads[name], 1e-5)
+
+
+def test_python_dash_m_crome_is_the_console_script():
+    done = subprocess.run([sys.executable, "-m", "crome", "--version"], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith("crome ")

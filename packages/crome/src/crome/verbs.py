@@ -215,6 +215,7 @@ def train(args: VerbArgs) -> int:
     """
     from crome.sequence_model import SequenceRewardModel
     from crome.train import TrainConfig, train_reward_model
+    from shared_core.device import seed_everything
     from shared_core.distributed import is_main
     from shared_core.progress import phase, plan
 
@@ -234,6 +235,7 @@ def train(args: VerbArgs) -> int:
         model = _load_model(args.checkpoint)
     else:
         spec = str(args.extra.get("model") or "minilm")
+        seed_everything(args.seed)  # the LoRA adapter's random init: one per --seed
         model = new_reward_model(spec, int(args.extra["max_length"]), lora)
     assert args.out is not None
     # the training state lives beside --out (the checkpoint folder is written atomically at

@@ -44,7 +44,12 @@ class SmolConfig:
     )
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
-            steps=60, batch_size=8, trainable_layers=4, lr_encoder=1e-4, lr_head=2e-3
+            # 120 x 8 rows: 3 passes over CROME's 320 rows (as tiny sizes both RMs, issue 14)
+            steps=120,
+            batch_size=8,
+            trainable_layers=4,
+            lr_encoder=1e-4,
+            lr_head=2e-3,
         )
     )
     max_length: int = 96  # SmolLM2's chat template (with its system turn) + a world answer
