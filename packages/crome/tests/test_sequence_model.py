@@ -93,6 +93,11 @@ def test_the_saved_folder_loads_with_the_auto_class_and_gives_the_same_rewards(
     assert_close("rewards", ours, _auto_rewards(out, model, rows), 1e-5)
     fresh = SequenceRewardModel.from_causal_lm(lm_dir, 32)
     assert float(_crome_rewards(fresh, rows).abs().max()) == 0.0
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", "--checkpoint", str(out), "--data", str(augmented),
+                 "--out", str(report)]) == 0  # fmt: skip
+    metrics = json.loads(report.read_text())[str(augmented)]
+    assert metrics["pairs"] == 30 and 0 <= metrics["tie_accuracy"] <= 1
 
 
 def test_lora_saves_the_adapter_and_merge_the_weights_with_the_same_rewards(
