@@ -112,18 +112,22 @@ class SequenceRewardModel(RewardScorer):
     def classifier(self) -> nn.Module:
         """The ``*ForSequenceClassification`` model (inside the peft wrapper, if any)."""
         net: Any = self.net
-        return net.get_base_model() if self.lora is not None else net  # type: ignore[no-any-return]
+        inner: nn.Module = net.get_base_model() if self.lora is not None else net
+        return inner
 
     @property
     def head(self) -> nn.Module:
         """The ``score`` head (peft's trained copy of it under LoRA)."""
-        return self.classifier.score  # type: ignore[no-any-return]
+        c: Any = self.classifier
+        score: nn.Module = c.score
+        return score
 
     @property
     def backbone(self) -> nn.Module:
         """The decoder under the head (LoRA layers included)."""
-        c = self.classifier
-        return getattr(c, c.base_model_prefix)  # type: ignore[no-any-return]
+        c: Any = self.classifier
+        body: nn.Module = getattr(c, c.base_model_prefix)
+        return body
 
     def freeze(self, trainable_layers: int) -> None:
         """Train the head and the top `trainable_layers` decoder layers and the final norm
@@ -139,12 +143,13 @@ class SequenceRewardModel(RewardScorer):
                 f"trainable_layers: expected -1 (all), 0 (head only) or up to {len(layers)} "
                 f"layers, got {trainable_layers}"
             )
+        body: Any = self.backbone
         top = layers if trainable_layers == -1 else layers[len(layers) - trainable_layers :]
         parts: list[nn.Module] = list(top)
         if trainable_layers == -1:
-            parts = [self.backbone]
-        elif trainable_layers > 0 and hasattr(self.backbone, "norm"):
-            parts.append(self.backbone.norm)
+            parts = [body]
+        elif trainable_layers > 0 and hasattr(body, "norm"):
+            parts.append(body.norm)
         for p in self.net.parameters():
             p.requires_grad_(False)
         for part in parts:

@@ -53,7 +53,7 @@ def read_rows(path: Path, skip_invalid: bool = False) -> list[PairRow]:
         raise UsageError(msg if str(path) in msg else f"--data: {path}: {msg}") from None
 
 
-def _load_model(folder: Path, flag: str = "--checkpoint") -> RewardScorer:
+def _load_model(folder: Path, flag: str = "--checkpoint") -> RewardModel | SequenceRewardModel:
     """The reward model of a folder `crome train` wrote (either kind, `load_reward_model`)."""
     try:
         return load_reward_model(folder)
@@ -164,14 +164,12 @@ def new_reward_model(
 
     if spec == "smollm2" or _is_causal_lm(Path(spec)):
         try:
-            model: RewardModel | SequenceRewardModel = SequenceRewardModel.from_causal_lm(
-                spec, max_length
-            )
+            sequence_model = SequenceRewardModel.from_causal_lm(spec, max_length)
         except (ValueError, OSError) as e:
             raise UsageError(f"--model: {spec} does not load as a causal LM ({e})") from None
         if lora is not None:
-            model.add_lora(*lora)
-        return model
+            sequence_model.add_lora(*lora)
+        return sequence_model
     if lora is not None:
         raise UsageError(
             f"--lora: only on a causal LM (smollm2 or a *ForCausalLM folder), not {spec}"
