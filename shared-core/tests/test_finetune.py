@@ -125,6 +125,22 @@ def test_lora_trains_and_the_merged_folder_loads_with_the_auto_class(tmp_path, l
     assert not (tmp_path / "merged" / ".saving").exists()
 
 
+def test_lora_on_a_sequence_classifier_trains_its_fresh_head_in_full(lm):
+    import copy
+
+    from transformers import AutoModelForSequenceClassification
+
+    model, _ = lm
+    config = copy.deepcopy(model.config)
+    config.num_labels = 1
+    classifier = AutoModelForSequenceClassification.from_config(config)
+    peft_model = apply_lora(classifier, 4, 8, task_type="SEQ_CLS")
+    trainable = {n for n, p in peft_model.named_parameters() if p.requires_grad}
+    heads = {n for n in trainable if "lora_" not in n}
+    assert heads == {"base_model.model.score.modules_to_save.default.weight"}
+    assert any("lora_" in n for n in trainable)
+
+
 @pytest.mark.parametrize(
     "argv, match",
     [(["--merge"], "--merge: only with --lora"), (["--lr", "0"], "--lr: expected a number > 0"),

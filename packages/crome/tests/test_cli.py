@@ -96,3 +96,17 @@ def test_no_export_is_shadowed_by_a_submodule() -> None:
     from shared_core.testing import assert_exports_not_shadowed
 
     assert_exports_not_shadowed("crome")
+
+
+def test_the_cost_estimates_are_the_committed_runs():
+    """`ESTIMATE_S` (the --help and heartbeat figure) is the committed tiny run's CPU time."""
+    from pathlib import Path
+
+    from crome.experiments.config import ESTIMATE_S
+
+    from shared_core.testing import assert_costs_are_the_committed_runs
+
+    results = Path(__file__).parent.parent / "results"
+    if not results.is_dir():
+        pytest.skip("results/ is not beside the tests (an installed wheel)")
+    assert set(assert_costs_are_the_committed_runs(ESTIMATE_S, results)) == {"tiny"}

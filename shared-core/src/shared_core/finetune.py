@@ -315,16 +315,25 @@ def training_arguments(
 
 
 def apply_lora(
-    model: Any, r: int, alpha: int, target_modules: Sequence[str] | str = "all-linear"
+    model: Any,
+    r: int,
+    alpha: int,
+    target_modules: Sequence[str] | str = "all-linear",
+    task_type: str = "CAUSAL_LM",
 ) -> Any:
-    """``model`` wrapped by peft with a LoRA adapter of rank `r` and scale `alpha`."""
+    """``model`` wrapped by peft with a LoRA adapter of rank `r` and scale `alpha`.
+
+    `task_type` is peft's: ``CAUSAL_LM``, or ``SEQ_CLS`` for a ``*ForSequenceClassification``
+    model (a reward model), whose fresh ``score``/``classifier`` head then trains in full and
+    is saved with the adapter.
+    """
     from shared_core.data import require_extra
 
     require_extra("shared-core", "lora", "peft", "--lora (peft)")
     from peft import LoraConfig, get_peft_model
 
     targets = target_modules if isinstance(target_modules, str) else list(target_modules)
-    config = LoraConfig(r=r, lora_alpha=alpha, target_modules=targets, task_type="CAUSAL_LM")
+    config = LoraConfig(r=r, lora_alpha=alpha, target_modules=targets, task_type=task_type)
     return get_peft_model(model, config)
 
 

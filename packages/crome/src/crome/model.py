@@ -93,7 +93,63 @@ def random_bert(
     return RewardModel(backbone, tok, max_length=max_length)
 
 
-class RewardModel(nn.Module):
+class RewardScorer(nn.Module):
+    """The base of crome's reward models: batched `rewards`, `score` and `margins`.
+
+    A subclass gives ``encode(prompts, answers)`` (token tensors on its device) and
+    ``forward(**encoded)`` (rewards of shape ``(batch,)``).
+    """
+
+    def encode(self, prompts: Sequence[str], answers: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Tokenise (prompt, answer) pairs into padded tensors on the model's device."""
+        raise NotImplementedError(f"{type(self).__name__} does not define encode")
+
+    def rewards(self, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
+        """Differentiable rewards for one batch of texts, shape ``(batch,)``."""
+        return self(**self.encode(prompts, answers))
+
+    @torch.no_grad()
+    def score(
+        self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64
+    ) -> torch.Tensor:
+        """Rewards R(Q, A) for many texts, in eval mode, batched; shape ``(n,)`` on CPU."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size: expected an int >= 1, got {batch_size!r}")
+        _check_texts(prompts, "prompts")
+        _check_texts(answers, "answers")
+        if not prompts:
+            raise ValueError("prompts: expected at least one (prompt, answer) pair, got none")
+        if len(prompts) != len(answers):
+            raise ValueError(
+                f"answers: expected one answer per prompt ({len(prompts)}), got {len(answers)}"
+            )
+        was_training = self.training
+        self.eval()
+        out = [
+            self.rewards(prompts[i : i + batch_size], answers[i : i + batch_size]).float().cpu()
+            for i in range(0, len(prompts), batch_size)
+        ]
+        self.train(was_training)
+        return torch.cat(out) if out else torch.zeros(0)
+
+    def margins(
+        self,
+        prompts: Sequence[str],
+        first: Sequence[str],
+        second: Sequence[str],
+        batch_size: int = 64,
+    ) -> torch.Tensor:
+        """Delta = R(Q, first) - R(Q, second) per pair, shape ``(n,)``."""
+        _check_texts(first, "first")
+        _check_texts(second, "second")
+        if len(first) != len(second):
+            raise ValueError(
+                f"second: expected {len(first)} answers to match first, got {len(second)}"
+            )
+        return self.score(prompts, first, batch_size) - self.score(prompts, second, batch_size)
+
+
+class RewardModel(RewardScorer):
     """Scalar reward on (prompt, answer) pairs; `forward` takes tokenised ids, `score` texts.
 
     `backbone` is any ``transformers`` encoder returning ``last_hidden_state``; `tokenizer`
@@ -208,50 +264,6 @@ class RewardModel(nn.Module):
         pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
         return self.head(pooled).squeeze(-1)
 
-    def rewards(self, prompts: Sequence[str], answers: Sequence[str]) -> torch.Tensor:
-        """Differentiable rewards for one batch of texts, shape ``(batch,)``."""
-        return self(**self.encode(prompts, answers))
-
-    @torch.no_grad()
-    def score(
-        self, prompts: Sequence[str], answers: Sequence[str], batch_size: int = 64
-    ) -> torch.Tensor:
-        """Rewards R(Q, A) for many texts, in eval mode, batched; shape ``(n,)`` on CPU."""
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size: expected an int >= 1, got {batch_size!r}")
-        _check_texts(prompts, "prompts")
-        _check_texts(answers, "answers")
-        if not prompts:
-            raise ValueError("prompts: expected at least one (prompt, answer) pair, got none")
-        if len(prompts) != len(answers):
-            raise ValueError(
-                f"answers: expected one answer per prompt ({len(prompts)}), got {len(answers)}"
-            )
-        was_training = self.training
-        self.eval()
-        out = [
-            self.rewards(prompts[i : i + batch_size], answers[i : i + batch_size]).float().cpu()
-            for i in range(0, len(prompts), batch_size)
-        ]
-        self.train(was_training)
-        return torch.cat(out) if out else torch.zeros(0)
-
-    def margins(
-        self,
-        prompts: Sequence[str],
-        first: Sequence[str],
-        second: Sequence[str],
-        batch_size: int = 64,
-    ) -> torch.Tensor:
-        """Delta = R(Q, first) - R(Q, second) per pair, shape ``(n,)``."""
-        _check_texts(first, "first")
-        _check_texts(second, "second")
-        if len(first) != len(second):
-            raise ValueError(
-                f"second: expected {len(first)} answers to match first, got {len(second)}"
-            )
-        return self.score(prompts, first, batch_size) - self.score(prompts, second, batch_size)
-
     def save_pretrained(
         self,
         path: str | os.PathLike[str],
@@ -259,13 +271,15 @@ class RewardModel(nn.Module):
         metrics: Mapping[str, float | int | str] | None = None,
         command: str | Sequence[str] | None = None,
         data: Sequence[str | os.PathLike[str]] | None = None,
+        files: Mapping[str, Any] | None = None,
     ) -> Path:
         """Write a `shared_core.hub` checkpoint folder, atomically.
 
         config.json (`RewardHeadConfig`), model.safetensors (backbone and head), the backbone's
         transformers config and tokenizer under ``backbone/``, provenance.json (crome version,
-        `command`, default ``sys.argv``, `data` files with their SHA-256, `metrics`) and a
-        README.md model card.
+        `command`, default ``sys.argv``, `data` files with their SHA-256, `metrics`), a
+        README.md model card, and each of `files` (name -> JSON-able value, e.g. the training
+        log) as a JSON file.
         """
         from safetensors.torch import save_file
 
@@ -278,6 +292,7 @@ class RewardModel(nn.Module):
             backbone_config.save_pretrained(str(tmp / BACKBONE))
             self.tokenizer.save_pretrained(str(tmp / BACKBONE))
             save_file(state, str(tmp / WEIGHTS), metadata={"format": "pt"})
+            write_json_files(tmp, files)
 
         return save_folder(
             path,
@@ -308,6 +323,14 @@ class RewardModel(nn.Module):
         model = cls(backbone, AutoTokenizer.from_pretrained(str(p / BACKBONE)), config.max_length)
         model.load_state_dict(load_file(str(p / WEIGHTS)))
         return model
+
+
+def write_json_files(folder: Path, files: Mapping[str, Any] | None) -> None:
+    """Each of `files` (file name -> JSON-able value) as an indented JSON file in `folder`."""
+    import json
+
+    for name, value in (files or {}).items():
+        (folder / name).write_text(json.dumps(value, indent=2, default=str) + "\n")
 
 
 def _encoder_layers(backbone: nn.Module) -> Sequence[nn.Module]:

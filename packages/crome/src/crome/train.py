@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import torch
 
     from crome.model import RewardModel
+    from crome.sequence_model import SequenceRewardModel
 
 BETAS = (0.9, 0.999)  # torch's AdamW default, what the pre-`fit` trainer used
 
@@ -104,7 +105,7 @@ def pair_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The CROME loss of one batch of rows (mean over pairs) and its two parts for logging.
 
-    `model` is a `RewardModel` or its DDP wrapper. Parts: ``bt`` (mean BT loss of the
+    `model` is a `RewardModel` / `SequenceRewardModel` or its DDP wrapper. Parts: ``bt`` (mean BT loss of the
     preference rows) and ``tie_minus_log2`` (mean tie loss minus its minimum log 2); NaN when
     the batch has no row of that kind.
     """
@@ -112,7 +113,7 @@ def pair_loss(
 
     from crome.losses import LOG2, bradley_terry_loss, crome_loss, tie_loss
 
-    core: RewardModel = getattr(model, "module", model)
+    core: RewardModel | SequenceRewardModel = getattr(model, "module", model)
     b = len(rows)
     enc = core.encode(
         [r.prompt for r in rows] * 2, [r.chosen for r in rows] + [r.rejected for r in rows]
@@ -134,27 +135,34 @@ def pair_loss(
 
 
 def train_reward_model(
-    model: RewardModel,
+    model: RewardModel | SequenceRewardModel,
     rows: Sequence[PairRow],
     config: TrainConfig = TrainConfig(),
     checkpoint: str | os.PathLike[str] | None = None,
     show_progress: bool = False,
     desc: str = "rm train",
+    callback: Callable[[int, dict[str, float]], None] | None = None,
 ) -> list[dict[str, float]]:
     """Train `model` in place on `rows` for ``config.steps`` steps; return the loss history.
 
-    One record per step: ``step`` (1-based), ``loss``, ``lr`` (the head's rate), ``bt`` and
-    ``tie_minus_log2``. With `checkpoint` set, training resumes from that file if it exists
-    (the history then includes the steps done before) and writes it every
-    ``config.checkpoint_every`` steps and at the end. `desc` labels the progress bar.
+    One record per step: ``step`` (1-based), ``loss`` (averaged over the processes under
+    ``torchrun``), ``lr`` (the head's rate), ``bt`` and ``tie_minus_log2`` (this process's
+    rows). With `checkpoint` set, training resumes from that file if it exists (the history
+    then includes the steps done before) and writes it every ``config.checkpoint_every``
+    steps and at the end. `desc` labels the progress bar; `callback(step, record)` runs on
+    the main process after each optimiser step (the gradients are still on the model) and
+    may add entries to `record`.
     """
     from crome.model import RewardModel
+    from crome.sequence_model import SequenceRewardModel
     from shared_core.device import seed_everything
     from shared_core.train import TrainConfig as FitConfig
     from shared_core.train import decay_groups, fit
 
-    if not isinstance(model, RewardModel):
-        raise TypeError(f"model: expected a crome.RewardModel, got {type(model).__name__}")
+    if not isinstance(model, (RewardModel, SequenceRewardModel)):
+        raise TypeError(
+            f"model: expected a crome.RewardModel or SequenceRewardModel, got {type(model).__name__}"
+        )
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a crome.TrainConfig, got {type(config).__name__}")
     data = check_rows(rows)
@@ -189,5 +197,6 @@ def train_reward_model(
         desc=desc,
         show_progress=show_progress,
         device=config.device,
+        callback=callback,
     )
     return [{"step": i + 1, **r} for i, r in enumerate(result.history)]

@@ -16,7 +16,7 @@ import json
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +25,9 @@ from shared_core.cli import UsageError
 from shared_core.verbs import VerbArgs
 
 if TYPE_CHECKING:
-    from crome.model import RewardModel
+    from crome.model import RewardModel, RewardScorer
     from crome.oracle import Oracle
+    from crome.sequence_model import SequenceRewardModel
 
 TIE_BAND = 0.1
 """A tie pair counts as right when |sigmoid(margin) - 1/2| <= TIE_BAND (the paper's delta)."""
@@ -52,13 +53,23 @@ def read_rows(path: Path, skip_invalid: bool = False) -> list[PairRow]:
         raise UsageError(msg if str(path) in msg else f"--data: {path}: {msg}") from None
 
 
-def _load_model(folder: Path, flag: str = "--checkpoint") -> RewardModel:
-    from crome.model import RewardModel
-
+def _load_model(folder: Path, flag: str = "--checkpoint") -> RewardModel | SequenceRewardModel:
+    """The reward model of a folder `crome train` wrote (either kind, `load_reward_model`)."""
     try:
-        return RewardModel.from_pretrained(folder)
+        return load_reward_model(folder)
     except ValueError as e:
         raise UsageError(f"{flag}: {e}") from None
+
+
+def load_reward_model(folder: str | Path) -> RewardModel | SequenceRewardModel:
+    """A saved reward model: a `SequenceRewardModel` folder (reward_config.json beside the
+    transformers files) or a `RewardModel` folder (an encoder with a mean-pooled head)."""
+    from crome.model import RewardModel
+    from crome.sequence_model import SequenceRewardModel, is_sequence_folder
+
+    if is_sequence_folder(folder):
+        return SequenceRewardModel.from_pretrained(folder)
+    return RewardModel.from_pretrained(folder)
 
 
 def _need_checkpoint(args: VerbArgs) -> Path:
@@ -95,7 +106,7 @@ def score(args: VerbArgs) -> int:
     return 0
 
 
-def pair_metrics(model: RewardModel, rows: Sequence[PairRow]) -> dict[str, float | int]:
+def pair_metrics(model: RewardScorer, rows: Sequence[PairRow]) -> dict[str, float | int]:
     """Pairwise accuracy (margin > 0) over preference rows, overall and per provenance
     (``original``, ``causal-upgrade``, ``causal-degrade``), and for tie rows (neutrals) the
     fraction within the tie band and the mean |margin|, overall and per provenance."""
@@ -141,18 +152,80 @@ def evaluate(args: VerbArgs) -> int:
     return 0
 
 
+def new_reward_model(
+    spec: str, max_length: int, lora: tuple[int, int] | None = None
+) -> RewardModel | SequenceRewardModel:
+    """A fresh reward model on `spec` (``--model``): ``minilm`` or an encoder folder (a
+    `RewardModel`: mean pooling, linear head), ``smollm2`` or a causal-LM folder (a
+    `SequenceRewardModel`: last token, ``score`` head), with a LoRA adapter ``(r, alpha)``
+    (causal LMs only)."""
+    from crome.model import RewardModel, minilm_path
+    from crome.sequence_model import SequenceRewardModel
+
+    if spec == "smollm2" or _is_causal_lm(Path(spec)):
+        try:
+            sequence_model = SequenceRewardModel.from_causal_lm(spec, max_length)
+        except (ValueError, OSError) as e:
+            raise UsageError(f"--model: {spec} does not load as a causal LM ({e})") from None
+        if lora is not None:
+            sequence_model.add_lora(*lora)
+        return sequence_model
+    if lora is not None:
+        raise UsageError(
+            f"--lora: only on a causal LM (smollm2 or a *ForCausalLM folder), not {spec}"
+        )
+    folder = minilm_path() if spec == "minilm" else Path(spec)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--model: no folder {folder}; expected a model folder")
+    try:
+        return RewardModel.from_backbone(folder, max_length=max_length)
+    except (ValueError, OSError, KeyError) as e:
+        raise UsageError(f"--model: {folder} is not an encoder folder ({e})") from None
+
+
+def _is_causal_lm(folder: Path) -> bool:
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    names = config.get("architectures") or []
+    return any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in names)
+
+
+def _grad_norm(model: Any) -> float:
+    """The 2-norm of every gradient on `model` (after DDP's averaging: the same on each rank)."""
+    import torch
+
+    grads = [p.grad.detach().float().norm() for p in model.parameters() if p.grad is not None]
+    return float(torch.stack(grads).norm()) if grads else 0.0
+
+
 def train(args: VerbArgs) -> int:
     """Train a reward model (Bradley-Terry on preference rows + the tie loss on tie rows)
-    from ``--model`` (an encoder folder, or ``minilm``) or ``--checkpoint``; save it at --out.
+    from ``--model`` (`new_reward_model`; ``--lora r,alpha`` for a causal LM) or
+    ``--checkpoint``; save it at --out with training_log.json (loss and gradient norm of
+    every step) and training_config.json (`--merge`: the adapter merged into the weights).
 
     The training state is saved every ``checkpoint_every`` steps (``--set checkpoint_every=N``)
-    in ``<out>.partial/``; ``--resume`` continues a killed run from there."""
-    from crome.model import RewardModel, minilm_path
+    in ``<out>.partial/``; ``--resume`` continues a killed run from there. Under
+    ``torchrun --nproc_per_node N`` each process takes 1/N of every batch (``batch_size`` is
+    the global batch) and the main process writes the folder.
+    """
+    from crome.sequence_model import SequenceRewardModel
     from crome.train import TrainConfig, train_reward_model
+    from shared_core.device import seed_everything
+    from shared_core.distributed import is_main
     from shared_core.progress import phase, plan
 
     cfg: TrainConfig = args.config
     cfg = replace(cfg, seed=args.seed, device=args.device)
+    lora, merge = args.extra.get("lora"), bool(args.extra.get("merge"))
+    if merge and not lora:
+        raise UsageError("--merge: only with --lora (without it the full weights are saved)")
+    if lora and args.checkpoint is not None:
+        raise UsageError(
+            "--lora: starts from --model; --checkpoint continues a saved model as it is"
+        )
     plan(["load", "train", "save"])
     phase("load")
     rows = read_rows(args.data[0], args.skip_invalid)
@@ -160,25 +233,39 @@ def train(args: VerbArgs) -> int:
         model = _load_model(args.checkpoint)
     else:
         spec = str(args.extra.get("model") or "minilm")
-        folder = minilm_path() if spec == "minilm" else Path(spec)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"--model: no folder {folder}; expected an encoder folder")
-        try:
-            model = RewardModel.from_backbone(folder, max_length=int(args.extra["max_length"]))
-        except (ValueError, OSError, KeyError) as e:
-            raise UsageError(f"--model: {folder} is not an encoder folder ({e})") from None
+        seed_everything(args.seed)  # the LoRA adapter's random init: one per --seed
+        model = new_reward_model(spec, int(args.extra["max_length"]), lora)
     assert args.out is not None
     # the training state lives beside --out (the checkpoint folder is written atomically at
     # the end); --resume continues from it, a fresh run discards it
     partial = args.out.with_name(args.out.name + ".partial")
-    if partial.exists() and not args.resume:
+    main_process = is_main()
+    if main_process and partial.exists() and not args.resume:
         shutil.rmtree(partial)
     partial.mkdir(parents=True, exist_ok=True)
     phase("train")
-    history = train_reward_model(model, rows, cfg, checkpoint=partial / "resume.pt")
+
+    def log_grad_norm(step: int, record: dict[str, float]) -> None:
+        record["grad_norm"] = _grad_norm(model)
+
+    history = train_reward_model(
+        model, rows, cfg, checkpoint=partial / "resume.pt", callback=log_grad_norm
+    )
+    if not main_process:
+        return 0
     phase("save")
     metrics = {"final_loss": history[-1]["loss"], "steps": len(history), "pairs": len(rows)}
-    model.save_pretrained(args.out, metrics=metrics, data=[args.data[0]])
+    flags = {k: (str(v) if isinstance(v, Path) else v) for k, v in args.extra.items()}
+    files = {
+        "training_log.json": history,
+        "training_config.json": {"train": asdict(cfg), "flags": flags, "seed": args.seed},
+    }
+    if isinstance(model, SequenceRewardModel):
+        model.save_pretrained(
+            args.out, merge=merge, metrics=metrics, data=[args.data[0]], files=files
+        )
+    else:
+        model.save_pretrained(args.out, metrics=metrics, data=[args.data[0]], files=files)
     shutil.rmtree(partial)
     print(json.dumps(metrics))
     return 0

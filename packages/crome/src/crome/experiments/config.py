@@ -83,3 +83,14 @@ SCALES: dict[str, ExperimentConfig] = {
         llm_prompts=100,
     ),
 }
+
+
+ESTIMATE_S = {"micro": 14.0, "tiny": 175.0}
+"""CPU seconds of ``crome reproduce`` per scale (one thread): the heartbeat's ETA and --help.
+tiny: the committed run results/tiny.json (173 s in the run, 179 s with the imports)."""
+
+
+def reproduce_phases(llm_oracle: bool) -> list[str]:
+    """The phases ``crome reproduce`` goes through (`shared_core.progress.plan`)."""
+    llm = ["SmolLM2 oracle"] if llm_oracle else []
+    return ["load", "augment", "train standard RM", "train CROME RM", "evaluate", *llm, "report"]

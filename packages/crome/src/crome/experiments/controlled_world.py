@@ -48,7 +48,7 @@ from crome.train import TrainConfig, train_reward_model
 from shared_core.cli import ReproduceArgs
 from shared_core.device import seed_everything
 from shared_core.distributed import is_main
-from shared_core.progress import phase, plan
+from shared_core.progress import phase
 from shared_core.report import Run
 
 
@@ -173,10 +173,9 @@ def budget(cfg: ExperimentConfig, n_rows: int) -> TrainConfig:
     return replace(cfg.train, steps=steps)
 
 
-ESTIMATE_S = {"micro": 10.0, "tiny": 80.0}  # CPU seconds, one thread (--help)
-
-
 def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
+    """The experiment of ``crome reproduce`` (its caller announces the plan and the ``load``
+    phase first: the imports and the encoder take seconds)."""
     cfg = config_for(args, llm_oracle)
     seed_everything(args.seed)
     report = Run("crome", cfg, out=args.out, enabled=is_main())
@@ -185,9 +184,6 @@ def run(args: ReproduceArgs, llm_oracle: bool | None = None) -> Path:
     write_pairs(bench, w.test_iid + w.test_cf)
 
     base = new_reward_model(cfg)  # first: a missing extra stops the run before any work
-    llm_phase = ["SmolLM2 oracle"] if cfg.llm_oracle else []
-    phases = ["augment", "train standard RM", "train CROME RM", "evaluate"]
-    plan([*phases, *llm_phase, "report"], ESTIMATE_S.get(args.scale))
     phase("augment")
     init_state = copy.deepcopy(base.state_dict())
     oracle = ProgrammaticOracle(seed=args.seed)

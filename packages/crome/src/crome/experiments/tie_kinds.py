@@ -257,9 +257,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--summarize", type=Path, nargs="+", default=None, help="pool these --out JSON files"
     )
+    p.add_argument("--json", type=Path, default=None, help="with --summarize: write the summary")
     ns = p.parse_args(argv)
     if ns.summarize is not None:
-        print(format_kinds(summarize_kinds([json.loads(f.read_text()) for f in ns.summarize])))
+        summary = summarize_kinds([json.loads(f.read_text()) for f in ns.summarize])
+        print(format_kinds(summary))
+        if ns.json is not None:
+            from shared_core.atomic import atomic_write_json
+
+            atomic_write_json(
+                ns.json, {"summary": summary, "files": [str(f) for f in ns.summarize]}
+            )
         return
     with limit_threads(ns.threads):
         res = run_kinds(ns.arms.split(","), PRESETS[ns.scale], ns.seed, ns.out)
