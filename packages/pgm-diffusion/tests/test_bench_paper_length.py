@@ -35,7 +35,9 @@ def _check(payload: dict, clock: str) -> None:
         assert 0 < ratio["min"] <= ratio["median"] <= ratio["max"]
         for name in ("PGM", "MDLM"):  # tokens/s = batch * L / seconds per call
             seconds = row["times_ms"][name] / 1e3
-            assert row["tokens_per_s"][name] == pytest.approx(payload["size"]["batch"] * 32 / seconds)
+            assert row["tokens_per_s"][name] == pytest.approx(
+                payload["size"]["batch"] * 32 / seconds
+            )
     assert payload["paper"]["speedup_pgm_8_8"] == pytest.approx(5585.6 / 1043.2)
     assert payload["length"] == 32 and payload["cpu_s"] > 0
 
