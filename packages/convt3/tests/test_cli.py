@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,23 @@ def test_micro_reproduce_writes_its_report(tmp_path):
         "ConvT3 (3x3, ZOH) - ConvS5 (1x1 state)",
     ]
     assert (run / "report.md").exists() and (run / "error_vs_horizon_heat.png").exists()
+
+
+def test_help_costs_are_the_committed_runs(capsys):
+    """ESTIMATE_S (the ETA's and --help's one cost figure) is the committed tiny run's CPU time,
+    and --help prints it."""
+    from convt3.cli import main
+    from convt3.experiments.config import ESTIMATE_S
+
+    from shared_core.testing import assert_costs_are_the_committed_runs
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
+    assert "tiny" in measured
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU s" in text, text
+    assert f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU minutes" in text, text

@@ -7,6 +7,7 @@ stays fast.
 
 from __future__ import annotations
 
+from convt3.experiments.config import ESTIMATE_S as COSTS  # the one cost figure (CPU s)
 from convt3.verbs import evaluate_options, key_option, rollout_options
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, evaluate_command, train_command, verb_command
@@ -19,8 +20,10 @@ main = make_main(
             help=(
                 "Train ConvT3 and ConvS5 with 1x1 and 3x3 input/output (B/C) kernels and a "
                 "ConvLSTM (equal parameters) on forced PDEs on 16x16 grids, open loop beyond the "
-                "training length, over seeds; small and paper add moving digits. micro: seconds, "
-                "tiny: about 2 CPU-minutes (heat, two seeds), small: about an hour, paper: GPU-sized."
+                "training length, over seeds; small and paper add moving digits. micro: "
+                f"~{COSTS['micro']:.0f} CPU s, tiny: ~{COSTS['tiny']:.0f} CPU s (heat, two "
+                f"seeds), small: ~{COSTS['small'] / 60:.0f} CPU minutes, on one thread; paper: "
+                "GPU-sized; results/tiny.json."
             ),
         ),
         train_command(

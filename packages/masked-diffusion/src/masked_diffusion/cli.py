@@ -17,6 +17,8 @@ from masked_diffusion.verbs import (
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import evaluate_command, sample_command, train_command
 
+COSTS = shakespeare.ESTIMATE_S  # the one cost figure (CPU seconds per scale)
+
 
 def _reproduce(args: ReproduceArgs) -> int:
     return shakespeare.run(args)
@@ -30,8 +32,10 @@ main = make_main(
             shakespeare.SCALES,
             help=(
                 "Train MDLM on char-level Shakespeare, report its validation NELBO against a "
-                "unigram model and sample it with three samplers (micro: ~10 s, tiny: ~4 min "
-                "on one busy CPU thread, small: ~20 CPU-minutes, paper: GPU-sized)."
+                "unigram model and sample it with three samplers (micro: "
+                f"~{COSTS['micro']:.0f} CPU s, tiny: ~{COSTS['tiny']:.0f} CPU s on one thread, "
+                f"small: ~{COSTS['small'] / 60:.0f} CPU minutes, paper: GPU-sized; "
+                "results/tiny.json)."
             ),
         ),
         train_command(

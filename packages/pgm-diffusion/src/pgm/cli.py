@@ -9,6 +9,7 @@ from __future__ import annotations
 from masked_diffusion.verbs import evaluate_options, sample_options, train_options
 
 from pgm.experiments.common import SCALES
+from pgm.experiments.reproduce import ESTIMATE_S as COSTS  # the one cost figure (CPU s)
 from pgm.verbs import SAMPLERS
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import evaluate_command, sample_command, train_command
@@ -28,8 +29,9 @@ main = make_main(
             SCALES,
             help=(
                 "Train MDLM and PGM on the same budget on char Shakespeare and 8x8 digits and "
-                "compare sampling throughput and sample quality (micro: ~20 s, tiny: ~4 min on "
-                "one busy CPU thread, small/paper: GPU-sized, not run here)."
+                f"compare sampling throughput and sample quality (micro: ~{COSTS['micro']:.0f} "
+                f"CPU s, tiny: ~{COSTS['tiny']:.0f} CPU s, small: ~{COSTS['small'] / 60:.0f} "
+                "CPU minutes on one thread; paper: GPU-sized, not run here; results/tiny.json)."
             ),
         ),
         train_command(

@@ -10,6 +10,7 @@ from masked_diffusion.verbs import sample_options, train_options
 
 from shared_core.cli import ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import evaluate_command, sample_command, train_command
+from vadd.experiments.reproduce import ESTIMATE_S as COSTS  # the one cost figure (CPU s)
 from vadd.experiments.scales import SCALES
 from vadd.verbs import SAMPLERS, evaluate_flags
 
@@ -30,8 +31,9 @@ main = make_main(
                 "Train an MDM and a VADD with the same decoder on a 2-D checkerboard (exact TV "
                 "of the T-step sampler), on binarised 8x8 digits (valid bits/dim, pixel "
                 "statistics) and on char-level Shakespeare (generative perplexity and entropy "
-                "of samples vs steps) (micro: ~15 s, tiny: ~4 min, small: ~16 min of CPU on "
-                "one thread; paper: GPU-sized)."
+                f"of samples vs steps) (micro: ~{COSTS['micro']:.0f} CPU s, tiny: "
+                f"~{COSTS['tiny']:.0f} CPU s, small: ~{COSTS['small'] / 60:.0f} CPU minutes on "
+                "one thread; paper: GPU-sized; results/tiny.json)."
             ),
         ),
         train_command(

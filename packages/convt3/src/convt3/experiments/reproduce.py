@@ -7,14 +7,12 @@ from typing import Any
 import numpy as np
 
 from convt3.experiments.common import LABELS, paired_interval
-from convt3.experiments.config import SCALES, Config
+from convt3.experiments.config import ESTIMATE_S, SCALES, Config
 from shared_core.cli import ReproduceArgs, UsageError
 from shared_core.progress import phase, plan
 from shared_core.report import Run
 
-__all__ = ["SCALES", "Config", "reproduce"]
-
-ESTIMATE_S = {"micro": 15.0, "tiny": 120.0, "small": 3600.0}  # CPU seconds, one thread (README)
+__all__ = ["ESTIMATE_S", "SCALES", "Config", "reproduce"]
 
 TASK_TITLES = {
     "heat": "heat (5-point stencil)",
