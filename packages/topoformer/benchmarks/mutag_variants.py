@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-from shared_core.atomic import atomic_write_json
 from topoformer.experiments.mutag import MutagConfig, run_mutag
 from topoformer.experiments.reproduce import SCALES
+
+from shared_core.atomic import atomic_write_json
 
 VARIANTS = {  # name: (filtrations, dropout)
     "ricci+hks (default)": (("ricci", "hks"), 0.0),
