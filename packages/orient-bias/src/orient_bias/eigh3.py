@@ -42,11 +42,10 @@ def eigh3(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     v = [[np.full(n, float(i == k)) for k in range(3)] for i in range(3)]  # v[i][k] = V[:, i, k]
     size = np.sqrt(a[0][0] ** 2 + a[1][1] ** 2 + a[2][2] ** 2 + a[0][1] ** 2 + a[0][2] ** 2
                    + a[1][2] ** 2)  # fmt: skip
-    done = np.zeros(n, dtype=bool)
-    for _ in range(MAX_SWEEPS):
+    for sweep in range(MAX_SWEEPS + 1):
         off = np.sqrt(a[0][1] ** 2 + a[0][2] ** 2 + a[1][2] ** 2)
         done = off <= _TOL * size
-        if done.all():
+        if done.all() or sweep == MAX_SWEEPS:
             break
         for p, q, r in _PAIRS:
             apq, app, aqq = a[p][q], a[p][p], a[q][q]
