@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 from meld_diffusion.cli import main
+from meld_diffusion.costs import ESTIMATE_S
 from meld_diffusion.experiments.qm9 import SCALES, build
+
+from shared_core.testing import assert_costs_are_the_committed_runs
 
 
 def test_help_does_not_import_torch():
@@ -21,16 +24,18 @@ def test_bad_scale_is_a_usage_error(capsys):
     assert "scale" in capsys.readouterr().err
 
 
-def test_help_tiny_cost_is_the_committed_run(capsys):
-    """The tiny CPU cost in --help is the one results/tiny.json recorded."""
-    results = Path(__file__).resolve().parents[1] / "results" / "tiny.json"
-    if not results.is_file():
+def test_costs_are_the_committed_runs(capsys):
+    """ESTIMATE_S (the ETA's figures) is the committed runs' CPU time, and --help prints it."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    cpu = json.loads(results.read_text())["cpu_s"]
-    assert f"tiny ~{cpu:.0f} CPU-s" in text, text
+    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert f"small ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes" in text, text
+    assert set(measured) == {"tiny"}
 
 
 def test_scales_and_arms():

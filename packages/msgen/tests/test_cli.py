@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 from msgen.cli import main
+from msgen.costs import ESTIMATE_S
 
-from shared_core.testing import assert_missing_extra_is_one_line
+from shared_core.testing import (
+    assert_costs_are_the_committed_runs,
+    assert_missing_extra_is_one_line,
+)
 
 HAVE_QM9 = importlib.util.find_spec("qm9pack") is not None
 
@@ -28,18 +32,19 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "micro" in capsys.readouterr().out
 
 
-def test_help_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    """The tiny and small CPU costs in --help are those of results/tiny.json and small.json."""
+def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """ESTIMATE_S (the ETA's figures) is the committed tiny and small runs' CPU time, and
+    --help prints it."""
     results = Path(__file__).resolve().parents[1] / "results"
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    assert set(measured) == {"tiny", "small"}
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    tiny = json.loads((results / "tiny.json").read_text())["cpu_s"]
-    small = json.loads((results / "small.json").read_text())["cpu_s"]
-    assert f"tiny: ~{tiny:.0f} CPU-s" in text, text
-    assert f"small: ~{small / 60:.0f} CPU-minutes" in text, text
+    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes" in text, text
 
 
 def test_missing_data_extra_is_one_line(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from meld_diffusion.costs import cost_help
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import evaluate_command, sample_command, train_command
 
@@ -34,9 +35,8 @@ main = make_main(
             "and a class-level learned schedule on real QM9 (same graph transformer, steps and "
             "batches; validity without correction, uniqueness, novelty, FCD, NSPDK, scaffold "
             "similarity) and the exact state-clashing study on QM9 molecules with <= 4 heavy "
-            "atoms. micro takes seconds, tiny ~247 CPU-s (1 thread; results/tiny.json), small "
-            "about half an hour, paper is GPU-sized. Needs the 'data' extra (qm9pack); the 'fcd' extra "
-            "adds the ChemNet FCD.",
+            f"atoms. {cost_help()}. Needs the 'data' extra (qm9pack); the 'fcd' extra adds the "
+            "ChemNet FCD.",
         ),
         train_command(
             "meld_diffusion.verbs:train",

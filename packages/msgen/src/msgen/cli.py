@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from msgen.costs import cost_help
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import evaluate_command, sample_command, train_command
 
@@ -40,8 +41,7 @@ main = make_main(
             help=(
                 "Train MSGEN (heavy atoms -> upsampling -> guided all atoms) and the same GeoDiff "
                 "diffusion model alone on real QM9 geometries; compare COV/MAT and bond quality "
-                "with RDKit ETKDG (micro: seconds, tiny: ~84 CPU-s with one thread, small: "
-                "~16 CPU-minutes, paper: GPU-sized; results/tiny.json, results/small.json)."
+                f"with RDKit ETKDG ({cost_help()})."
             ),
         ),
         train_command(

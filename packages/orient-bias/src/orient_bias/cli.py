@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from orient_bias.costs import cost_help
 from shared_core.cli import (
     LazyScales,
     ReproduceArgs,
@@ -76,9 +77,7 @@ main = make_main(
             reproduce,
             _SCALES,
             help="Run the paper's three findings on QM9 (published vs rotated classifiers, "
-            "properties from orientation alone, Tanimoto neighbours share poses); with "
-            "--threads 1, micro takes ~25 s and tiny ~80 s of CPU time (wall: 1.3 and 7.5 min "
-            "on 2 cores at load 12), small about 5x tiny, paper is sized for a GPU.",
+            f"properties from orientation alone, Tanimoto neighbours share poses); {cost_help()}.",
         ),
         verb_command(
             "audit",

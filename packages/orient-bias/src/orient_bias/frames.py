@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from orient_bias.eigh3 import eigh3
 from shared_core.data import ATOMIC_MASSES, Molecule
 
 __all__ = [
@@ -236,17 +237,21 @@ def _axis_signs(
     over contiguous atoms (reducing the middle axis of ``(B, N, 3)`` is ~6x slower).
     Padding atoms sit at the origin and project to 0; the weighted projections of a
     centred molecule sum to zero, so its largest projection and its largest negated one
-    are both >= 0, and padding never changes the maxima: no mask is needed.
+    are both >= 0, and padding never changes the maxima: no mask is needed. The third
+    moment and the lab rule are computed only for the molecules with a tie (a few percent).
     """
     P = np.matmul(np.swapaxes(V, 1, 2), xt)  # (B, 3, N): p_kn = v_k · x_n
     hi, lo = P.max(-1), -P.min(-1)
-    m3 = np.matmul(P * P * P, w[..., None])[..., 0] / wsum[:, None]  # Σ w p³ / Σ w
-    s_max = np.where(hi >= lo, 1.0, -1.0)
-    s_m3 = np.where(m3 >= 0, 1.0, -1.0)
+    signs = np.where(hi >= lo, 1.0, -1.0)
     tie = np.abs(hi - lo) <= tol * scale[:, None]
-    tie3 = np.abs(m3) <= tol * scale[:, None] ** 3
-    s_lab = _lab_sign(np.swapaxes(V, 1, 2), tol)
-    return np.where(tie, np.where(tie3, s_lab, s_m3), s_max)
+    b = np.flatnonzero(tie.any(1))
+    if len(b):
+        Pb, sb = P[b], scale[b, None]
+        m3 = np.matmul(Pb * Pb * Pb, w[b, :, None])[..., 0] / wsum[b, None]  # Σ w p³ / Σ w
+        s_m3 = np.where(m3 >= 0, 1.0, -1.0)
+        s_lab = _lab_sign(np.swapaxes(V[b], 1, 2), tol)
+        signs[b] = np.where(tie[b], np.where(np.abs(m3) <= tol * sb**3, s_lab, s_m3), signs[b])
+    return signs
 
 
 def _in_plane(u: np.ndarray, tol: float) -> np.ndarray:
@@ -282,13 +287,15 @@ def principal_frames(poses: Poses, weighting: str = "none", tol: float = 1e-4) -
     w = _weights(poses, weighting)  # (B, N), 0 on padding
     wsum = w.sum(1)
     c = np.matmul(w[:, None, :], poses.positions)[:, 0] / wsum[:, None]  # (B, 3) centroid
-    x = poses.positions - c[:, None, :]
-    x *= mask[..., None]  # padding back at the origin
-    xt = np.ascontiguousarray(np.swapaxes(x, 1, 2))  # (B, 3, N)
+    # the centred batch laid out (B, 3, N): every later reduction runs over contiguous atoms
+    xt = np.ascontiguousarray(np.swapaxes(poses.positions, 1, 2))
+    xt -= c[:, :, None]
+    xt *= mask[:, None, :]  # padding back at the origin
+    wxt = xt if weighting == "none" else xt * w[:, None, :]  # unweighted: w is the mask
     # S = Σ w x xᵀ / Σ w as one batched matmul (a 3-operand einsum is ~3x slower)
-    S = np.matmul(xt * w[:, None, :], x) / wsum[:, None, None]
-    lam, V = np.linalg.eigh(S)  # ascending; columns of V are the eigenvectors
-    lam, V = np.maximum(lam[:, ::-1], 0.0), V[:, :, ::-1]
+    S = np.matmul(wxt, np.swapaxes(xt, 1, 2)) / wsum[:, None, None]
+    lam, V = eigh3(S)  # decreasing; columns of V are the eigenvectors
+    lam = np.maximum(lam, 0.0)
     if np.any(lam[:, 0] <= 1e-20):
         bad = np.flatnonzero(lam[:, 0] <= 1e-20)
         raise ValueError(f"poses: all atoms coincide in molecules {bad[:10].tolist()}")

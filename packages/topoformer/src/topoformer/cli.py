@@ -10,6 +10,7 @@ import argparse
 
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, predict_command, verb_command
+from topoformer.costs import cost_help
 
 
 def _smiles_column(p: argparse.ArgumentParser) -> None:
@@ -33,10 +34,8 @@ main = make_main(
             help=(
                 "MUTAG 10-fold CV under the authors' protocol and an honest one (TopoFormer on "
                 "Ricci + HKS vs GIN vs WL-SVM vs persistence images + MLP) and FreeSolv with a "
-                "scaffold split (TopoFormer on Ricci + atomic weight + ECFP vs GIN) "
-                "(micro: about 20 s of CPU; tiny: about 80 s of CPU on one thread; "
-                "small/paper: the authors' architecture and epochs, an estimated 10 minutes "
-                "of CPU)."
+                f"scaffold split (TopoFormer on Ricci + atomic weight + ECFP vs GIN) "
+                f"({cost_help()})."
             ),
         ),
         verb_command(

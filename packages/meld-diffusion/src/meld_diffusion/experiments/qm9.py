@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from meld_diffusion.costs import ESTIMATE_S
 from meld_diffusion.model import GraphTransformerConfig
 from meld_diffusion.rates import MELDConfig
 from shared_core.cli import ReproduceArgs
@@ -358,9 +359,6 @@ def pair_study(config: Config, models: dict[str, Any], seed: int) -> dict[str, d
         vals = [at_half(np.stack([w, w])) for w in _meld_w(models[arm], n, 256, seed)]
         out[arm] = {"mean": float(np.mean(vals)), "min": min(vals), "max": max(vals)}
     return out
-
-
-ESTIMATE_S = {"micro": 10.0, "tiny": 290.0, "small": 1800.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:

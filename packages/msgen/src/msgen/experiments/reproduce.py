@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+from msgen.costs import ESTIMATE_S
 from msgen.epsnet import EpsNetConfig
 from msgen.experiments.conformers import THRESHOLDS, ConformerConfig
 from shared_core.cli import ReproduceArgs
@@ -115,9 +116,6 @@ def _plot_losses(run: Any, losses: dict[str, list[float]], network: str) -> None
     ylabel, title, logy = loss_plot_labels(network)
     run.plot("training_loss", series, xlabel="training step", ylabel=ylabel, title=title,
              logy=logy)  # fmt: skip
-
-
-ESTIMATE_S = {"micro": 13.0, "tiny": 84.0, "small": 970.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:

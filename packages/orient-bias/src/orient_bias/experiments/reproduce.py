@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from orient_bias.costs import ESTIMATE_S
 from orient_bias.data import QM9Subset, load_qm9
 from orient_bias.plots import angle_histogram, mollweide_axes
 from shared_core.progress import phase, plan
@@ -129,9 +130,6 @@ def finding3(run: Run, cfg: ReproduceConfig, seed: int) -> None:
     for row in rows:
         run.add_row("KL to Haar (k = 5) at the paper's n", **row)
     run.add_row("sign rule: our frames vs the official code's", **check)
-
-
-ESTIMATE_S = {"micro": 25.0, "tiny": 80.0, "small": 400.0}  # CPU seconds, one thread (--help)
 
 
 def reproduce(

@@ -9,6 +9,7 @@ import numpy as np
 
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
+from topoformer.costs import ESTIMATE_S
 from topoformer.experiments.common import TrainSettings
 from topoformer.experiments.molecules import MoleculeConfig
 from topoformer.experiments.mutag import MutagConfig
@@ -129,9 +130,6 @@ def _cv_name(config: MutagConfig) -> str:
     if ran == config.folds:
         return f"{config.folds}-fold CV"
     return f"first {ran} of {config.folds} folds of a {config.folds}-fold CV"
-
-
-ESTIMATE_S = {"micro": 20.0, "tiny": 80.0, "small": 600.0, "paper": 600.0}  # CPU s (--help)
 
 
 def reproduce(args: ReproduceArgs) -> int:

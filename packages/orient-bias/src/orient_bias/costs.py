@@ -1,0 +1,19 @@
+"""The CPU cost of each ``reproduce`` scale, in one place (issue 67).
+
+`ESTIMATE_S` (scale -> CPU seconds, one thread) is the figure the heartbeat's ETA uses and
+``orient-bias reproduce --help`` prints; a test checks it against the committed runs
+(``results/<scale>.json``). No torch here: ``--help`` imports this module.
+"""
+
+from __future__ import annotations
+
+ESTIMATE_S: dict[str, float] = {"micro": 25.0, "tiny": 80.0, "small": 713.0}
+
+
+def cost_help() -> str:
+    """The scales' costs as ``--help`` states them, formatted from `ESTIMATE_S`."""
+    return (
+        f"with --threads 1, micro takes ~{ESTIMATE_S['micro']:.0f} s and tiny "
+        f"~{ESTIMATE_S['tiny']:.0f} s of CPU time (results/tiny.json), small "
+        f"~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes, paper is sized for a GPU"
+    )
