@@ -120,7 +120,9 @@ def test_train_writes_a_folder_the_auto_class_loads(tmp_path, model_dir):
 
 def test_sft_and_beta_zero_take_the_same_step_and_the_paper_step_differs(tmp_path, model_dir):
     """--sft (a plain Trainer) and CDT at beta = 0 end at the same weights; beta = 5 does not."""
-    argv = ("--max-steps", "2", "--lr", "0.5")
+    # SGD: an update linear in the gradient (Adam's g / sqrt(v) turns float rounding of a
+    # near-zero gradient into a visible step)
+    argv = ("--max-steps", "2", "--lr", "0.5", "--optim", "sgd")
     assert _train(model_dir, tmp_path / "sft", *argv, "--sft") == 0
     assert _train(model_dir, tmp_path / "zero", *argv, "--set", "beta=0") == 0
     assert _train(model_dir, tmp_path / "cdt", *argv, "--set", "beta=1000") == 0
@@ -193,10 +195,10 @@ def test_messages_train_through_the_chat_template(tmp_path, chat_dir):
 @pytest.mark.parametrize(
     "lines, match",
     [
-        (['{"prompt": "a", "completion": " 1"}', "{not json"], r"--data .*bad.jsonl, line 2: not valid JSON"),
-        (['{"prompt": "a", "completion": " 1"}', '{"prompt": "b"}'], r"--data .*bad.jsonl, line 2"),
+        (['{"prompt": "a", "completion": " 1"}', "{not json"], r"--data: .*bad.jsonl, line 2: not valid JSON"),
+        (['{"prompt": "a", "completion": " 1"}', '{"prompt": "b"}'], r"--data: .*bad.jsonl, line 2: .*'completion'"),
         (['{"messages": [{"role": "user", "content": "the king"}]}'], r"bad.jsonl.*no chat template"),
-        ([""], r"--data .*bad.jsonl"),
+        ([""], r"--data: .*bad.jsonl is empty"),
     ],
 )  # fmt: skip
 def test_bad_data_is_one_error_naming_file_and_line(tmp_path, model_dir, capsys, lines, match):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from context_denoising.experiments import ESTIMATE_S
 from shared_core.cli import LazyScales, ReproduceArgs, make_main, reproduce_command
 from shared_core.verbs import Slots, evaluate_command, train_command, verb_command
 
@@ -42,8 +43,9 @@ main = make_main(
                 "Train a 2-layer d=64 Llama on generated key-value retrieval with plain SFT, CDT "
                 "(the paper's beta = 5 and a 200x step) and equal-FLOPs SFT and score accuracy, "
                 "needle attention, the attention IG score, manual denoising and the noise "
-                "detector: micro ~20 s, tiny ~4.5 min of CPU (2 seeds, one thread); "
-                "small fine-tunes SmolLM2-135M with CDT+LoRA on Shakespeare-haystack prompts."
+                f"detector: micro ~{ESTIMATE_S['micro']:.0f} s, tiny ~{ESTIMATE_S['tiny'] / 60:.1f} "
+                "min of CPU (2 seeds, one thread); small fine-tunes SmolLM2-135M with CDT+LoRA "
+                f"on Shakespeare-haystack prompts (~{ESTIMATE_S['small'] / 60:.0f} CPU-min)."
             ),
         ),
         train_command(

@@ -101,8 +101,8 @@ def render_png(
     shown = list(documents)[:MAX_PNG_DOCUMENTS]
     rows = [max(1, -(-len(d["score"]) // WIDTH)) for d in shown]
     fig, axes = plt.subplots(
-        len(shown), 1, figsize=(10, 1.2 + 0.22 * sum(rows) + 0.6 * len(shown)),
-        gridspec_kw={"height_ratios": rows}, squeeze=False,
+        len(shown), 1, figsize=(10, 1.2 + 0.22 * sum(rows) + 0.6 * len(shown)), sharex=True,
+        gridspec_kw={"height_ratios": rows}, squeeze=False, layout="constrained",
     )  # fmt: skip
     image: Any = None
     for ax, doc, n_rows in zip(axes[:, 0], shown, rows, strict=True):
@@ -127,7 +127,8 @@ def render_png(
         ax.set_yticks(range(n_rows))
         ax.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("token position within the row")
-    axes[0, 0].legend(loc="upper right", fontsize=7, bbox_to_anchor=(1.0, 1.6), ncol=2)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper right", fontsize=8, ncol=2)
     fig.colorbar(image, ax=axes[:, 0], label=f"score / noise threshold (capped at {CAP:g})")
     fig.suptitle(title, fontsize=11)
     with atomic_path(path) as tmp:

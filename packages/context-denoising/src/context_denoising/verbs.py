@@ -118,7 +118,11 @@ def train(args: VerbArgs) -> Path:
     from transformers import Trainer
 
     from context_denoising.trainer import CDTTrainer
+    from shared_core.device import seed_everything
 
+    # the LoRA initialisation draws from the global RNG before the Trainer seeds it: seeded
+    # here, two runs with the same --seed start (and end) at the same adapter
+    seed_everything(args.seed)
     common = {
         "model": job.trainable(),
         "args": job.arguments(),
