@@ -4,13 +4,19 @@ the experiments end to end at toy size."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 from free_energy_mixer.cli import main
 from free_energy_mixer.experiments import charlm, selection
 from free_energy_mixer.experiments.common import train_config
+from free_energy_mixer.experiments.costs import ESTIMATE_S
 
-from shared_core.testing import assert_import_is_light, assert_missing_extra_is_one_line
+from shared_core.testing import (
+    assert_costs_are_the_committed_runs,
+    assert_import_is_light,
+    assert_missing_extra_is_one_line,
+)
 
 
 def test_help_does_not_import_torch() -> None:
@@ -22,6 +28,19 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["reproduce", "--help"])
     assert e.value.code == 0
     assert "micro" in capsys.readouterr().out
+
+
+def test_help_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help prints ESTIMATE_S, and ESTIMATE_S is the committed runs' CPU time (issue 67)."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
+    assert "tiny" in measured
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
 
 
 def test_missing_data_extra_is_one_line(

@@ -361,3 +361,63 @@ def assert_costs_are_the_committed_runs(
             )
         measured[scale] = cpu
     return measured
+
+
+def assert_text_lm_verbs(
+    main: Callable[[list[str]], int],
+    tmp: Any,
+    capsys: Any,
+    *,
+    model_class: type,
+    model_type: str,
+    settings: Sequence[str],
+    bad_setting: str,
+    bad_error: str,
+) -> None:
+    """The `shared_core.textlm` verbs of a package's registered causal LM, end to end through
+    its console script `main`: ``train`` (3 steps on a small corpus with the package's tiny
+    `settings`, ``--set`` arguments) writes a folder that ``AutoModelForCausalLM`` loads as
+    `model_class` with `model_type` in its summary, ``sample`` continues a prompt by exactly
+    ``--max-new-tokens`` characters, a second ``train`` into the folder is refused without
+    ``--resume``, and bad input is one error line: `bad_setting` (``--set key=value``) must
+    print `bad_error`, an unknown setting, a folder ``train`` did not write.
+    """
+    import json
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM
+
+    corpus = Path(tmp) / "corpus.txt"
+    corpus.write_text("to be or not to be, that is the question. " * 30, encoding="utf-8")
+    out = Path(tmp) / "model"
+    steps = ["--set", "train.steps=3", "--set", "train.batch_size=2", "--set", "train.seq_len=16"]
+    train = ["train", "--data", str(corpus), "--out", str(out), *settings, *steps]
+    if main(train) != 0:
+        raise AssertionError(f"train exited non-zero: {capsys.readouterr().err[-2000:]}")
+    if "3 steps, train loss" not in capsys.readouterr().out:
+        raise AssertionError("train did not print its summary line")
+    summary = json.loads((out / "train_summary.json").read_text())
+    if summary["model_type"] != model_type:
+        raise AssertionError(f"train_summary.json: model_type {summary['model_type']!r}")
+    loaded = AutoModelForCausalLM.from_pretrained(out)
+    if not isinstance(loaded, model_class):
+        raise AssertionError(f"AutoModelForCausalLM loaded a {type(loaded).__name__}")
+    sample = ["sample", "--checkpoint", str(out), "--prompt", "to be", "--max-new-tokens", "7"]
+    if main(sample) != 0:
+        raise AssertionError(f"sample exited non-zero: {capsys.readouterr().err[-2000:]}")
+    printed = capsys.readouterr().out.rstrip("\n")
+    if not (printed.startswith("to be") and len(printed) == 5 + 7):
+        raise AssertionError(f"sample printed {printed!r}: expected the prompt and 7 characters")
+    cases = [
+        (train, "pass --resume"),
+        (["train", "--data", str(corpus), "--out", str(out) + "2", "--set", bad_setting], bad_error),
+        (["train", "--data", str(corpus), "--out", str(out) + "3", "--set", "model.nope=3"],
+         "has no setting 'nope'"),
+        (["sample", "--checkpoint", str(tmp), "--prompt", "x"],
+         "checkpoint: expected a folder written by `train`"),
+    ]  # fmt: skip
+    for argv, expected in cases:
+        status = main(argv)
+        err = capsys.readouterr().err
+        if status != 2 or expected not in err or "Traceback" in err:
+            raise AssertionError(f"{argv[0]} {argv[-1]}: exit {status}, stderr {err[-1000:]!r}")

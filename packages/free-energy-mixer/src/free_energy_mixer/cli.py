@@ -7,6 +7,7 @@ Thin on purpose: torch, transformers and the experiments are imported inside the
 
 from __future__ import annotations
 
+from free_energy_mixer.experiments.costs import reproduce_help
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.textlm import text_lm_commands
 
@@ -15,13 +16,7 @@ main = make_main(
     [
         lazy_reproduce_command(
             "free_energy_mixer.experiments.reproduce",
-            help=(
-                "Train softmax, linear and gated linear attention with and without FEM on "
-                "per-channel selective recall (accuracy vs heads) and a Shakespeare char-LM "
-                "(validation bits per char) (micro: ~30 s, tiny: ~3 CPU-minutes with one "
-                "thread, 10 min wall on 2 heavily shared cores, small: hours on CPU, paper: "
-                "GPU-sized)."
-            ),
+            help=reproduce_help(),
         ),
         *text_lm_commands(
             "free_energy_mixer.hf:FEMConfig", "an FEM LM (prior: softmax, linear or gla)"

@@ -6,6 +6,7 @@ Thin on purpose: torch, transformers and the experiments are imported inside the
 
 from __future__ import annotations
 
+from mesa_layer.experiments.costs import reproduce_help
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.textlm import text_lm_commands
 
@@ -14,12 +15,7 @@ main = make_main(
     [
         lazy_reproduce_command(
             "mesa_layer.experiments.reproduce",
-            help=(
-                "Train MesaNet, GLA, DeltaNet and softmax attention on in-context regression, "
-                "MQAR and a Shakespeare char-LM and report error, recall accuracy, validation "
-                "loss and loss vs CG steps (micro: ~20 s, tiny: ~5 min on 2 CPU cores with one "
-                "thread, small: hours on CPU, paper: GPU-sized)."
-            ),
+            help=reproduce_help(),
         ),
         *text_lm_commands(
             "mesa_layer.hf:MesaNetConfig", "a MesaNet LM (Mesa layer + SwiGLU blocks)"

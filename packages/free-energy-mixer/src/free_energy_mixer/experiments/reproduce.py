@@ -9,6 +9,7 @@ from typing import Any
 
 from free_energy_mixer.experiments import charlm, selection
 from free_energy_mixer.experiments.common import LABELS, train_config
+from free_energy_mixer.experiments.costs import ESTIMATE_S
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
 
@@ -147,9 +148,6 @@ def _plot_accuracy(
         xticks=heads,
         styles=styles,
     )
-
-
-ESTIMATE_S = {"micro": 9.0, "tiny": 170.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:

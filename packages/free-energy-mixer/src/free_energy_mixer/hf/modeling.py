@@ -8,11 +8,9 @@ state and the RoPE position). The caches are the layers' `FEMCache`, updated in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
@@ -20,55 +18,12 @@ from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutpu
 from free_energy_mixer.hf.configuration import FEMConfig
 from free_energy_mixer.layer import FEMCache, RotaryEmbedding
 from free_energy_mixer.model import CausalLM
+from shared_core.causal_lm import RecurrentCache, check_attention_mask, next_token_loss
 
 
-@dataclass
-class FEMLMCache:
-    """Decoding state of an FEM LM: one `FEMCache` per layer and the tokens read so far."""
-
-    layers: list[FEMCache]
-    seen_tokens: int
-
-    is_compileable = False
-    is_croppable = False
-
-    @property
-    def is_linear(self) -> list[bool]:
-        """transformers' flag per layer: the state is never sliced by position here."""
-        return [True] * len(self.layers)
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Tokens read so far (transformers' name)."""
-        return self.seen_tokens
-
-
-def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
-    """No padding support in the caches: only an all-ones mask (or none) is accepted."""
-    if attention_mask is not None and not bool((attention_mask == 1).all()):
-        raise ValueError(
-            "attention_mask: expected all ones (this model has no padding support); "
-            "generate equal-length prompts, or one prompt at a time"
-        )
-
-
-def next_token_loss(
-    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: Any = None
-) -> torch.Tensor:
-    """Cross-entropy of ``logits[:, t]`` against ``labels[:, t + 1]`` (``-100`` ignored), in
-    the logits' dtype (transformers' own loss casts to float32, which a float64 check cannot
-    use). Averaged over the labelled tokens, or summed and divided by Trainer's
-    `num_items_in_batch` (its count over gradient-accumulation steps) when given."""
-    if labels.shape != logits.shape[:2]:
-        raise ValueError(
-            f"labels: expected shape {tuple(logits.shape[:2])} (that of input_ids), got "
-            f"{tuple(labels.shape)}"
-        )
-    shifted = F.pad(labels[:, 1:], (0, 1), value=-100).to(logits.device)
-    flat = logits.flatten(0, 1)
-    if num_items_in_batch is None:
-        return F.cross_entropy(flat, shifted.flatten(), ignore_index=-100)
-    total = F.cross_entropy(flat, shifted.flatten(), ignore_index=-100, reduction="sum")
-    return total / num_items_in_batch
+class FEMLMCache(RecurrentCache[FEMCache]):
+    """Decoding state of an FEM LM: one `FEMCache` per layer and the tokens read so far (the
+    softmax prior's cached keys and values grow with them; the linear priors' do not)."""
 
 
 class FEMPreTrainedModel(PreTrainedModel):

@@ -9,6 +9,7 @@ from typing import Any
 
 from mesa_layer.experiments import lm, mqar, regression
 from mesa_layer.experiments.common import LABELS, train_config
+from mesa_layer.experiments.costs import ESTIMATE_S
 from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
 
@@ -119,9 +120,6 @@ SCALES: dict[str, ReproduceConfig] = {
         ),
     ),
 }
-
-
-ESTIMATE_S = {"micro": 3.0, "tiny": 209.0, "small": 963.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> int:

@@ -9,11 +9,9 @@ the prompt in one chunked call and decodes one token at a time with constant mem
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
@@ -21,31 +19,21 @@ from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutpu
 from mesa_layer.hf.configuration import MesaNetConfig
 from mesa_layer.torch.layer import MesaCache
 from mesa_layer.torch.model import MesaNetBackbone, init_weights
+from shared_core.causal_lm import (
+    RecurrentCache,
+    check_attention_mask,
+    next_token_loss,
+)
 
 
-@dataclass
-class MesaNetCache:
+class MesaNetCache(RecurrentCache[MesaCache]):
     """Decoding state of a MesaNet LM: one `MesaCache` (``H``, ``G`` and the short-conv
     inputs) per block, and how many tokens it has read. Its memory does not grow with them."""
 
-    layers: list[MesaCache]
-    seen_tokens: int
 
-    is_compileable = False
-    is_croppable = False
-
-    @property
-    def is_linear(self) -> list[bool]:
-        """transformers' flag per layer: a recurrent state, never sliced by position."""
-        return [True] * len(self.layers)
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Tokens read so far (transformers' name)."""
-        return self.seen_tokens
-
-
-def check_input_ids(input_ids: torch.Tensor, vocab_size: int) -> None:
-    """``input_ids`` ``(batch, time)`` integer ids in ``[0, vocab_size)``."""
+def check_input_ids(input_ids: Any, vocab_size: int) -> None:
+    """``input_ids`` ``(batch, time)`` integer ids in ``[0, vocab_size)``; else a TypeError
+    or ValueError naming ``input_ids``, what it got and what was expected."""
     if not isinstance(input_ids, torch.Tensor):
         raise TypeError(f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}")
     if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
@@ -59,35 +47,6 @@ def check_input_ids(input_ids: torch.Tensor, vocab_size: int) -> None:
         raise ValueError(
             f"input_ids: expected ids in [0, {vocab_size}) (vocab_size), got min {lo}, max {hi}"
         )
-
-
-def check_attention_mask(attention_mask: torch.Tensor | None) -> None:
-    """A recurrent state cannot skip padding: only an all-ones mask (or none) is accepted."""
-    if attention_mask is not None and not bool((attention_mask == 1).all()):
-        raise ValueError(
-            "attention_mask: expected all ones (this recurrent model has no padding support); "
-            "generate equal-length prompts, or one prompt at a time"
-        )
-
-
-def next_token_loss(
-    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: Any = None
-) -> torch.Tensor:
-    """Cross-entropy of ``logits[:, t]`` against ``labels[:, t + 1]`` (``-100`` ignored), in
-    the logits' dtype (transformers' own loss casts to float32, which a float64 check cannot
-    use). Averaged over the labelled tokens, or summed and divided by Trainer's
-    `num_items_in_batch` (its count over gradient-accumulation steps) when given."""
-    if labels.shape != logits.shape[:2]:
-        raise ValueError(
-            f"labels: expected shape {tuple(logits.shape[:2])} (that of input_ids), got "
-            f"{tuple(labels.shape)}"
-        )
-    shifted = F.pad(labels[:, 1:], (0, 1), value=-100).to(logits.device)
-    flat = logits.flatten(0, 1)
-    if num_items_in_batch is None:
-        return F.cross_entropy(flat, shifted.flatten(), ignore_index=-100)
-    total = F.cross_entropy(flat, shifted.flatten(), ignore_index=-100, reduction="sum")
-    return total / num_items_in_batch
 
 
 class MesaNetPreTrainedModel(PreTrainedModel):
