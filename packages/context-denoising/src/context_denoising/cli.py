@@ -1,10 +1,13 @@
-"""The ``context-denoising`` console script: ``context-denoising reproduce [--scale ...]``."""
+"""The ``context-denoising`` console script: ``reproduce [--scale ...]``, and on a user's data
+``train``, ``score`` and ``evaluate`` (`context_denoising.verbs`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from context_denoising.experiments import ESTIMATE_S
 from shared_core.cli import LazyScales, ReproduceArgs, make_main, reproduce_command
+from shared_core.verbs import Slots, evaluate_command, train_command, verb_command
 
 
 def _scales() -> dict[str, Any]:
@@ -24,6 +27,12 @@ def _reproduce(args: ReproduceArgs) -> int:
     return reproduce(args)
 
 
+def _lazy(name: str) -> Any:
+    from context_denoising import verbs  # no torch: verbs imports it inside the verbs
+
+    return getattr(verbs, name)
+
+
 main = make_main(
     "context-denoising",
     [
@@ -34,10 +43,33 @@ main = make_main(
                 "Train a 2-layer d=64 Llama on generated key-value retrieval with plain SFT, CDT "
                 "(the paper's beta = 5 and a 200x step) and equal-FLOPs SFT and score accuracy, "
                 "needle attention, the attention IG score, manual denoising and the noise "
-                "detector: micro ~20 s, tiny ~4.5 min of CPU (2 seeds, one thread); "
-                "small fine-tunes SmolLM2-135M with CDT+LoRA on Shakespeare-haystack prompts."
+                f"detector: micro ~{ESTIMATE_S['micro']:.0f} s, tiny ~{ESTIMATE_S['tiny'] / 60:.1f} "
+                "min of CPU (2 seeds, one thread); small fine-tunes SmolLM2-135M with CDT+LoRA "
+                f"on Shakespeare-haystack prompts (~{ESTIMATE_S['small'] / 60:.0f} CPU-min)."
             ),
-        )
+        ),
+        train_command(
+            "context_denoising.verbs:train",
+            "fine-tune a causal LM (--model DIR|smollm2) on JSONL records with the CDT step "
+            "(CDTTrainer; --preset, --set beta=...), or --sft for the plain baseline",
+            config="context_denoising.cdt:CDTConfig",
+            options=lambda p: _lazy("train_options")(p),
+        ),
+        verb_command(
+            "score",
+            "context_denoising.verbs:score",
+            "per-token noise scores and CDT's noise mask of each document: a heat-map "
+            "(--out scores.html|.png) and scores.jsonl beside it",
+            Slots(data="required", checkpoint="optional", out="required"),
+            options=lambda p: _lazy("score_options")(p),
+        ),
+        evaluate_command(
+            "context_denoising.verbs:evaluate",
+            "retrieval accuracy (the answer in the greedy generation), teacher-forced exact "
+            "match and answer log-probability on JSONL prompt/completion records",
+            options=lambda p: _lazy("evaluate_options")(p),
+            many=False,
+        ),
     ],
     description="Context Denoising Training (ICLR 2026): the gradient noise score and the CDT step.",
 )

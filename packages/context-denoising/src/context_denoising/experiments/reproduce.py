@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from context_denoising.experiments import ESTIMATE_S
 from context_denoising.experiments.retrieval import Config, run, summarise
-
-ESTIMATE_S = {"micro": 20.0, "tiny": 270.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: Any) -> int:

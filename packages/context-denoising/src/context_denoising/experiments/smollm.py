@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from context_denoising.cdt import CDTConfig, make_cdt_loss, sft_loss
+from context_denoising.experiments import ESTIMATE_S
 from context_denoising.score import sequence_ce
 
 NAMES = (
@@ -135,7 +136,7 @@ def reproduce_small(args: Any) -> int:
     table = "SmolLM2-135M answer on held-out needle prompts"
     diffs: dict[str, list[float]] = {"logprob": [], "exact": []}
     seeds = range(args.seed, args.seed + cfg.seeds)
-    plan([f"seed {seed}" for seed in seeds] + ["report"], 1551.0)  # measured CPU s (README)
+    plan([f"seed {seed}" for seed in seeds] + ["report"], ESTIMATE_S["small"])
     with Run("context-denoising", cfg, out=args.out) as rep:
         for seed in seeds:
             phase(f"seed {seed}")
