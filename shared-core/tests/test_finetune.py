@@ -187,3 +187,26 @@ def test_the_offline_smollm2_is_trainable_and_saves_a_plain_folder(tmp_path):
     save_finetuned(model, tok, tmp_path / "plain")
     assert "quantization_config" not in (tmp_path / "plain" / "config.json").read_text()
     AutoModelForCausalLM.from_pretrained(tmp_path / "plain")
+
+
+def test_lora_adapter_start_depends_only_on_the_seed(lm):
+    """TrainingRun.trainable seeds from --seed before peft draws the adapter's random start:
+    two runs with one seed get one adapter whatever the global RNG was before."""
+    import copy
+    from types import SimpleNamespace
+
+    from shared_core.finetune import TrainingRun
+
+    model, tok = lm
+    adapters = []
+    for noise in (1, 2):
+        torch.manual_seed(noise)  # whatever ran before
+        args = SimpleNamespace(seed=7, extra=flags("--lora", "4,8"))
+        run = TrainingRun(args, copy.deepcopy(model), tok)
+        lora = {
+            n: p.detach().clone() for n, p in run.trainable().named_parameters() if "lora_A" in n
+        }
+        adapters.append(lora)
+    assert adapters[0] and adapters[0].keys() == adapters[1].keys()
+    for name, value in adapters[0].items():
+        torch.testing.assert_close(adapters[1][name], value, rtol=0, atol=0)

@@ -478,8 +478,12 @@ class TrainingRun:
         return cls(args, model, tokenizer)
 
     def trainable(self) -> Any:
-        """The model to train: with ``--lora r,alpha`` wrapped in a peft adapter."""
+        """The model to train: with ``--lora r,alpha`` wrapped in a peft adapter, whose random
+        start is seeded from ``--seed`` first (so two runs with one seed get one adapter)."""
         if self.flags.get("lora"):
+            from shared_core.device import seed_everything
+
+            seed_everything(self.args.seed)
             self.model = apply_lora(self.model, *self.flags["lora"])
         return self.model
 
