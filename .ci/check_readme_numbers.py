@@ -50,7 +50,8 @@ NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>[-−+]?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
     r"(?P<exp>[eE][-+−]?\d+)?(?P<unit>" + _UNIT + r")(?![\w.])"
 )
-_JSON_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# inside a string: digits grouped by thousands ("B=20,000") read as one number
+_JSON_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ def json_numbers(obj: object) -> list[float]:
             if math.isfinite(o):
                 found.append(float(o))
         elif isinstance(o, str):
-            found.extend(float(t) for t in _JSON_NUMBER.findall(o) if t not in ("+", "-"))
+            found.extend(
+                float(t.replace(",", "")) for t in _JSON_NUMBER.findall(o) if t not in ("+", "-")
+            )
         elif isinstance(o, dict):
             for k, v in o.items():
                 walk(str(k))
@@ -253,11 +256,20 @@ def self_test() -> None:
         d = Path(tmp)
         (d / "results").mkdir()
         (d / "results" / "tiny.json").write_text(
-            json.dumps({"acc": 0.52349, "loss": [1.25, 2.0], "n": 640, "lr": 0.0012, "f": 0.5})
+            json.dumps(
+                {
+                    "acc": 0.52349,
+                    "loss": [1.25, 2.0],
+                    "n": 640,
+                    "lr": 0.0012,
+                    "f": 0.5,
+                    "setting": "B=20,000",
+                }
+            )
         )
         good = (
             "# x\n\n<!-- results: results/tiny.json -->\n\n| run (640 rows) | acc | loss | paper |\n"
-            "|---|--:|--:|--:|\n| ours | **0.523** | 1.25 ± 2.0 | 0.91 |\n"
+            "|---|--:|--:|--:|\n| ours | **0.523** | 1.25 ± 2.0 | 0.91 |\n| B=20,000 | 0.5 | 2.0 | 1 |\n"
             "| paper | 0.99 | 7.7 | 0.99 |\n| lr | 1.2e-3 | 50% | n/a |\n"
         )
         (d / "README.md").write_text(good)
@@ -276,8 +288,8 @@ def self_test() -> None:
             "\n<!-- settings: the scales' sizes -->\n| scale | steps |\n|---|---|\n| tiny | 300 |\n"
             "\n<!-- settings -->\n| scale | steps |\n|---|---|\n| tiny | 300 |\n"
         )
-        assert census(d / "README.md") == (1, [11, 34]), census(d / "README.md")
-        assert settings_tables(d / "README.md") == [29], settings_tables(d / "README.md")
+        assert census(d / "README.md") == (1, [12, 35]), census(d / "README.md")
+        assert settings_tables(d / "README.md") == [30], settings_tables(d / "README.md")
     print(
         "check_readme_numbers self-test: a planted mismatch fails, the true table passes, "
         "the census counts marked and unmarked measured tables"
