@@ -1,0 +1,153 @@
+"""CPU speed-up of pruned generation against its MAC speed-up, on the reproduction's models.
+
+    python benchmarks/bench_pruned.py [--scales tiny small] [--domains digits faces]
+        [--repeats N] [--threads N] [--json results/bench-pruned.json] [--quick]
+
+For each scale and domain: the reproduction's tokenizer and VAR (`reproduce`'s training,
+loaded from ``shared_core.data.cache_dir("toprovar")``; trained first where missing, which
+takes minutes), calibrated as `reproduce` does (its calibration set, ``tau=None``,
+``min_depth``), then one batch of `reproduce`'s evaluation size (100 images, classes cycled,
+CFG 1.5) generated, interleaved, by:
+
+- unpruned: ``generate(var, vq, labels)``;
+- ToProVAR (the paper's adaptive rule, the default) at `reproduce`'s four budgets, through
+  the packed path (one gather and one scatter per pruned layer, attention in the fused
+  kernel with each row's query count and key mask: `toprovar.packed`, 0.4.0);
+- the same at a = 0.5..0.9 through 0.3.x's sublayer-by-sublayer path (``packed=False``).
+
+CPU speed-up: unpruned time / method time within each repeat (`shared_core.bench.measure`:
+interleaved, rotated, one thread), median [min-max] over the repeats. MAC speed-up: the
+MACs of the very generation timed (`count_macs` on the same batch, labels and seeds: the
+kept tokens only; the fused kernel counts each row's computed (query, allowed key) pairs),
+unpruned / method. The goal (issue 69): CPU speed-up >= 0.8 x MAC speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+import torch
+from toprovar import fused
+from toprovar.adaptive import ToProVARPolicy
+from toprovar.data import NUM_CLASSES, load_domain
+from toprovar.experiments.common import train_generator, train_tokenizer
+from toprovar.experiments.reproduce import SCALES
+from toprovar.generation import calibrate, count_macs, generate
+
+from shared_core.atomic import atomic_write_text
+from shared_core.bench import bench_parser, measure, paired_ratio
+
+GOAL = 0.8  # CPU speed-up >= GOAL x MAC speed-up
+
+
+def _models(scale: str, domain: str) -> tuple[Any, Any, Any]:
+    """`reproduce`'s tokenizer, VAR and calibration for (scale, domain), seed 0."""
+    config = SCALES[scale]
+    model = config.model
+    x, y = load_domain(domain, model.scales[-1] * model.downsample, "train")
+    steps = (
+        config.steps
+        if domain == "digits"
+        else replace(config.steps, var_steps=config.faces_var_steps)
+    )
+    vq = train_tokenizer(x, domain, model, steps, 0, "cpu").cpu()
+    var = train_generator(x, y, vq, domain, NUM_CLASSES[domain], model, steps, 0, "cpu").cpu()
+    cal = calibrate(
+        var, vq, torch.arange(config.n_calib) % NUM_CLASSES[domain], tau=config.tau,
+        dense_layers=config.dense_layers, min_depth=config.min_depth, cfg=config.cfg,
+        seed=10_000, prune_share=config.prune_share,
+    )  # fmt: skip
+    return vq, var, cal
+
+
+def bench_setting(scale: str, domain: str, repeats: int, threads: int) -> list[dict[str, Any]]:
+    """One (scale, domain): a row per method with its times, MACs and both speed-ups."""
+    config = SCALES[scale]
+    vq, var, cal = _models(scale, domain)
+    labels = torch.arange(config.eval_batch) % NUM_CLASSES[domain]
+    kw: dict[str, Any] = {"cfg": config.cfg, "seed": 0}
+    methods: dict[str, tuple[Any, bool]] = {"unpruned": (None, True)}
+    for lo, hi in config.toprovar_budgets:
+        methods[f"ToProVAR a={lo:g}..{hi:g}"] = (ToProVARPolicy(cal, lo, hi), True)
+    methods["ToProVAR a=0.5..0.9, 0.3.x path"] = (ToProVARPolicy(cal, 0.5, 0.9), False)
+    fns = {
+        name: lambda pol=pol, packed=packed: generate(var, vq, labels, pol, packed=packed, **kw)
+        for name, (pol, packed) in methods.items()
+    }
+    results = measure(fns, repeats=repeats, threads=threads, min_time=0.0)
+    macs = {
+        name: count_macs(generate, var, vq, labels, pol, packed=packed, **kw)[1]
+        for name, (pol, packed) in methods.items()
+    }
+    rows = []
+    for name in methods:
+        speed = paired_ratio(results[name], results["unpruned"])  # unpruned / method
+        mac_speedup = macs["unpruned"] / macs[name]
+        rows.append({
+            "scale": scale,
+            "domain": domain,
+            "method": name,
+            "cpu_ms": round(results[name].median("cpu") * 1e3, 1),
+            "wall_ms": round(results[name].median("wall") * 1e3, 1),
+            "MMACs_per_image": round(macs[name] / len(labels) / 1e6, 3),
+            "MAC_speedup": round(mac_speedup, 2),
+            "CPU_speedup": round(speed.median, 2),
+            "CPU_speedup_min": round(speed.min, 2),
+            "CPU_speedup_max": round(speed.max, 2),
+            "CPU_over_MAC": round(speed.median / mac_speedup, 2),
+            "goal_met": bool(speed.median >= GOAL * mac_speedup),
+            "repeats": repeats,
+        })  # fmt: skip
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    head = "| scale | domain | method | CPU ms | MMACs/img | MAC speed-up | CPU speed-up [min-max] | CPU / MAC |"
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['scale']} | {r['domain']} | {r['method']} | {r['cpu_ms']} | "
+            f"{r['MMACs_per_image']} | {r['MAC_speedup']} | {r['CPU_speedup']} "
+            f"[{r['CPU_speedup_min']}-{r['CPU_speedup_max']}] | {r['CPU_over_MAC']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = bench_parser(__doc__.splitlines()[0])
+    p.add_argument("--scales", nargs="+", default=["tiny", "small"], choices=["tiny", "small"])
+    p.add_argument("--domains", nargs="+", default=["digits", "faces"], choices=["digits", "faces"])
+    args: argparse.Namespace = p.parse_args()
+    repeats = min(args.repeats, 3) if args.quick else args.repeats
+    if fused.load() is None:
+        print(f"NO fused kernel ({fused.error()}): the packed path runs torch's attention")
+    c0 = time.process_time()
+    rows: list[dict[str, Any]] = []
+    for scale in args.scales:
+        for domain in args.domains:
+            rows += bench_setting(scale, domain, repeats, args.threads)
+            print(markdown(rows[-(len(SCALES[scale].toprovar_budgets) + 2) :]), flush=True)
+    cpu_s = round(time.process_time() - c0, 1)
+    print(f"\n{markdown(rows)}\n\nbenchmark CPU: {cpu_s} s")
+    if args.json is not None:
+        payload = {
+            "command": "python benchmarks/bench_pruned.py "
+            + " ".join(
+                [f"--scales {' '.join(args.scales)}", f"--domains {' '.join(args.domains)}"]
+                + [f"--repeats {args.repeats}", f"--threads {args.threads}"]
+                + (["--quick"] if args.quick else [])
+            ),
+            "cpu_s": cpu_s,
+            "goal": f"CPU speed-up >= {GOAL} x MAC speed-up",
+            "torch": torch.__version__,
+            "rows": rows,
+        }
+        atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
