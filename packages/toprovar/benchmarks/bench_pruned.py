@@ -12,14 +12,18 @@ CFG 1.5) generated, interleaved, by:
 - unpruned: ``generate(var, vq, labels)``;
 - ToProVAR (the paper's adaptive rule, the default) at `reproduce`'s four budgets, through
   the packed path (one gather and one scatter per pruned layer, attention in the fused
-  kernel with each row's query count and key mask: `toprovar.packed`, 0.4.0);
-- the same at a = 0.5..0.9 through 0.3.x's sublayer-by-sublayer path (``packed=False``).
+  kernel with each row's query count and key mask: `toprovar.packed`, 0.5.0);
+- the same at a = 0.5..0.9 through 0.4.0's sublayer-by-sublayer path (``packed=False``).
 
 CPU speed-up: unpruned time / method time within each repeat (`shared_core.bench.measure`:
 interleaved, rotated, one thread), median [min-max] over the repeats. MAC speed-up: the
 MACs of the very generation timed (`count_macs` on the same batch, labels and seeds: the
 kept tokens only; the fused kernel counts each row's computed (query, allowed key) pairs),
 unpruned / method. The goal (issue 69): CPU speed-up >= 0.8 x MAC speed-up.
+
+``--profile N``: at the first (scale, domain), N generations of the unpruned, the packed
+a = 0.5..0.9 and the 0.4.0-path runs under `torch.profiler` (one thread): the ops with the
+most self CPU time, in ms per generation (JSON key ``profile``).
 """
 
 from __future__ import annotations
@@ -64,8 +68,11 @@ def _models(scale: str, domain: str) -> tuple[Any, Any, Any]:
     return vq, var, cal
 
 
-def bench_setting(scale: str, domain: str, repeats: int, threads: int) -> list[dict[str, Any]]:
-    """One (scale, domain): a row per method with its times, MACs and both speed-ups."""
+def bench_setting(
+    scale: str, domain: str, repeats: int, threads: int, profile: int, into: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One (scale, domain): a row per method with its times, MACs and both speed-ups; with
+    ``profile > 0`` the op profile of three of the methods goes to ``into["profile"]``."""
     config = SCALES[scale]
     vq, var, cal = _models(scale, domain)
     labels = torch.arange(config.eval_batch) % NUM_CLASSES[domain]
@@ -73,12 +80,20 @@ def bench_setting(scale: str, domain: str, repeats: int, threads: int) -> list[d
     methods: dict[str, tuple[Any, bool]] = {"unpruned": (None, True)}
     for lo, hi in config.toprovar_budgets:
         methods[f"ToProVAR a={lo:g}..{hi:g}"] = (ToProVARPolicy(cal, lo, hi), True)
-    methods["ToProVAR a=0.5..0.9, 0.3.x path"] = (ToProVARPolicy(cal, 0.5, 0.9), False)
+    methods["ToProVAR a=0.5..0.9, 0.4.0 path"] = (ToProVARPolicy(cal, 0.5, 0.9), False)
     fns = {
         name: lambda pol=pol, packed=packed: generate(var, vq, labels, pol, packed=packed, **kw)
         for name, (pol, packed) in methods.items()
     }
     results = measure(fns, repeats=repeats, threads=threads, min_time=0.0)
+    if profile > 0:
+        picked = ("unpruned", "ToProVAR a=0.5..0.9", "ToProVAR a=0.5..0.9, 0.4.0 path")
+        into["profile"] = {
+            "setting": f"{scale} {domain}, {len(labels)} images, {profile} generations",
+            "self_cpu_ms_per_generation": {
+                name: _profile(fns[name], profile, threads) for name in picked
+            },
+        }
     macs = {
         name: count_macs(generate, var, vq, labels, pol, packed=packed, **kw)[1]
         for name, (pol, packed) in methods.items()
@@ -105,6 +120,21 @@ def bench_setting(scale: str, domain: str, repeats: int, threads: int) -> list[d
     return rows
 
 
+def _profile(fn: Any, n: int, threads: int, top: int = 10) -> dict[str, float]:
+    """The `top` ops by self CPU time over `n` calls of `fn`, in ms per call, and the total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from shared_core.device import limit_threads
+
+    with limit_threads(threads), profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(n):
+            fn()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    out = {e.key: round(e.self_cpu_time_total / 1e3 / n, 2) for e in events[:top]}
+    out["total"] = round(sum(e.self_cpu_time_total for e in events) / 1e3 / n, 2)
+    return out
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     head = "| scale | domain | method | CPU ms | MMACs/img | MAC speed-up | CPU speed-up [min-max] | CPU / MAC |"
     lines = [head, "|---|---|---|---|---|---|---|---|"]
@@ -121,30 +151,39 @@ def main() -> None:
     p = bench_parser(__doc__.splitlines()[0])
     p.add_argument("--scales", nargs="+", default=["tiny", "small"], choices=["tiny", "small"])
     p.add_argument("--domains", nargs="+", default=["digits", "faces"], choices=["digits", "faces"])
+    p.add_argument("--profile", type=int, default=0, help="profiled generations (0: none)")
     args: argparse.Namespace = p.parse_args()
     repeats = min(args.repeats, 3) if args.quick else args.repeats
     if fused.load() is None:
         print(f"NO fused kernel ({fused.error()}): the packed path runs torch's attention")
     c0 = time.process_time()
     rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
     for scale in args.scales:
         for domain in args.domains:
-            rows += bench_setting(scale, domain, repeats, args.threads)
+            first = not rows
+            rows += bench_setting(
+                scale, domain, repeats, args.threads, args.profile if first else 0, extra
+            )
             print(markdown(rows[-(len(SCALES[scale].toprovar_budgets) + 2) :]), flush=True)
     cpu_s = round(time.process_time() - c0, 1)
     print(f"\n{markdown(rows)}\n\nbenchmark CPU: {cpu_s} s")
+    if "profile" in extra:
+        print(json.dumps(extra["profile"], indent=1))
     if args.json is not None:
         payload = {
             "command": "python benchmarks/bench_pruned.py "
             + " ".join(
                 [f"--scales {' '.join(args.scales)}", f"--domains {' '.join(args.domains)}"]
                 + [f"--repeats {args.repeats}", f"--threads {args.threads}"]
+                + ([f"--profile {args.profile}"] if args.profile else [])
                 + (["--quick"] if args.quick else [])
             ),
             "cpu_s": cpu_s,
             "goal": f"CPU speed-up >= {GOAL} x MAC speed-up",
             "torch": torch.__version__,
             "rows": rows,
+            **extra,
         }
         atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
 

@@ -161,7 +161,7 @@ def generate(
 
     `packed` (default): a pruned layer of a policy with one keep set per layer (ToProVAR,
     adaptive and top-k) runs in one gather and one scatter, its attention in the fused
-    kernel with each row's query count and key mask (`toprovar.packed`); False: 0.3.x's
+    kernel with each row's query count and key mask (`toprovar.packed`); False: 0.4.0's
     sublayer-by-sublayer path (the same numbers up to rounding; kept for comparison).
 
     Returns a `Generation`; ``images`` are the decoder's output (about [-1, 1]).

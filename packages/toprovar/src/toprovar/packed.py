@@ -100,7 +100,10 @@ def pruned_layer(
 
     h = blk.norm1(xt) * (1 + s1.index_select(0, row_of)) + b1.index_select(0, row_of)
     qkv = blk.qkv(h)  # (T, 3 d)
-    padded = qkv.new_zeros(rows * m, qkv.shape[1]).index_copy_(0, slot, qkv).view(rows, m, -1)
+    # the kernel never reads the padding (query counts, key mask): no need to zero it
+    kernel = attention == "sdpa" and fused.applies(qkv, qkv, qkv, None) and fused.masked()
+    padded = (qkv.new_empty if kernel else qkv.new_zeros)(rows * m, qkv.shape[1])
+    padded = padded.index_copy_(0, slot, qkv).view(rows, m, -1)
     q, kk, v = (blk.split_heads(t) for t in padded.chunk(3, dim=-1))  # strided views
     cache[0].append(kk)
     cache[1].append(v)
