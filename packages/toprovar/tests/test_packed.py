@@ -53,12 +53,12 @@ def _on(models, device, dtype):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_masked_kernel_matches_naive_with_padding_and_masked_keys(masked_op, dtype):
     g = torch.Generator().manual_seed(0)
-    b, h, nq, nk, d = 4, 3, 37, 600, 8  # two key blocks of 512
+    b, h, nq, nk, d = 4, 3, 37, 1100, 8  # allowed keys in two blocks of 512
     q, k, v = (torch.randn(b, h, n, d, generator=g, dtype=torch.float64) for n in (nq, nk, nk))
     q_len = torch.tensor([37, 5, 0, 1])
     key_mask = torch.rand(b, nk, generator=g) < 0.6
     key_mask[3] = False
-    key_mask[3, 599] = True  # one allowed key
+    key_mask[3, 1099] = True  # one allowed key
     out, ent, lse = masked_op(*(t.to(dtype) for t in (q, k, v)), 1 / math.sqrt(d), q_len, key_mask)
     ref_out, ref_h = reference.attention_entropy(q, k, v, key_mask[:, None, None, :])
     scores = (q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(
