@@ -2,6 +2,7 @@
 
     python benchmarks/bench_pruned.py [--scales tiny small] [--domains digits faces]
         [--repeats N] [--threads N] [--json results/bench-pruned.json] [--quick]
+        [--profile N] [--untrained]
 
 For each scale and domain: the reproduction's tokenizer and VAR (`reproduce`'s training,
 loaded from ``shared_core.data.cache_dir("toprovar")``; trained first where missing, which
@@ -21,7 +22,8 @@ MACs of the very generation timed (`count_macs` on the same batch, labels and se
 kept tokens only; the fused kernel counts each row's computed (query, allowed key) pairs),
 unpruned / method. The goal (issue 69): CPU speed-up >= 0.8 x MAC speed-up.
 
-``--profile N``: at the first (scale, domain), N generations of the unpruned, the packed
+``--untrained``: the scale's sizes with random weights (no training; the adaptive policy
+then prunes another pattern than on the trained models). ``--profile N``: at the first (scale, domain), N generations of the unpruned, the packed
 a = 0.5..0.9 and the 0.4.0-path runs under `torch.profiler` (one thread): the ops with the
 most self CPU time, in ms per generation (JSON key ``profile``).
 """
@@ -41,6 +43,8 @@ from toprovar.data import NUM_CLASSES, load_domain
 from toprovar.experiments.common import train_generator, train_tokenizer
 from toprovar.experiments.reproduce import SCALES
 from toprovar.generation import calibrate, count_macs, generate
+from toprovar.model import TinyVAR
+from toprovar.vq import MultiScaleVQ
 
 from shared_core.atomic import atomic_write_text
 from shared_core.bench import bench_parser, measure, paired_ratio
@@ -48,18 +52,32 @@ from shared_core.bench import bench_parser, measure, paired_ratio
 GOAL = 0.8  # CPU speed-up >= GOAL x MAC speed-up
 
 
-def _models(scale: str, domain: str) -> tuple[Any, Any, Any]:
-    """`reproduce`'s tokenizer, VAR and calibration for (scale, domain), seed 0."""
+def _models(scale: str, domain: str, untrained: bool = False) -> tuple[Any, Any, Any]:
+    """`reproduce`'s tokenizer, VAR and calibration for (scale, domain), seed 0; `untrained`:
+    the same sizes with random weights (adaLN gates opened, std 0.1), no training."""
     config = SCALES[scale]
     model = config.model
-    x, y = load_domain(domain, model.scales[-1] * model.downsample, "train")
-    steps = (
-        config.steps
-        if domain == "digits"
-        else replace(config.steps, var_steps=config.faces_var_steps)
-    )
-    vq = train_tokenizer(x, domain, model, steps, 0, "cpu").cpu()
-    var = train_generator(x, y, vq, domain, NUM_CLASSES[domain], model, steps, 0, "cpu").cpu()
+    if untrained:
+        torch.manual_seed(0)
+        vq = MultiScaleVQ(
+            1, model.hidden, model.latent, model.vocab, model.scales, downsample=model.downsample
+        ).eval()
+        var = TinyVAR(
+            model.vocab, model.latent, model.scales, NUM_CLASSES[domain], model.dim, model.depth,
+            model.heads,
+        ).eval()  # fmt: skip
+        for blk in var.block_list():
+            torch.nn.init.normal_(blk.ada_lin.weight, std=0.1)
+    else:
+        x, y = load_domain(domain, model.scales[-1] * model.downsample, "train")
+        steps = (
+            config.steps
+            if domain == "digits"
+            else replace(config.steps, var_steps=config.faces_var_steps)
+        )
+        vq = train_tokenizer(x, domain, model, steps, 0, "cpu").cpu()
+        var = train_generator(x, y, vq, domain, NUM_CLASSES[domain], model, steps, 0, "cpu")
+        var = var.cpu()
     cal = calibrate(
         var, vq, torch.arange(config.n_calib) % NUM_CLASSES[domain], tau=config.tau,
         dense_layers=config.dense_layers, min_depth=config.min_depth, cfg=config.cfg,
@@ -69,12 +87,18 @@ def _models(scale: str, domain: str) -> tuple[Any, Any, Any]:
 
 
 def bench_setting(
-    scale: str, domain: str, repeats: int, threads: int, profile: int, into: dict[str, Any]
+    scale: str,
+    domain: str,
+    repeats: int,
+    threads: int,
+    profile: int,
+    into: dict[str, Any],
+    untrained: bool = False,
 ) -> list[dict[str, Any]]:
     """One (scale, domain): a row per method with its times, MACs and both speed-ups; with
     ``profile > 0`` the op profile of three of the methods goes to ``into["profile"]``."""
     config = SCALES[scale]
-    vq, var, cal = _models(scale, domain)
+    vq, var, cal = _models(scale, domain, untrained)
     labels = torch.arange(config.eval_batch) % NUM_CLASSES[domain]
     kw: dict[str, Any] = {"cfg": config.cfg, "seed": 0}
     methods: dict[str, tuple[Any, bool]] = {"unpruned": (None, True)}
@@ -103,7 +127,7 @@ def bench_setting(
         speed = paired_ratio(results[name], results["unpruned"])  # unpruned / method
         mac_speedup = macs["unpruned"] / macs[name]
         rows.append({
-            "scale": scale,
+            "scale": scale + (" (untrained)" if untrained else ""),
             "domain": domain,
             "method": name,
             "cpu_ms": round(results[name].median("cpu") * 1e3, 1),
@@ -152,6 +176,9 @@ def main() -> None:
     p.add_argument("--scales", nargs="+", default=["tiny", "small"], choices=["tiny", "small"])
     p.add_argument("--domains", nargs="+", default=["digits", "faces"], choices=["digits", "faces"])
     p.add_argument("--profile", type=int, default=0, help="profiled generations (0: none)")
+    p.add_argument(
+        "--untrained", action="store_true", help="random weights of the scale's sizes, no training"
+    )
     args: argparse.Namespace = p.parse_args()
     repeats = min(args.repeats, 3) if args.quick else args.repeats
     if fused.load() is None:
@@ -163,7 +190,13 @@ def main() -> None:
         for domain in args.domains:
             first = not rows
             rows += bench_setting(
-                scale, domain, repeats, args.threads, args.profile if first else 0, extra
+                scale,
+                domain,
+                repeats,
+                args.threads,
+                args.profile if first else 0,
+                extra,
+                args.untrained,
             )
             print(markdown(rows[-(len(SCALES[scale].toprovar_budgets) + 2) :]), flush=True)
     cpu_s = round(time.process_time() - c0, 1)
@@ -177,6 +210,7 @@ def main() -> None:
                 [f"--scales {' '.join(args.scales)}", f"--domains {' '.join(args.domains)}"]
                 + [f"--repeats {args.repeats}", f"--threads {args.threads}"]
                 + ([f"--profile {args.profile}"] if args.profile else [])
+                + (["--untrained"] if args.untrained else [])
                 + (["--quick"] if args.quick else [])
             ),
             "cpu_s": cpu_s,
