@@ -5,17 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 from toprovar.data import NUM_CLASSES, load_domain
-from toprovar.experiments import ESTIMATE_S
 from toprovar.experiments.reproduce import _interp, matched
-
-from shared_core.testing import assert_costs_are_the_committed_runs
-
-RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 @pytest.mark.parametrize("domain", ["digits", "faces"])
@@ -121,11 +115,3 @@ def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path):
         out=tmp_path,
     )  # fmt: skip
     assert "digits" in line
-
-
-def test_cost_estimates_are_the_committed_runs():
-    """``ESTIMATE_S`` (the ETA and ``--help`` figure) is the committed tiny run's CPU time."""
-    if not RESULTS.is_dir():
-        pytest.skip("results/ is not beside the tests (an installed wheel's copy of tests/)")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, RESULTS)
-    assert "tiny" in measured
