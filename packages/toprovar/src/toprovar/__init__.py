@@ -2,9 +2,9 @@
 for Visual AutoRegressive (VAR) generation.
 
 ``attention_with_entropy(q, k, v)`` is softmax attention that also returns every query's
-attention entropy: by default from the log-sum-exp of torch's fused CPU flash attention and
-one pass over the scores; ``method="blockwise"`` accumulates it online, as the paper's
-Flash-Attention-Entropy. From the entropies
+attention entropy: on CPU by default one fused C++ kernel (`toprovar.fused`, flash attention
+carrying the entropy's moment); ``method="blockwise"`` accumulates it online in torch, as the
+paper's Flash-Attention-Entropy. From the entropies
 of an unpruned model, `calibrate` derives tau, beta and the offline statistics;
 `ToProVARPolicy` (the paper's rule) then decides per image and online the pruning depth D
 (scale), the layer scores R (an SVD of each layer's entropy map) and samples the kept tokens

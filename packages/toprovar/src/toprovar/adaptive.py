@@ -74,6 +74,7 @@ class ToProVARPolicy(PruningPolicy):
     """
 
     name = "toprovar"
+    layer_keep = True  # one draw per (scale, layer) serves its attention and MLP
 
     def __init__(
         self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75, seed: int = 0

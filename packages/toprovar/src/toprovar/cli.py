@@ -11,6 +11,7 @@ import argparse
 
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, sample_command, train_command, verb_command
+from toprovar.experiments import ESTIMATE_S
 from toprovar.verbs import generate_options, train_options
 
 
@@ -31,9 +32,10 @@ main = make_main(
             help=(
                 "Train a tokenizer, a tiny VAR and an evaluator on digits and faces (cached), "
                 "then generate unpruned and with ToProVAR (adaptive, top-k), FastVAR and SkipVAR "
-                "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (micro: "
-                "seconds; tiny: a few CPU-minutes with one thread; small: under 30 "
-                "CPU-minutes; paper: GPU-sized, not run by the maintainers)."
+                "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (one thread, "
+                f"empty model cache: micro ~{ESTIMATE_S['micro']:.0f} CPU-s, tiny "
+                f"~{ESTIMATE_S['tiny'] / 60:.1f} CPU-min, small ~{ESTIMATE_S['small'] / 60:.0f} "
+                "CPU-min; paper: GPU-sized, not run by the maintainers)."
             ),
             scales=("micro", "tiny", "small", "paper"),
             options=_options,

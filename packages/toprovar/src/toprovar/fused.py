@@ -11,6 +11,14 @@ layout (query blocks, key blocks of 512) follows torch's own CPU flash attention
 ``TORCH_EXTENSIONS_DIR``, default ``~/.cache/torch_extensions``) and registered as
 ``torch.ops.toprovar_fused.attention_entropy``.
 
+The pruned layers' variant, ``torch.ops.toprovar_fused.attention_entropy_masked`` (`masked`),
+takes per-row query counts (the queries after them are padding: skipped, output 0) and a
+per-row key mask (each row's allowed keys are gathered once per (row, head), so masked keys
+cost nothing): a batch whose images keep different numbers of tokens stays in the fused
+kernel and costs what its kept tokens cost. Both ops read strided views whose last
+dimension is contiguous (heads split off a qkv projection, without a copy) and return the
+output as the ``(B, H, N, D)`` view of a ``(B, N, H, D)`` tensor, so merging heads is free.
+
 Where it cannot be built (no C++ compiler, a torch without those BLAS symbols, a build error)
 `load` warns once and returns None, and `attention_with_entropy` keeps its torch path.
 ``TOPROVAR_FUSED=0`` in the environment turns the kernel off without trying to build it.
@@ -99,6 +107,26 @@ def cpu_flash_flops(
     return 2 * math.prod(batch) * n_q * n_k * (d + d_v)
 
 
+def masked_flops(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float,
+    q_len: torch.Tensor | None,
+    key_mask: torch.Tensor | None,
+    *args: object,
+    out_val: object = None,
+    **kwargs: object,
+) -> int:
+    """FLOPs of one `masked` call: ``2 (d + d_v)`` per head and computed (query, allowed key)
+    pair, i.e. the padding and the masked keys count nothing (as they cost nothing)."""
+    b, h, n_q, d = q.shape
+    n_k, d_v = k.shape[2], v.shape[-1]
+    queries = torch.full((b,), n_q) if q_len is None else q_len.clamp(max=n_q).cpu()
+    keys = torch.full((b,), n_k) if key_mask is None else key_mask.sum(1).cpu()
+    return 2 * h * (d + d_v) * int((queries.long() * keys.long()).sum())
+
+
 def _register_flops(op: Any) -> None:
     """`count_macs` (torch's FLOP counter) counts the kernel as torch's fused attention:
     ``n_q n_k (d + d_v)`` MACs per head; the entropy adds no product, as in the paper's FAE."""
@@ -106,6 +134,16 @@ def _register_flops(op: Any) -> None:
 
     with contextlib.suppress(RuntimeError):  # registered already (a second load)
         register_flop_formula(op)(cpu_flash_flops)
+    with contextlib.suppress(RuntimeError):
+        register_flop_formula(torch.ops.toprovar_fused.attention_entropy_masked, get_raw=True)(
+            masked_flops
+        )
+
+
+def masked() -> Any | None:
+    """The pruned layers' op (``q, k, v, scale, q_len, key_mask -> (out, entropy, lse)``; see
+    the module docstring), or None where the kernel cannot be built or is turned off."""
+    return None if load(warn=False) is None else torch.ops.toprovar_fused.attention_entropy_masked
 
 
 def error() -> str | None:

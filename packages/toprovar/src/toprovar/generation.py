@@ -27,6 +27,7 @@ from toprovar.entropy import (
 )
 from toprovar.fused import cpu_flash_flops
 from toprovar.model import Block, TinyVAR
+from toprovar.packed import cache_key_mask, pruned_layer, row_attention
 from toprovar.pruning import Calibration, PruningPolicy, gather_tokens
 from toprovar.vq import MultiScaleVQ
 
@@ -98,9 +99,14 @@ def _block_step(
     side: int,
     block_size: int,
     attention: str,
+    packed: bool,
 ) -> torch.Tensor:
     g1, s1, b1, g2, s2, b2 = mods
     idx = policy.select(k, layer, "attn", x, side)
+    if idx is not None and packed and policy.layer_keep:
+        out = pruned_layer(blk, x, mods, cache, policy, k, layer, side, idx, block_size, attention)
+        policy.select(k, layer, "mlp", x, side)  # the same tokens (layer_keep); clears its state
+        return out
     # padding (idx < 0: images keeping fewer tokens than the batch's most): masked keys
     valid = None if idx is None or not bool((idx < 0).any()) else idx >= 0
     xs = gather_tokens(x, idx)
@@ -110,17 +116,13 @@ def _block_step(
     cache[1].append(v)
     cache[2].append(valid)
     keys, values = torch.cat(cache[0], 2), torch.cat(cache[1], 2)
-    mask = None
-    if any(m is not None for m in cache[2]):
-        parts = [
-            m
-            if m is not None
-            else torch.ones(t.shape[0], t.shape[2], dtype=torch.bool, device=t.device)
-            for m, t in zip(cache[2], cache[0], strict=True)
-        ]
-        mask = torch.cat(parts, 1)[:, None, None, :]
+    key_mask = cache_key_mask(cache)
     want = policy.wants_entropy(k, layer)
-    out, ent = attend(q, keys, values, mask, block_size, want, attention)
+    if packed:  # masked keys (earlier pruned scales) stay in the fused kernel
+        out, ent = row_attention(q, keys, values, None, key_mask, block_size, want, attention)
+    else:
+        mask = None if key_mask is None else key_mask[:, None, None, :]
+        out, ent = attend(q, keys, values, mask, block_size, want, attention)
     if ent is not None:
         policy.observe(k, layer, ent.mean(1), idx)
     o = out.transpose(1, 2).reshape(out.shape[0], out.shape[2], -1)
@@ -148,6 +150,7 @@ def generate(
     seed: int = 0,
     block_size: int = 128,
     attention: str = "sdpa",
+    packed: bool = True,
 ) -> Generation:
     """Generate images of classes `labels` ``(B,)`` under a pruning `policy` (None: unpruned).
 
@@ -155,6 +158,11 @@ def generate(
     ``"blockwise"``
     (the paper's Flash-Attention-Entropy; its entropy adds no product, so `count_macs` under it
     counts the model's MACs only).
+
+    `packed` (default): a pruned layer of a policy with one keep set per layer (ToProVAR,
+    adaptive and top-k) runs in one gather and one scatter, its attention in the fused
+    kernel with each row's query count and key mask (`toprovar.packed`); False: 0.4.0's
+    sublayer-by-sublayer path (the same numbers up to rounding; kept for comparison).
 
     Returns a `Generation`; ``images`` are the decoder's output (about [-1, 1]).
     """
@@ -200,8 +208,9 @@ def generate(
         x = var.embed(tokens if tokens is not None else cond, k, cond)
         for layer, blk in enumerate(blocks):
             x = _block_step(
-                blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size, attention
-            )
+                blk, x, mods[layer], caches[layer], policy, k, layer, side, block_size,
+                attention, packed,
+            )  # fmt: skip
         logits = var.head_logits(x, cond).double()
         if guided:
             t = cfg * k / max(1, n_scales - 1)

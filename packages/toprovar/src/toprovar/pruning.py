@@ -85,6 +85,9 @@ class PruningPolicy:
     """No pruning; the base of the others (its restoration cache is shared by all)."""
 
     name = "none"
+    # True: `select(k, l, "mlp", ...)` returns the tokens `select(k, l, "attn", ...)` returned
+    # (one keep set per layer), so `generate` can run a pruned layer in one gather and scatter
+    layer_keep = False
 
     def __init__(self) -> None:
         self._dense: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
@@ -123,17 +126,22 @@ class PruningPolicy:
         self, layer: int, sublayer: str, out: torch.Tensor, idx: torch.Tensor | None, side: int
     ) -> torch.Tensor:
         """The sublayer's full ``(B, side^2, d)`` output; dense outputs are cached for later scales."""
-        key = (layer, sublayer)
         if idx is None:
-            self._dense[key] = (out, side)
+            self._dense[(layer, sublayer)] = (out, side)
             return out
+        return restore_tokens(out, idx, self.fallback(layer, sublayer, side))
+
+    def fallback(self, layer: int, sublayer: str, side: int) -> torch.Tensor:
+        """What a pruned sublayer's dropped positions get: its last dense output, upsampled to
+        the current scale, ``(B, side^2, d)``."""
+        key = (layer, sublayer)
         if key not in self._dense:
             raise ValueError(
                 f"layer {layer} {sublayer}: pruned before any dense scale was computed "
                 "(prune from scale 2 on)"
             )
         cached, side_from = self._dense[key]
-        return restore_tokens(out, idx, upsample_tokens(cached, side_from, side))
+        return upsample_tokens(cached, side_from, side)
 
 
 class FastVARPolicy(PruningPolicy):
@@ -263,6 +271,7 @@ class ToProVARTopKPolicy(PruningPolicy):
     """
 
     name = "toprovar-topk"
+    layer_keep = True  # the kept tokens depend on (scale, layer) and the source entropy only
 
     def __init__(self, calibration: Calibration, a_min: float = 0.0, a_max: float = 0.75) -> None:
         super().__init__()

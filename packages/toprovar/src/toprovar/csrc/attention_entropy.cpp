@@ -109,82 +109,123 @@ inline void exp_sum_moment(T* row, int64_t n, T m, T& sum, T& moment) {
   moment = a;
 }
 
+// One (batch, head) pair's keys and values: pointers with a row stride, either into the inputs
+// or, under a key mask, into a per-thread buffer holding the row's allowed keys only.
+template <typename T>
+struct KeyView {
+  const T* k;
+  const T* v;
+  int64_t ldk, ldv, n;
+};
+
+// Strides in elements of a (B, H, N, D) tensor whose last dimension is contiguous.
+struct Strides {
+  int64_t b, h, n;
+};
+
+inline Strides strides_of(const at::Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2)}; }
+
+// q_len (B) or null: queries i >= q_len[b] of row b are padding (output, entropy and lse 0);
+// key_mask (B, NK) or null: the keys row b's queries may attend (every head, every query).
 template <typename T>
 void kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale_d,
-            at::Tensor& out, at::Tensor& ent, at::Tensor& lse) {
+            const int64_t* q_len, const bool* key_mask, at::Tensor& out, at::Tensor& ent,
+            at::Tensor& lse) {
   const int64_t B = q.size(0), H = q.size(1), NQ = q.size(2), D = q.size(3);
   const int64_t NK = k.size(2), DV = v.size(3);
   const T scale = static_cast<T>(scale_d);
   const int64_t qSplit = NQ >= 768 ? 256 : (NQ >= 192 ? 64 : 32);
   const int64_t kvSplit = 512;
-  const int64_t qBlocks = (NQ + qSplit - 1) / qSplit;
+  const Strides qs = strides_of(q), ks = strides_of(k), vs = strides_of(v);
   const T* qp = q.const_data_ptr<T>();
   const T* kp = k.const_data_ptr<T>();
   const T* vp = v.const_data_ptr<T>();
-  T* op = out.data_ptr<T>();
-  T* ep = ent.data_ptr<T>();
+  T* op = out.data_ptr<T>();  // (B, NQ, H, DV) contiguous
+  T* ep = ent.data_ptr<T>();  // (B, H, NQ)
   T* lp = lse.data_ptr<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
 
-  at::parallel_for(0, B * H * qBlocks, 1, [&](int64_t begin, int64_t end) {
-    const int64_t kvMax = std::min(kvSplit, NK);
-    std::vector<T> qk(qSplit * kvMax), mx(qSplit), z(qSplit), a(qSplit), acc(qSplit * DV);
-    for (int64_t idx = begin; idx < end; ++idx) {
-      const int64_t bh = idx / qBlocks, qb = idx % qBlocks;
-      const int64_t i0 = qb * qSplit, qn = std::min(qSplit, NQ - i0);
-      const T* qrow = qp + (bh * NQ + i0) * D;
-      const T* kbase = kp + bh * NK * D;
-      const T* vbase = vp + bh * NK * DV;
-      std::fill(mx.begin(), mx.begin() + qn, ninf);
-      std::fill(z.begin(), z.begin() + qn, T(0));
-      std::fill(a.begin(), a.begin() + qn, T(0));
-      for (int64_t j0 = 0; j0 < NK; j0 += kvSplit) {
-        const int64_t kn = std::min(kvSplit, NK - j0);
-        // column-major: C (kn x qn) = scale * K_blk (kn x D) @ Q_blk^T; row-major: S (qn x kn)
-        gemm('T', 'N', kn, qn, D, scale,
-                                  kbase + j0 * D, D, qrow, D, T(0), qk.data(), kn);
-        for (int64_t r = 0; r < qn; ++r) {
-          T* row = qk.data() + r * kn;
-          const T m_old = mx[r];
-          const T m_new = std::max(m_old, row_max(row, kn));
-          T s, mom;
-          exp_sum_moment(row, kn, m_new, s, mom);
-          if (j0 == 0) {
-            z[r] = s;
-            a[r] = mom;
-          } else {
-            const T alpha = std::exp(m_old - m_new);
-            a[r] = alpha * (a[r] + (m_old - m_new) * z[r]) + mom;
-            z[r] = alpha * z[r] + s;
-            if (alpha != T(1)) {
-              at::vec::map([alpha](Vectorized<T> x) { return x * Vectorized<T>(alpha); },
-                           acc.data() + r * DV, acc.data() + r * DV, DV);
-            }
-          }
-          mx[r] = m_new;
+  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> qk(qSplit * std::min(kvSplit, NK)), mx(qSplit), z(qSplit), a(qSplit),
+        acc(qSplit * DV), kbuf, vbuf;
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
+      const int64_t nq = q_len ? std::min<int64_t>(q_len[b], NQ) : NQ;
+      KeyView<T> kv{kp + b * ks.b + h * ks.h, vp + b * vs.b + h * vs.h, ks.n, vs.n, NK};
+      if (key_mask && nq > 0) {  // gather the row's allowed keys: masked keys cost nothing
+        const bool* mrow = key_mask + b * NK;
+        kbuf.resize(NK * D);
+        vbuf.resize(NK * DV);
+        int64_t n = 0;
+        for (int64_t j = 0; j < NK; ++j) {
+          if (!mrow[j]) continue;
+          std::copy_n(kv.k + j * kv.ldk, D, kbuf.data() + n * D);
+          std::copy_n(kv.v + j * kv.ldv, DV, vbuf.data() + n * DV);
+          ++n;
         }
-        // column-major: Acc (DV x qn) (+)= V_blk^T-view (DV x kn) @ P (kn x qn)
-        gemm('N', 'N', DV, qn, kn, T(1),
-                                  vbase + j0 * DV, DV, qk.data(), kn, j0 == 0 ? T(0) : T(1),
-                                  acc.data(), DV);
+        kv = KeyView<T>{kbuf.data(), vbuf.data(), D, DV, n};
       }
-      T* orow = op + (bh * NQ + i0) * DV;
-      for (int64_t r = 0; r < qn; ++r) {
-        const T inv = T(1) / z[r];
-        at::vec::map([inv](Vectorized<T> x) { return x * Vectorized<T>(inv); },
-                     orow + r * DV, acc.data() + r * DV, DV);
-        const T logz = std::log(z[r]);
-        ep[bh * NQ + i0 + r] = logz - a[r] * inv;
-        lp[bh * NQ + i0 + r] = mx[r] + logz;
+      T* obase = op + b * NQ * H * DV + h * DV;  // query i at obase + i * H * DV
+      for (int64_t i = nq; i < NQ; ++i) {  // padding queries
+        std::fill_n(obase + i * H * DV, DV, T(0));
+        ep[bh * NQ + i] = T(0);
+        lp[bh * NQ + i] = T(0);
+      }
+      for (int64_t i0 = 0; i0 < nq; i0 += qSplit) {
+        const int64_t qn = std::min(qSplit, nq - i0);
+        const T* qrow = qp + b * qs.b + h * qs.h + i0 * qs.n;
+        std::fill(mx.begin(), mx.begin() + qn, ninf);
+        std::fill(z.begin(), z.begin() + qn, T(0));
+        std::fill(a.begin(), a.begin() + qn, T(0));
+        for (int64_t j0 = 0; j0 < kv.n; j0 += kvSplit) {
+          const int64_t kn = std::min(kvSplit, kv.n - j0);
+          // column-major: C (kn x qn) = scale * K_blk (kn x D) @ Q_blk^T; row-major: S (qn x kn)
+          gemm('T', 'N', kn, qn, D, scale, kv.k + j0 * kv.ldk, kv.ldk, qrow, qs.n, T(0),
+               qk.data(), kn);
+          for (int64_t r = 0; r < qn; ++r) {
+            T* row = qk.data() + r * kn;
+            const T m_old = mx[r];
+            const T m_new = std::max(m_old, row_max(row, kn));
+            T s, mom;
+            exp_sum_moment(row, kn, m_new, s, mom);
+            if (j0 == 0) {
+              z[r] = s;
+              a[r] = mom;
+            } else {
+              const T alpha = std::exp(m_old - m_new);
+              a[r] = alpha * (a[r] + (m_old - m_new) * z[r]) + mom;
+              z[r] = alpha * z[r] + s;
+              if (alpha != T(1)) {
+                at::vec::map([alpha](Vectorized<T> x) { return x * Vectorized<T>(alpha); },
+                             acc.data() + r * DV, acc.data() + r * DV, DV);
+              }
+            }
+            mx[r] = m_new;
+          }
+          // column-major: Acc (DV x qn) (+)= V_blk^T-view (DV x kn) @ P (kn x qn)
+          gemm('N', 'N', DV, qn, kn, T(1), kv.v + j0 * kv.ldv, kv.ldv, qk.data(), kn,
+               j0 == 0 ? T(0) : T(1), acc.data(), DV);
+        }
+        for (int64_t r = 0; r < qn; ++r) {
+          const T inv = T(1) / z[r];
+          at::vec::map([inv](Vectorized<T> x) { return x * Vectorized<T>(inv); },
+                       obase + (i0 + r) * H * DV, acc.data() + r * DV, DV);
+          const T logz = std::log(z[r]);
+          ep[bh * NQ + i0 + r] = logz - a[r] * inv;
+          lp[bh * NQ + i0 + r] = mx[r] + logz;
+        }
       }
     }
   });
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_entropy(const at::Tensor& q,
-                                                                 const at::Tensor& k,
-                                                                 const at::Tensor& v,
-                                                                 double scale) {
+// Inputs may be strided views (e.g. heads split off a packed qkv projection) as long as the
+// last dimension is contiguous; the output is allocated as (B, NQ, H, DV) and returned as its
+// (B, H, NQ, DV) view, so merging the heads back is free.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> run(const at::Tensor& q, const at::Tensor& k,
+                                                   const at::Tensor& v, double scale,
+                                                   const c10::optional<at::Tensor>& q_len,
+                                                   const c10::optional<at::Tensor>& key_mask) {
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "q, k, v: expected 4-D tensors");
   TORCH_CHECK(q.device().is_cpu() && k.device().is_cpu() && v.device().is_cpu(),
               "q, k, v: expected CPU tensors");
@@ -194,26 +235,62 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_entropy(const at::Tenso
                   k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(2) == v.size(2),
               "q, k, v: shapes do not match");
   TORCH_CHECK(q.numel() > 0 && k.numel() > 0 && v.numel() > 0, "q, k, v: expected non-empty");
-  auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();
-  auto out = at::empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
+  const int64_t B = q.size(0), NK = k.size(2);
+  auto last_contiguous = [](const at::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
+  auto qc = last_contiguous(q), kc = last_contiguous(k), vc = last_contiguous(v);
+  at::Tensor lens, mask;
+  if (q_len.has_value()) {
+    lens = q_len->to(at::kLong).contiguous();
+    TORCH_CHECK(lens.dim() == 1 && lens.size(0) == B, "q_len: expected shape (batch,)");
+  }
+  if (key_mask.has_value()) {
+    mask = key_mask->to(at::kBool).contiguous();
+    TORCH_CHECK(mask.dim() == 2 && mask.size(0) == B && mask.size(1) == NK,
+                "key_mask: expected shape (batch, n_k)");
+    auto allowed = mask.sum(1);
+    auto wanted = lens.defined() ? lens > 0 : at::ones({B}, mask.options());
+    TORCH_CHECK(!(wanted & (allowed == 0)).any().item<bool>(),
+                "key_mask: every row with queries needs at least one allowed key");
+  }
+  auto out = at::empty({q.size(0), q.size(2), q.size(1), v.size(3)}, q.options());
   auto ent = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
   auto lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
+  const int64_t* lp = lens.defined() ? lens.const_data_ptr<int64_t>() : nullptr;
+  const bool* mp = mask.defined() ? mask.const_data_ptr<bool>() : nullptr;
   if (q.scalar_type() == at::kFloat) {
-    kernel<float>(qc, kc, vc, scale, out, ent, lse);
+    kernel<float>(qc, kc, vc, scale, lp, mp, out, ent, lse);
   } else if (q.scalar_type() == at::kDouble) {
-    kernel<double>(qc, kc, vc, scale, out, ent, lse);
+    kernel<double>(qc, kc, vc, scale, lp, mp, out, ent, lse);
   } else {
     TORCH_CHECK(false, "q: expected float32 or float64, got ", q.scalar_type());
   }
-  return {out, ent, lse};
+  return {out.transpose(1, 2), ent, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_entropy(const at::Tensor& q,
+                                                                 const at::Tensor& k,
+                                                                 const at::Tensor& v,
+                                                                 double scale) {
+  return run(q, k, v, scale, c10::nullopt, c10::nullopt);
+}
+
+// The pruned layers' variant: per-row query counts (padding after them) and a per-row key mask.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_entropy_masked(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+    const c10::optional<at::Tensor>& q_len, const c10::optional<at::Tensor>& key_mask) {
+  return run(q, k, v, scale, q_len, key_mask);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(toprovar_fused, m) {
   m.def("attention_entropy(Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "attention_entropy_masked(Tensor q, Tensor k, Tensor v, float scale, Tensor? q_len, "
+      "Tensor? key_mask) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(toprovar_fused, CPU, m) {
   m.impl("attention_entropy", &attention_entropy);
+  m.impl("attention_entropy_masked", &attention_entropy_masked);
 }

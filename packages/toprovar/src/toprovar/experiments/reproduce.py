@@ -32,6 +32,7 @@ import numpy as np
 
 from shared_core.cli import ReproduceArgs, UsageError
 from shared_core.progress import phase, plan
+from toprovar.experiments import ESTIMATE_S
 from toprovar.experiments.common import ModelConfig, TrainSteps
 
 
@@ -343,9 +344,6 @@ def _sample_figure(run: Any, domain: str, samples: dict[str, Any]) -> None:
     fig.suptitle(f"{domain}: the same classes and random numbers, by method and budget", fontsize=9)
     fig.subplots_adjust(left=0.22, wspace=0.05, hspace=0.05)
     run.save_figure(f"{domain}_samples", fig)
-
-
-ESTIMATE_S = {"micro": 25.0, "tiny": 150.0, "small": 1342.0}  # CPU s, empty cache (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:
