@@ -8,8 +8,8 @@ No numpy or torch here: ``--help`` imports this module.
 
 from __future__ import annotations
 
-ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 178.0, "small": 478.0}
-LAMBDA_ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 231.0}
+ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 150.3, "small": 478.0}
+LAMBDA_ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 193.0}
 
 
 def cost_help() -> str:
