@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-ESTIMATE_S: dict[str, float] = {"micro": 25.0, "tiny": 80.0, "small": 713.0}
+ESTIMATE_S: dict[str, float] = {"micro": 25.0, "tiny": 178.0, "small": 713.0}
 
 
 def cost_help() -> str:
