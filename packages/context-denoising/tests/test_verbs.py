@@ -16,6 +16,8 @@ from context_denoising.documents import NAMES, needle_documents  # noqa: E402
 from context_denoising.verbs import cdt_config, retrieval_scores  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
+from shared_core.testing import assert_killed_train_resumes  # noqa: E402
+
 DATA = Path(__file__).parent / "data"
 FILLER = [
     *[
@@ -146,28 +148,14 @@ def test_presets_and_overrides():
 def test_resume_after_a_kill_ends_at_the_uninterrupted_weights(tmp_path, model_dir, monkeypatch):
     from context_denoising.trainer import CDTTrainer
 
-    argv = ("--max-steps", "4", "--save-steps", "2", "--grad-accum", "2")
-    assert _train(model_dir, tmp_path / "whole", *argv) == 0
-    original = CDTTrainer.training_step
-    calls = {"n": 0}
-
-    def dies_in_step_3(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] > 4:  # 2 micro-batches a step: the kill comes inside step 3
-            raise KeyboardInterrupt
-        return original(self, *a, **k)
-
-    monkeypatch.setattr(CDTTrainer, "training_step", dies_in_step_3)
-    assert _train(model_dir, tmp_path / "cut", *argv) == 130
-    assert [p.name for p in (tmp_path / "cut" / "checkpoints").iterdir()] == ["checkpoint-2"]
-    assert _train(model_dir, tmp_path / "cut", *argv) == 2  # not empty: needs --resume
-    monkeypatch.setattr(CDTTrainer, "training_step", original)
-    assert _train(model_dir, tmp_path / "cut", *argv, "--resume") == 0
-    whole, cut = _weights(tmp_path / "whole"), _weights(tmp_path / "cut")
-    for name, p in whole.items():
-        torch.testing.assert_close(cut[name], p, rtol=1e-6, atol=1e-7)
-    log = json.loads((tmp_path / "cut" / "training_log.json").read_text())
+    whole, cut = assert_killed_train_resumes(
+        lambda out, *a: _train(model_dir, out, *a), CDTTrainer, tmp_path, monkeypatch,
+        ("--max-steps", "4", "--save-steps", "2", "--grad-accum", "2"),
+        kill_after=4, checkpoints=["checkpoint-2"],  # 2 micro-batches a step: killed in step 3
+    )  # fmt: skip
+    log = json.loads((cut / "training_log.json").read_text())
     assert [e["step"] for e in log if "loss" in e] == [1, 2, 3, 4]
+    torch.testing.assert_close(_losses(cut), _losses(whole))
     torch.testing.assert_close(_losses(tmp_path / "cut"), _losses(tmp_path / "whole"))
 
 

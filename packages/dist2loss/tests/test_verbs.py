@@ -14,6 +14,8 @@ from dist2loss.cli import main  # noqa: E402
 from dist2loss.verbs import first_number, numeric_scores  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
+from shared_core.testing import assert_killed_train_resumes  # noqa: E402
+
 DATA = Path(__file__).parent / "data"
 WORDS = [*"0123456789", "+", "=", "user", "assistant"]
 
@@ -76,27 +78,13 @@ def test_alpha_zero_trains_the_plain_cross_entropy_baseline(tmp_path, model_dir)
 def test_resume_after_a_kill_ends_at_the_uninterrupted_weights(tmp_path, model_dir, monkeypatch):
     from dist2loss.hf import Dist2Trainer
 
-    argv = ("--max-steps", "4", "--save-steps", "2", "--grad-accum", "2")
-    assert _train(model_dir, tmp_path / "whole", *argv) == 0
-    original = Dist2Trainer.training_step
-    calls = {"n": 0}
-
-    def dies_in_step_3(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] > 4:  # 2 micro-batches a step: the kill comes inside step 3
-            raise KeyboardInterrupt
-        return original(self, *a, **k)
-
-    monkeypatch.setattr(Dist2Trainer, "training_step", dies_in_step_3)
-    assert _train(model_dir, tmp_path / "cut", *argv) == 130
-    assert [p.name for p in (tmp_path / "cut" / "checkpoints").iterdir()] == ["checkpoint-2"]
-    assert _train(model_dir, tmp_path / "cut", *argv) == 2  # not empty: needs --resume
-    monkeypatch.setattr(Dist2Trainer, "training_step", original)
-    assert _train(model_dir, tmp_path / "cut", *argv, "--resume") == 0
-    whole, cut = _weights(tmp_path / "whole"), _weights(tmp_path / "cut")
-    for name, p in whole.items():
-        torch.testing.assert_close(cut[name], p, rtol=1e-6, atol=1e-7)
-    log = json.loads((tmp_path / "cut" / "training_log.json").read_text())
+    _, cut = assert_killed_train_resumes(
+        lambda out, *a: _train(model_dir, out, *a), Dist2Trainer, tmp_path, monkeypatch,
+        ("--max-steps", "4", "--save-steps", "2", "--grad-accum", "2"),
+        kill_after=4, checkpoints=["checkpoint-2"],  # 2 micro-batches a step: killed in step 3
+    )  # fmt: skip
+    log = json.loads((cut / "training_log.json").read_text())
+    assert [e["step"] for e in log if "loss" in e] == [1, 2, 3, 4]
     assert [e["step"] for e in log if "loss" in e] == [1, 2, 3, 4]
 
 

@@ -16,6 +16,8 @@ from nextquill.cli import main  # noqa: E402
 from nextquill.verbs import read_examples, rouge_scores  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
+from shared_core.testing import assert_killed_train_resumes  # noqa: E402
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -111,25 +113,12 @@ def test_the_data_side_effect_comes_from_theta_d(tmp_path, model_dir, reference,
 def test_resume_after_a_kill_ends_at_the_uninterrupted_weights(tmp_path, model_dir, monkeypatch):
     from nextquill.hf import NextQuillTrainer
 
-    argv = ("--self-weights", "--max-steps", "3", "--save-steps", "1", "--batch-size", "1",
-            "--grad-accum", "2")  # fmt: skip
-    assert _train(model_dir, tmp_path / "whole", *argv) == 0
-    original, calls = NextQuillTrainer.training_step, {"n": 0}
-
-    def dies_in_step_2(self, *a, **k):
-        calls["n"] += 1
-        if calls["n"] > 3:  # 2 micro-batches a step: killed in the second half of step 2
-            raise KeyboardInterrupt
-        return original(self, *a, **k)
-
-    monkeypatch.setattr(NextQuillTrainer, "training_step", dies_in_step_2)
-    assert _train(model_dir, tmp_path / "cut", *argv) == 130
-    monkeypatch.setattr(NextQuillTrainer, "training_step", original)
-    assert [p.name for p in (tmp_path / "cut" / "checkpoints").iterdir()] == ["checkpoint-1"]
-    assert _train(model_dir, tmp_path / "cut", *argv, "--resume") == 0
-    whole, cut = _weights(tmp_path / "whole"), _weights(tmp_path / "cut")
-    for name, p in whole.items():
-        torch.testing.assert_close(cut[name], p, rtol=1e-6, atol=1e-7)
+    assert_killed_train_resumes(
+        lambda out, *a: _train(model_dir, out, *a), NextQuillTrainer, tmp_path, monkeypatch,
+        ("--self-weights", "--max-steps", "3", "--save-steps", "1", "--batch-size", "1",
+         "--grad-accum", "2"),
+        kill_after=3, checkpoints=["checkpoint-1"],  # 2 micro-batches a step: killed in step 2
+    )  # fmt: skip
 
 
 def _error(capsys):

@@ -24,7 +24,7 @@ lists its cases in one table and parametrises one test over it::
 
 The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
 `assert_missing_extra_is_one_line`, `run_micro`,
-`assert_costs_are_the_committed_runs`) and the export checks
+`assert_costs_are_the_committed_runs`, `assert_killed_train_resumes`) and the export checks
 (`assert_fresh_import_is_callable`, `shadowed_exports`, `assert_exports_not_shadowed`) follow
 below. The tiny causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
 `tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
@@ -421,3 +421,59 @@ def assert_text_lm_verbs(
         err = capsys.readouterr().err
         if status != 2 or expected not in err or "Traceback" in err:
             raise AssertionError(f"{argv[0]} {argv[-1]}: exit {status}, stderr {err[-1000:]!r}")
+
+
+def assert_killed_train_resumes(
+    train: Callable[..., int],
+    trainer_class: type,
+    tmp: Any,
+    monkeypatch: Any,
+    argv: Sequence[str],
+    *,
+    kill_after: int,
+    checkpoints: Sequence[str],
+) -> tuple[Any, Any]:
+    """A ``train`` verb killed mid-run resumes to the weights of an uninterrupted run.
+
+    `train(out, *argv)` runs the package's verb into `out` and returns its exit status. The
+    uninterrupted run goes to ``tmp/whole``; the second run, into ``tmp/cut``, has
+    ``trainer_class.training_step`` raise KeyboardInterrupt after `kill_after` micro-batches
+    (exit 130) and must leave exactly the `checkpoints` folders; a rerun without ``--resume``
+    is refused (exit 2); with ``--resume`` it finishes (exit 0) and its ``model.safetensors``
+    equals the uninterrupted run's (rtol 1e-6, atol 1e-7). Returns the two output folders for
+    the package's own checks (its training log, say).
+    """
+    from pathlib import Path
+
+    import torch
+    from safetensors.torch import load_file
+
+    whole, cut = Path(tmp) / "whole", Path(tmp) / "cut"
+    if train(whole, *argv) != 0:
+        raise AssertionError("the uninterrupted train run failed")
+    original = trainer_class.training_step  # type: ignore[attr-defined]
+    calls = {"n": 0}
+
+    def dies(self: Any, *a: Any, **k: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] > kill_after:
+            raise KeyboardInterrupt
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(trainer_class, "training_step", dies)
+    if (status := train(cut, *argv)) != 130:
+        raise AssertionError(f"the killed run exited {status}, expected 130")
+    kept = sorted(p.name for p in (cut / "checkpoints").iterdir())
+    if kept != sorted(checkpoints):
+        raise AssertionError(f"the killed run left checkpoints {kept}, expected {checkpoints}")
+    if (status := train(cut, *argv)) != 2:
+        raise AssertionError(f"a rerun into the folder without --resume exited {status}, not 2")
+    monkeypatch.setattr(trainer_class, "training_step", original)
+    if (status := train(cut, *argv, "--resume")) != 0:
+        raise AssertionError(f"the --resume run exited {status}")
+    expected, got = load_file(whole / "model.safetensors"), load_file(cut / "model.safetensors")
+    if expected.keys() != got.keys():
+        raise AssertionError("the resumed model has other weights than the uninterrupted one")
+    for name, value in expected.items():
+        torch.testing.assert_close(got[name], value, rtol=1e-6, atol=1e-7)
+    return whole, cut
