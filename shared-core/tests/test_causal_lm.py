@@ -66,3 +66,17 @@ def test_cache_reports_what_generation_reads() -> None:
     cache = Cache(["a", "b", "c"], 7)
     assert cache.get_seq_length() == 7 and cache.is_linear == [True, True, True]
     assert not Cache.is_compileable and not Cache.is_croppable
+
+
+def test_output_carries_the_loss_only_with_labels() -> None:
+    from shared_core.causal_lm import causal_lm_output
+
+    logits, labels = _batch()
+    out = causal_lm_output(logits, labels, "cache", return_dict=True, num_items_in_batch=None)
+    torch.testing.assert_close(out.loss, next_token_loss(logits, labels), rtol=0, atol=0)
+    assert out.logits is logits and out.cache == "cache"
+    assert causal_lm_output(logits, None, "c", return_dict=True).loss is None
+    loss, kept, cache = causal_lm_output(logits, labels, "c", return_dict=False)
+    torch.testing.assert_close(loss, out.loss, rtol=0, atol=0)
+    assert kept is logits and cache == "c"
+    assert causal_lm_output(logits, None, "c", return_dict=False) == (logits, "c")

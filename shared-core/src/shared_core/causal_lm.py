@@ -75,3 +75,22 @@ def next_token_loss(
     total = F.cross_entropy(flat, shifted.flatten(), ignore_index=-100, reduction="sum")
     mean: torch.Tensor = total / num_items_in_batch
     return mean
+
+
+def causal_lm_output(
+    logits: torch.Tensor,
+    labels: torch.Tensor | None,
+    cache: Any,
+    *,
+    return_dict: bool,
+    num_items_in_batch: Any = None,
+) -> Any:
+    """A causal-LM forward's result from its `logits` ``(B, T, V)``: the `next_token_loss`
+    when `labels` are given, and transformers' ``CausalLMOutputWithPast`` (or, without
+    `return_dict`, the tuple ``([loss,] logits, cache)``)."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    loss = None if labels is None else next_token_loss(logits, labels, num_items_in_batch)
+    if not return_dict:
+        return (logits, cache) if loss is None else (loss, logits, cache)
+    return CausalLMOutputWithPast(loss=loss, logits=logits, cache=cache)

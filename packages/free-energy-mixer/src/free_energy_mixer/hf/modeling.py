@@ -18,7 +18,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutpu
 from free_energy_mixer.hf.configuration import FEMConfig
 from free_energy_mixer.layer import FEMCache, RotaryEmbedding
 from free_energy_mixer.model import CausalLM
-from shared_core.causal_lm import RecurrentCache, check_attention_mask, next_token_loss
+from shared_core.causal_lm import RecurrentCache, causal_lm_output, check_attention_mask
 
 
 class FEMLMCache(RecurrentCache[FEMCache]):
@@ -139,11 +139,10 @@ class FEMForCausalLM(FEMPreTrainedModel, GenerationMixin):
         hidden = out.last_hidden_state
         hidden = hidden[:, -logits_to_keep:] if logits_to_keep else hidden
         logits = hidden @ self.model.lm.embed.weight.T  # tied head, as in CausalLM
-        loss = None
-        if labels is not None:
-            loss = next_token_loss(logits, labels, kwargs.get("num_items_in_batch"))
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        if not return_dict:
-            rest = (logits, out.cache)
-            return (loss, *rest) if loss is not None else rest
-        return CausalLMOutputWithPast(loss=loss, logits=logits, cache=out.cache)  # type: ignore[arg-type]
+        return causal_lm_output(
+            logits,
+            labels,
+            out.cache,
+            return_dict=bool(self.config.return_dict if return_dict is None else return_dict),
+            num_items_in_batch=kwargs.get("num_items_in_batch"),
+        )

@@ -21,8 +21,8 @@ from mesa_layer.torch.layer import MesaCache
 from mesa_layer.torch.model import MesaNetBackbone, init_weights
 from shared_core.causal_lm import (
     RecurrentCache,
+    causal_lm_output,
     check_attention_mask,
-    next_token_loss,
 )
 
 
@@ -175,11 +175,10 @@ class MesaNetForCausalLM(MesaNetPreTrainedModel, GenerationMixin):
         )
         hidden = out.last_hidden_state
         logits = self.lm_head(hidden[:, -logits_to_keep:] if logits_to_keep else hidden)
-        loss = None
-        if labels is not None:
-            loss = next_token_loss(logits, labels, kwargs.get("num_items_in_batch"))
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        if not return_dict:
-            rest = (logits, out.cache)
-            return (loss, *rest) if loss is not None else rest
-        return CausalLMOutputWithPast(loss=loss, logits=logits, cache=out.cache)  # type: ignore[arg-type]
+        return causal_lm_output(
+            logits,
+            labels,
+            out.cache,
+            return_dict=bool(self.config.return_dict if return_dict is None else return_dict),
+            num_items_in_batch=kwargs.get("num_items_in_batch"),
+        )
