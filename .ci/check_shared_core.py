@@ -22,6 +22,7 @@ KEPT = {
     "shared_core.textlm.TextTrainConfig": "the train.* settings, for train_text_lm callers",
     "shared_core.textlm.train_text_lm": "the train verb as a function",
     "shared_core.textlm.sample_text_lm": "the sample verb as a function",
+    "shared_core.causal_lm.next_token_loss": "causal_lm_output's loss, for a forward that builds its own output",
     # the contract every package's tests, benchmarks and CLI follow (all packages adopt them)
     "shared_core.testing.relative_rms_error": "assert_close's number, for tests that report it",
     "shared_core.bench.Ratio": "the return type of paired_ratio",
