@@ -1,8 +1,10 @@
 """Check that the numbers in README result tables are the numbers a run wrote (issue 46).
 
 A table is checked when the line `<!-- results: results/<file>.json -->` stands above it (blank
-lines between them are allowed); the path is relative to the README's folder. Every number in
-the table's body (not the header row) must occur among the numbers of that JSON file (values,
+lines between them are allowed); the path is relative to the README's folder. A table that
+gathers the rows of several runs names their files, separated by spaces
+(`<!-- results: results/a.json results/b.json -->`). Every number in
+the table's body (not the header row) must occur among the numbers of those JSON files (values,
 plus numbers inside its strings and keys) at the precision shown: ``0.523`` matches any value
 in ``[0.5225, 0.5235]``, ``640`` any in ``[639.5, 640.5]``, ``1.2e-3`` any in
 ``[1.15e-3, 1.25e-3]``, ``1,234`` is 1234, and ``12.3%`` also matches a fraction 0.123.
@@ -43,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKER = re.compile(r"^\s*<!--\s*results:\s*(\S+?)\s*-->\s*$")
+# one results file, or several separated by spaces (a table that gathers the rows of several runs)
+MARKER = re.compile(r"^\s*<!--\s*results:\s*(\S+?(?:\s+\S+?)*)\s*-->\s*$")
 _UNIT = r"(?:%|×|x|ms|min|s|h)?"
 # a number not glued to a word or a dot on the left; a sign only where it cannot be a range dash
 NUMBER = re.compile(
@@ -214,20 +217,26 @@ def check_readme(readme: Path) -> list[str]:
         if not m:
             continue
         marker_line = i
-        results = readme.parent / m[1]
+        names = m[1].split()
         j = i
         while j < len(lines) and not lines[j].strip():
             j += 1
         if j >= len(lines) or not lines[j].lstrip().startswith("|"):
             problems.append(f"{readme}:{marker_line}: results marker is not followed by a table")
             continue
-        if not results.is_file():
-            problems.append(f"{readme}:{marker_line}: results file {m[1]} not found")
-            continue
-        try:
-            pool = json_numbers(json.loads(results.read_text(encoding="utf-8")))
-        except json.JSONDecodeError as e:
-            problems.append(f"{readme}:{marker_line}: results file {m[1]} is not JSON: {e}")
+        pool: list[float] = []
+        unread = []
+        for name in names:
+            results = readme.parent / name
+            if not results.is_file():
+                unread.append(f"{readme}:{marker_line}: results file {name} not found")
+                continue
+            try:
+                pool += json_numbers(json.loads(results.read_text(encoding="utf-8")))
+            except json.JSONDecodeError as e:
+                unread.append(f"{readme}:{marker_line}: results file {name} is not JSON: {e}")
+        if unread:
+            problems += unread
             continue
         header = _cells(lines[j])
         paper_cols = {k for k, h in enumerate(header) if "paper" in h.lower()}
@@ -244,7 +253,7 @@ def check_readme(readme: Path) -> list[str]:
                     if not any(shown.matches(v) for v in pool):
                         problems.append(
                             f"{readme}:{j}: {shown.text!r} (column {k + 1}: {cell!r}) is not in "
-                            f"{m[1]} at the precision shown"
+                            f"{' or '.join(names)} at the precision shown"
                         )
         i = j
     return problems
@@ -279,6 +288,15 @@ def self_test() -> None:
         assert len(bad) == 1 and "'0.524'" in bad[0] and ":7:" in bad[0], bad
         (d / "README.md").write_text(good.replace("results/tiny.json", "results/none.json"))
         assert "not found" in check_readme(d / "README.md")[0]
+        # two files: a number from either passes; a missing second file fails
+        (d / "results" / "small.json").write_text(json.dumps({"acc": 0.61}))
+        two = good.replace("results/tiny.json", "results/tiny.json results/small.json")
+        (d / "README.md").write_text(two.replace("**0.523**", "0.61"))
+        assert check_readme(d / "README.md") == [], check_readme(d / "README.md")
+        (d / "README.md").write_text(two.replace("**0.523**", "0.62"))
+        assert "tiny.json or results/small.json" in check_readme(d / "README.md")[0]
+        (d / "README.md").write_text(two.replace("small.json", "none.json"))
+        assert "none.json not found" in check_readme(d / "README.md")[0]
         # census: the marked table, an unmarked measured one, an API table, a paper table
         (d / "README.md").write_text(
             good + "\n| arm | loss |\n|---|---|\n| ours | 1.9x [1.8-2.0] |\n"
