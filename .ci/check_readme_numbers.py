@@ -23,9 +23,11 @@ paper's* (exempt) when the line ``<!-- paper -->`` stands above it, or when ever
 first cell, or the first column's header, says "paper". A table of configured inputs (sizes,
 steps, flags: nothing a run measured) carries ``<!-- settings: why -->`` with the reason; it is
 counted apart (``settings``) so a reviewer sees every one, and a marker without a reason counts
-as no marker. Unmarked measured tables are printed
-as ``file:line`` with ``--list``; ``--strict`` fails on them (not yet the default: most
-packages commit no results files).
+as no marker. Unmarked measured tables are printed as ``file:line`` with ``--list``. Run on
+every README (no file given), the check fails where a README's count of unmarked measured
+tables differs from its allowance in ``UNMARKED_ALLOWED`` (each with why: a run this machine
+cannot make); more means a new table lacks its marker, fewer means the allowance must come down.
+``--strict`` allows none.
 
     python .ci/check_readme_numbers.py              # every packages/*/README.md
     python .ci/check_readme_numbers.py --list       # ... and where the unmarked tables are
@@ -308,10 +310,60 @@ def self_test() -> None:
         )
         assert census(d / "README.md") == (1, [12, 35]), census(d / "README.md")
         assert settings_tables(d / "README.md") == [30], settings_tables(d / "README.md")
+    UNMARKED_ALLOWED["pkg"] = (1, "why")
+    try:
+        assert allowance_problems({"pkg": 1, "other": 0}) == []
+        assert "2 unmarked" in allowance_problems({"pkg": 2})[0]
+        assert "lower its count" in allowance_problems({"pkg": 0})[0]
+        assert "0 allowed" in allowance_problems({"other": 1})[0]
+    finally:
+        del UNMARKED_ALLOWED["pkg"]
     print(
         "check_readme_numbers self-test: a planted mismatch fails, the true table passes, "
         "the census counts marked and unmarked measured tables"
     )
+
+
+# The unmarked tables of measured numbers still allowed per README, each count with why (issue
+# 67's ratchet): a README with more fails (mark the new table), one with fewer fails too (lower
+# the count here), so the number only goes down; `--strict` allows none.
+UNMARKED_ALLOWED: dict[str, tuple[int, str]] = {
+    "context-denoising": (1, "not re-run yet since its results files were introduced"),
+    "convt3": (5, "not re-run yet since its results files were introduced"),
+    "crome": (8, "not re-run yet since its results files were introduced"),
+    "edt-former": (4, "not re-run yet since its results files were introduced"),
+    "explainable-mixtures": (3, "not re-run yet since its results files were introduced"),
+    "masked-diffusion": (2, "not re-run yet since its results files were introduced"),
+    "meld-diffusion": (2, "not re-run yet since its results files were introduced"),
+    "mesa-layer": (3, "not re-run yet since its results files were introduced"),
+    "msgen": (2, "not re-run yet since its results files were introduced"),
+    "nextquill": (2, "not re-run yet since its results files were introduced"),
+    "orient-bias": (2, "not re-run yet since its results files were introduced"),
+    "paretovae": (12, "not re-run yet since its results files were introduced"),
+    "pgm-diffusion": (6, "not re-run yet since its results files were introduced"),
+    "quality-scaling": (2, "not re-run yet since its results files were introduced"),
+    "topoformer": (2, "not re-run yet since its results files were introduced"),
+    "toprovar": (7, "not re-run yet since its results files were introduced"),
+    "vadd": (7, "not re-run yet since its results files were introduced"),
+}
+
+
+def allowance_problems(counts: dict[str, int]) -> list[str]:
+    """README name -> unmarked count, against `UNMARKED_ALLOWED`: one line per mismatch."""
+    problems = []
+    for name, n in counts.items():
+        allowed = UNMARKED_ALLOWED.get(name, (0, ""))[0]
+        if n > allowed:
+            problems.append(
+                f"{name}: {n} unmarked measured table(s), {allowed} allowed: put a results marker "
+                "above the new one (`--list` names them)"
+            )
+        elif n < allowed:
+            problems.append(
+                f"{name}: {n} unmarked measured table(s), {allowed} allowed: lower its count in "
+                "UNMARKED_ALLOWED (.ci/check_readme_numbers.py)"
+            )
+    return problems
 
 
 def main(argv: list[str]) -> int:
@@ -324,12 +376,14 @@ def main(argv: list[str]) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     marked = unmarked = settings = 0
+    counts: dict[str, int] = {}
     for r in readmes:
         n_marked, lines = census(r)
         set_lines = settings_tables(r)
         marked, unmarked = marked + n_marked, unmarked + len(lines)
         settings += len(set_lines)
         name = r.parent.name if r.name == "README.md" else str(r)
+        counts[name] = len(lines)
         print(
             f"  {name}: {n_marked} marked, {len(lines)} unmarked measured, "
             f"{len(set_lines)} settings table(s)"
@@ -347,7 +401,10 @@ def main(argv: list[str]) -> int:
     if "--strict" in flags and unmarked:
         print(f"check_readme_numbers: --strict: {unmarked} unmarked measured table(s)")
         return 1
-    return 1 if problems else 0
+    over = [] if argv and not flags.issuperset(argv) else allowance_problems(counts)
+    for line in over:
+        print(f"check_readme_numbers: {line}", file=sys.stderr)
+    return 1 if problems or over else 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@
   directly; else the part of the path before the first of the site's top-level folders
   (``packages/``, ``assets/``, ...); else `site_url`'s path when the address is under it; else
   ``/``.
+- Plots: an image a README shows from its package's ``results/`` folder (the plots of a
+  committed run, kept by ``.ci/keep_run.py``) spans the text column and links to the full-size
+  file (click to enlarge). A package page without such a plot fails the build, save the pages
+  listed in ``PAGE_WITHOUT_PLOT`` (each with why); a listed page that gains one fails too.
 - Formulas: a package page (``docs/packages/<name>.md``, shared-core's aside) with no LaTeX
   formula in its README part (above "API reference") fails the build, save the pages listed
   in ``README_WITHOUT_FORMULA``; KaTeX renders them offline (``docs/katex``).
@@ -46,6 +50,7 @@ IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 API = re.compile(r"(?m)^::: ([A-Za-z_]\w*)[ \t]*$")
 SNIPPET = re.compile(r'(?m)^--8<-- "([\w./-]+/README\.md)"[ \t]*$')
 _missing_formula: list[str] = []
+_missing_plot: list[str] = []
 
 
 def _members() -> dict[str, Path]:
@@ -72,6 +77,7 @@ def _target(member: Path, link: str) -> str | None:
 
 def on_pre_build(config: Any) -> None:
     _missing_formula.clear()
+    _missing_plot.clear()
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -199,10 +205,58 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 README_WITHOUT_FORMULA: dict[str, str] = {}
 
 
+# package pages whose README shows no plot of a committed run yet, each with why; a listed page
+# that gains one fails the build until it is taken off the list
+PAGE_WITHOUT_PLOT: dict[str, str] = {
+    "context-denoising": "no committed run kept with its plots yet",
+    "convt3": "no committed run kept with its plots yet",
+    "crome": "no committed run kept with its plots yet",
+    "dist2loss": "no committed run kept with its plots yet",
+    "edt-former": "no committed run kept with its plots yet",
+    "explainable-mixtures": "no committed run kept with its plots yet",
+    "free-energy-mixer": "no committed run kept with its plots yet",
+    "masked-diffusion": "no committed run kept with its plots yet",
+    "mathmo": "no committed run kept with its plots yet",
+    "meld-diffusion": "no committed run kept with its plots yet",
+    "mesa-layer": "no committed run kept with its plots yet",
+    "msgen": "no committed run kept with its plots yet",
+    "nextquill": "no committed run kept with its plots yet",
+    "orient-bias": "no committed run kept with its plots yet",
+    "paretovae": "no committed run kept with its plots yet",
+    "pgm-diffusion": "no committed run kept with its plots yet",
+    "quality-scaling": "no committed run kept with its plots yet",
+    "topoformer": "no committed run kept with its plots yet",
+    "toprovar": "no committed run kept with its plots yet",
+    "vadd": "no committed run kept with its plots yet",
+}
+
+# an <img> of a package's results folder, as the README part renders it (not already in a link)
+PLOT = re.compile(r'(?<!">)<img\b[^>]*\ssrc="(?P<src>[^"]*/results/[^"]+\.png)"[^>]*>')
+
+
+def _plot_links(html: str) -> tuple[str, int]:
+    """Each results-folder plot as a full-column image inside a link to the full-size file."""
+
+    def link(m: re.Match[str]) -> str:
+        img = m.group(0).replace("<img ", '<img class="run-plot" ', 1)
+        return f'<a class="run-plot-link" href="{m.group("src")}" title="full size">{img}</a>'
+
+    return PLOT.subn(link, html)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
     html = re.sub(r"<code>[^<]*</code>", lambda m: m.group(0).replace("\\|", "|"), html)
     m = re.fullmatch(r"packages/([\w-]+)\.md", page.file.src_uri)
     if m and m.group(1) != "shared-core":
+        html, plots = _plot_links(html)
+        name = m.group(1)
+        if not plots and name not in PAGE_WITHOUT_PLOT:
+            _missing_plot.append(f"{page.file.src_uri} shows no plot of a committed run")
+        elif plots and name in PAGE_WITHOUT_PLOT:
+            _missing_plot.append(
+                f"{page.file.src_uri} shows a plot now: take {name!r} off PAGE_WITHOUT_PLOT"
+                " in docs/hooks.py"
+            )
         readme = html.split('id="api-reference"', 1)[0]
         if 'class="arithmatex"' not in html:
             _missing_formula.append(f"{page.file.src_uri} has no formula")
@@ -274,6 +328,13 @@ def on_post_build(config: Any) -> None:
     if page.exists():
         site_path = urlsplit(config.get("site_url") or "/").path or "/"
         page.write_text(error_page(page.read_text(), site_path, _top_folders(config["site_dir"])))
+    if _missing_plot:
+        problems = "; ".join(sorted(_missing_plot))
+        _missing_plot.clear()
+        raise PluginError(
+            f"docs: {problems} (keep a run with .ci/keep_run.py and show its plots in the README:"
+            " ![what it shows](results/<name>/<plot>.png))"
+        )
     if _missing_formula:
         problems = "; ".join(sorted(_missing_formula))
         _missing_formula.clear()
