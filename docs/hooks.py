@@ -228,7 +228,7 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
 }
 
 # an <img> of a package's results folder, as the README part renders it (not already in a link)
-PLOT = re.compile(r'(?<!">)<img\b[^>]*\ssrc="(?P<src>[^"]*/results/[^"]+\.png)"[^>]*>')
+PLOT = re.compile(r'(?<!">)<img\b[^>]*\ssrc="(?P<src>(?:[^"]*/)?results/[^"]+\.png)"[^>]*>')
 
 
 def _plot_links(html: str) -> tuple[str, int]:
