@@ -263,8 +263,8 @@ def docs(session: nox.Session) -> None:
 
     The build fails on a README image that is missing or a package page with no formula
     (docs/hooks.py); then every formula is rendered by KaTeX under node (.ci/check_katex.js);
-    then every package page is opened in headless Chromium (.ci/check_pages.js, ~22 CPU-s for
-    the twenty), screenshots saved beside the site, failing where KaTeX did not render, an
+    then the home page and every package page are opened in headless Chromium (.ci/check_pages.js,
+    ~22 CPU-s for the twenty), screenshots saved beside the site, failing where KaTeX did not render, an
     image did not load, Markdown was left as text, or a code block or table is wider than its
     box. ``-- <package> ...`` checks those pages only. Without node or Chromium the two checks are skipped with a message,
     except under CI (``CI`` set), where that fails the session.
@@ -290,8 +290,9 @@ def docs(session: nox.Session) -> None:
         names = session.posargs or sorted(PACKAGES)
         shots = os.path.join(tmp, "screenshots")
         shutil.rmtree(shots, ignore_errors=True)
+        home = [] if session.posargs else ["."]  # the home page (its overview table) too
         session.run(
-            "node", ".ci/check_pages.js", site, shots, *(f"packages/{n}" for n in names),
+            "node", ".ci/check_pages.js", site, shots, *home, *(f"packages/{n}" for n in names),
             env={"CHROMIUM": browser}, external=True,
         )  # fmt: skip
         session.log(f"docs: screenshots in {shots}")
