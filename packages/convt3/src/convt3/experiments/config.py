@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from convt3.data import PDES
 
 # CPU seconds per scale, one thread: the heartbeat's ETA and the costs `convt3 reproduce --help`
-# prints. tiny: `cpu_s` of the committed results/tiny.json; small: the README's measured run.
-ESTIMATE_S = {"micro": 15.0, "tiny": 90.0, "small": 875.0}
+# prints: `cpu_s` of the committed results/<scale>.json (tiny, small).
+ESTIMATE_S = {"micro": 15.0, "tiny": 90.0, "small": 1057.0}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Each figure is the CPU time (``cpu_s`` + ``cpu_children_s``) of the committed ru
 
 from __future__ import annotations
 
-ESTIMATE_S = {"micro": 17.6, "tiny": 196.0, "small": 753.0}
+ESTIMATE_S = {"micro": 17.6, "tiny": 196.0, "small": 834.0}
 """Scale -> CPU seconds of ``nextquill reproduce --scale <scale> --threads 1``."""
 
 ABLATE_ESTIMATE_S = {"tiny": 321.0}
