@@ -29,13 +29,13 @@ def test_scales():
 
 
 def test_costs_are_the_committed_runs(capsys):
-    """ESTIMATE_S (the ETA's figures) is the committed runs' CPU time (tiny required), and
+    """ESTIMATE_S (the ETA's figures) is the committed tiny and small runs' CPU time, and
     `reproduce --help` prints it."""
     results = Path(__file__).resolve().parents[1] / "results"
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    assert set(measured) == {"tiny", "small"}
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
