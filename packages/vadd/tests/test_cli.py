@@ -1,15 +1,22 @@
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 import torch
 from vadd.cli import main
 from vadd.experiments.digits import pixel_statistics_error
+from vadd.experiments.reproduce import ESTIMATE_S
 from vadd.experiments.scales import SCALES, ReproduceConfig, Toy2DConfig
 from vadd.experiments.toy2d import evaluate, train_pair
 from vadd.likelihood import exact_sample_distribution
 
-from shared_core.testing import assert_bad_scale_is_a_usage_error, assert_import_is_light, run_micro
+from shared_core.testing import (
+    assert_bad_scale_is_a_usage_error,
+    assert_costs_are_the_committed_runs,
+    assert_import_is_light,
+    run_micro,
+)
 
 
 def test_bad_scale_is_a_usage_error(capsys):
@@ -19,6 +26,21 @@ def test_bad_scale_is_a_usage_error(capsys):
 def test_scales():
     assert list(SCALES) == ["micro", "tiny", "small", "paper"]
     assert all(isinstance(c, ReproduceConfig) for c in SCALES.values())
+
+
+def test_costs_are_the_committed_runs(capsys):
+    """ESTIMATE_S (the ETA's figures) is the committed tiny and small runs' CPU time, and
+    `reproduce --help` prints it."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    assert set(measured) == {"tiny", "small"}
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU s" in text, text
+    assert f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU minutes" in text, text
 
 
 def test_help_does_not_import_torch():

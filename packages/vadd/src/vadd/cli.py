@@ -33,7 +33,7 @@ main = make_main(
                 "statistics) and on char-level Shakespeare (generative perplexity and entropy "
                 f"of samples vs steps) (micro: ~{COSTS['micro']:.0f} CPU s, tiny: "
                 f"~{COSTS['tiny']:.0f} CPU s, small: ~{COSTS['small'] / 60:.0f} CPU minutes on "
-                "one thread; paper: GPU-sized; results/tiny.json)."
+                "one thread; paper: GPU-sized; results/tiny.json, results/small.json)."
             ),
         ),
         train_command(

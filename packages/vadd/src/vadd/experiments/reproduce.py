@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 # CPU seconds per scale, one thread: the heartbeat's ETA and the costs `vadd reproduce --help`
-# prints. tiny: `cpu_s` of the committed results/tiny.json; small: the README's measured run.
-ESTIMATE_S = {"micro": 15.0, "tiny": 254.0, "small": 965.0}
+# prints: `cpu_s` of the committed results/tiny.json and results/small.json.
+ESTIMATE_S = {"micro": 15.0, "tiny": 184.0, "small": 743.0}
 
 
 def run(args: ReproduceArgs) -> int:
