@@ -223,7 +223,6 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
     "pgm-diffusion": "no committed run kept with its plots yet",
     "topoformer": "no committed run kept with its plots yet",
     "toprovar": "no committed run kept with its plots yet",
-    "vadd": "no committed run kept with its plots yet",
 }
 
 # an <img> of a package's results folder, as the README part renders it (not already in a link)
