@@ -55,6 +55,7 @@ KEPT = {
     "shared_core.finetune.encode_records": "TRL records as input_ids/labels",
     "shared_core.finetune.lora_arg": "the --lora r,alpha type",
     "shared_core.finetune.add_finetune_flags": "the same fine-tuning flags in the four packages",
+    "shared_core.finetune.add_schedule_flags": "those flags' optimisation part, for crome's train on fit (add_finetune_flags uses it)",
     "shared_core.finetune.training_arguments": "those flags as TrainingArguments",
     "shared_core.finetune.apply_lora": "--lora through peft",
     "shared_core.finetune.save_finetuned": "the output folder the Auto classes load",

@@ -3,6 +3,7 @@ import math
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import pytest
 import torch
@@ -99,6 +100,30 @@ def test_bfloat16_autocast_trains():
     assert model.weight.dtype == torch.float32
 
 
+@pytest.mark.parametrize("accum", [2, 3])  # 8 rows: equal micro-batches, and 3 + 3 + 2
+def test_grad_accumulation_takes_the_whole_batch_step(accum):
+    _, batch_fn, loss_fn = _problem()
+    seen: list[int] = []
+
+    def counted(model, batch):
+        seen.append(len(batch[0]))
+        loss = loss_fn(model, batch)
+        return loss, {"rows": float(len(batch[0]))}
+
+    cfg = TrainConfig(steps=5, lr=0.05, warmup=2)
+    whole, split = _model(), _model()
+    ref = fit(whole, loss_fn, batch_fn, cfg, show_progress=False)
+    res = fit(split, counted, batch_fn, replace(cfg, grad_accum=accum), show_progress=False)
+    assert seen == ([4, 4] if accum == 2 else [3, 3, 2]) * 5
+    torch.testing.assert_close(split.weight, whole.weight, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(
+        torch.tensor(res.losses), torch.tensor(ref.losses), rtol=1e-6, atol=0
+    )
+    assert res.history[0]["rows"] == pytest.approx(sum(n * n / 8 for n in seen[:accum]))
+    with pytest.raises(ValueError, match="grad_accum: expected at most one micro-batch per row"):
+        fit(_model(), loss_fn, batch_fn, replace(cfg, grad_accum=9), show_progress=False)
+
+
 def test_decay_groups_exempt_vectors():
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
     decay, plain = decay_groups(model, 0.1)
@@ -129,7 +154,8 @@ def test_nan_loss_stops_with_the_step():
 @pytest.mark.parametrize(
     ("field", "value"),
     [("steps", 0), ("lr", -1.0), ("lr", float("nan")), ("warmup", -1), ("schedule", "linear"),
-     ("min_lr_ratio", 2.0), ("grad_clip", -1.0), ("amp_dtype", "int8"), ("betas", (0.9, 1.0))],
+     ("min_lr_ratio", 2.0), ("grad_clip", -1.0), ("amp_dtype", "int8"), ("betas", (0.9, 1.0)),
+     ("grad_accum", 0)],
 )  # fmt: skip
 def test_bad_config(field, value):
     with pytest.raises(ValueError, match=field):

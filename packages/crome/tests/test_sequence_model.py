@@ -153,9 +153,10 @@ def test_bad_lora_flags_are_one_error(tmp_path, lm_dir, augmented, capsys, tiny_
 
 
 def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, lm_dir, augmented):
-    """``crome train`` under ``torchrun --nproc_per_node 2`` (gloo, 4 + 4 rows a step) and in one
-    process (8 rows) log the same loss and gradient norm at each of 3 steps (1e-5 relative),
-    and the gradient of every parameter after one step is the same (1e-5)."""
+    """``crome train`` under ``torchrun --nproc_per_node 2`` (gloo, 4 + 4 rows a step, each
+    process's 4 in two micro-batches: ``--grad-accum 2``) and in one process (8 rows at once)
+    log the same loss and gradient norm at each of 3 steps (1e-5 relative), and the gradient of
+    every parameter after one step is the same (1e-5)."""
     flags = ["--max-length", "32", "--set", "steps=3", "--set", "batch_size=8",
              "--set", "trainable_layers=-1", "--set", "lr_encoder=1e-2",
              "--runs", str(tmp_path / "runs")]  # fmt: skip
@@ -164,7 +165,8 @@ def test_two_processes_train_like_one_with_the_same_global_batch(tmp_path, lm_di
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_port", str(port), str(HERE / "_ddp_worker.py"), str(tmp_path / "two"),
-           str(tmp_path / "g.pt"), str(lm_dir), str(augmented), *flags]  # fmt: skip
+           str(tmp_path / "g.pt"), str(lm_dir), str(augmented), *flags,
+           "--grad-accum", "2"]  # fmt: skip
     done = subprocess.run(cmd, env=os.environ | {"OMP_NUM_THREADS": "1"}, capture_output=True,
                           text=True, timeout=300, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -172,3 +172,68 @@ def test_killed_train_resumes_to_the_same_weights(saved_rm, tmp_path, monkeypatc
     b = RewardModel.from_pretrained(tmp_path / "cut").state_dict()
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
+
+
+@pytest.fixture
+def saved_rm_without_dropout(tiny_rm, tmp_path) -> Path:
+    """The tiny BERT RM saved with dropout 0, so that two ways of computing one step agree."""
+    tiny_rm.backbone.config.hidden_dropout_prob = 0.0
+    tiny_rm.backbone.config.attention_probs_dropout_prob = 0.0
+    return tiny_rm.save_pretrained(tmp_path / "rm-no-dropout")
+
+
+def _trained(out: Path) -> tuple[list[dict], dict, dict]:
+    """A train folder's per-step log, its TrainConfig (training_config.json) and weights."""
+    log = json.loads((out / "training_log.json").read_text())
+    cfg = json.loads((out / "training_config.json").read_text())["train"]
+    return log, cfg, RewardModel.from_pretrained(out).state_dict()
+
+
+@pytest.mark.parametrize("accum", ["2", "4"])  # 6 rows a batch: 3 + 3, and 2 + 2 + 1 + 1
+def test_grad_accum_takes_the_same_steps(accum, saved_rm_without_dropout, tmp_path):
+    argv = ["train", "--data", str(DATA / "prefs.jsonl"), "--checkpoint",
+            str(saved_rm_without_dropout), "--set", "batch_size=6", "--max-steps", "3"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "one")]) == 0
+    assert main([*argv, "--grad-accum", accum, "--out", str(tmp_path / "acc")]) == 0
+    (log1, _, w1), (log2, cfg2, w2) = _trained(tmp_path / "one"), _trained(tmp_path / "acc")
+    assert cfg2["grad_accum"] == int(accum) and len(log1) == len(log2) == 3
+    for key in ("loss", "grad_norm"):
+        one, acc = (torch.tensor([r[key] for r in log]) for log in (log1, log2))
+        torch.testing.assert_close(acc, one, rtol=1e-5, atol=1e-6, msg=key)
+    assert log1[-1]["loss"] != log1[0]["loss"]  # it trained
+    # a reward offset cancels in r_chosen - r_rejected: the head bias and the last LayerNorm
+    # bias have gradient 0 up to rounding, which AdamW turns into lr-sized steps either way
+    offsets = {"head.bias", "backbone.encoder.layer.1.output.LayerNorm.bias"}
+    for k in w1.keys() - offsets:
+        torch.testing.assert_close(w2[k], w1[k], rtol=1e-5, atol=1e-6, msg=k)
+
+
+def test_schedule_flags_map_onto_the_train_config(saved_rm, tmp_path):
+    argv = ["train", "--data", str(DATA / "prefs.jsonl"), "--checkpoint", str(saved_rm),
+            "--set", "batch_size=4", "--lr", "1e-3", "--bf16"]  # fmt: skip
+    assert main([*argv, "--epochs", "2", "--out", str(tmp_path / "e")]) == 0
+    log, cfg, weights = _trained(tmp_path / "e")
+    assert len(log) == cfg["steps"] == 3  # ceil(2 passes * 6 rows / batch 4)
+    assert (cfg["lr_encoder"], cfg["lr_head"], cfg["bf16"]) == (1e-3, 2e-3, True)
+    assert all(w.dtype == torch.float32 for w in weights.values())  # bf16 autocast, fp32 weights
+    assert main([*argv, "--epochs", "9", "--max-steps", "2", "--out", str(tmp_path / "m")]) == 0
+    assert len(_trained(tmp_path / "m")[0]) == 2  # --max-steps overrides --epochs
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [(["--grad-accum", "0"], "--grad-accum"), (["--grad-accum", "7"], "--grad-accum"),
+     (["--epochs", "0"], "--epochs"), (["--max-steps", "0"], "--max-steps"),
+     (["--lr", "-1"], "--lr")],
+)  # fmt: skip
+def test_bad_schedule_flag_is_one_error_line(flags, needle, saved_rm, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["train", "--data", str(DATA / "prefs.jsonl"), "--checkpoint", str(saved_rm),
+            "--set", "batch_size=6", "--out", str(out), *flags]  # fmt: skip
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse refuses --grad-accum 0 itself
+        code = e.code
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(errors) == 1 and needle in errors[0], errors
+    assert not out.exists()

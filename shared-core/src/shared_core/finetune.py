@@ -18,6 +18,9 @@ subclass (their loss); this module gives them the rest, once:
   every package, mapped onto `transformers.TrainingArguments` (no reports, no hub, CPU unless
   ``--device cuda``; the Trainer's checkpoints every ``--save-steps`` steps in
   ``<out>/checkpoints``, the last one kept, from which ``--resume`` continues);
+  `add_schedule_flags(parser)` adds only the optimisation flags among them (``--grad-accum``,
+  ``--epochs`` / ``--max-steps``, ``--lr``, ``--bf16``), for crome's reward models, which train
+  on `shared_core.train.fit`;
 - `read_records` / `read_encoded`: ``--data`` / ``--eval`` through `shared_core.data.read_jsonl`
   (errors naming the flag, file and line) and `encode_records`;
 - `TrainingRun`: a whole ``train`` verb around the package's Trainer (load, LoRA, arguments,
@@ -215,6 +218,43 @@ def lora_arg(text: str) -> tuple[int, int]:
     return r, alpha
 
 
+def add_schedule_flags(p: argparse.ArgumentParser, *, keep_config: bool = False) -> None:
+    """``--grad-accum``, ``--epochs`` / ``--max-steps``, ``--lr`` and ``--bf16``: the optimisation
+    flags of `add_finetune_flags`, alone for a ``train`` on its own loop (crome's reward models
+    on `shared_core.train.fit`), which maps them onto its config.
+
+    With `keep_config` a flag left out is absent from the parsed arguments (the caller's config,
+    ``--set`` included, keeps its value; ``--help`` says so) instead of taking the defaults that
+    `training_arguments` reads.
+    """
+    note = " (default: the config's value)" if keep_config else ""
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if keep_config else value
+
+    p.add_argument(
+        "--grad-accum",
+        type=positive_int,
+        default=default(1),
+        metavar="K",
+        help="gradient-accumulation steps per optimiser step" + note,
+    )
+    p.add_argument("--epochs", type=float, default=default(1.0), help="passes over the data" + note)
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=default(-1),
+        help="optimiser steps (overrides --epochs)" + note,
+    )
+    p.add_argument("--lr", type=float, default=default(5e-5), help="peak learning rate" + note)
+    p.add_argument(
+        "--bf16",
+        action="store_true",
+        default=default(False),
+        help="bfloat16 mixed precision (default fp32)",
+    )
+
+
 def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     """The fine-tuning flags every LLM package's ``train`` takes (beside `shared_core.verbs`')."""
     p.add_argument(
@@ -233,16 +273,7 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--merge", action="store_true", help="with --lora: save the merged weights, not the adapter"
     )
-    p.add_argument(
-        "--grad-accum",
-        type=positive_int,
-        default=1,
-        metavar="K",
-        help="gradient-accumulation steps per optimiser step",
-    )
-    p.add_argument("--epochs", type=float, default=1.0, help="passes over the data")
-    p.add_argument("--max-steps", type=int, default=-1, help="optimiser steps (overrides --epochs)")
-    p.add_argument("--lr", type=float, default=5e-5, help="peak learning rate")
+    add_schedule_flags(p)
     p.add_argument(
         "--optim",
         default="adamw_torch",
@@ -252,7 +283,6 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
         "--batch-size", type=positive_int, default=4, help="examples per process and step"
     )
     p.add_argument("--max-length", type=positive_int, default=512, help="tokens per example")
-    p.add_argument("--bf16", action="store_true", help="bfloat16 mixed precision (default fp32)")
     p.add_argument(
         "--save-steps",
         type=positive_int,

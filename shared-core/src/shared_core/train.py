@@ -14,6 +14,10 @@ and `fit` passes it.
   the same steps as one process on the whole batch (equal shards).
 - **One schedule.** Linear warm-up over `warmup` steps, then cosine decay to
   ``min_lr_ratio * lr`` or a constant learning rate (`lr_factor`).
+- **Gradient accumulation.** With ``grad_accum = K`` each step's (sharded) batch goes through
+  the model in K micro-batches (`shard` again: rows ``i, i + K, ...``), each loss weighted by
+  its share of the rows, and one optimiser step follows: the gradient of the whole batch with
+  1/K of its activations in memory.
 - AdamW with weight decay on matrices only (biases, norms, gains and 1-D parameters are
   not decayed; a parameter with ``_no_weight_decay = True`` is also exempt), gradient
   clipping, and optional autocast (``amp_dtype="bfloat16"`` or ``"float16"`` with a
@@ -22,6 +26,7 @@ and `fit` passes it.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -66,9 +71,10 @@ class TrainConfig:
     grad_clip: float = 1.0  # max global grad norm; 0 disables clipping
     amp_dtype: str | None = None  # autocast dtype: None, "bfloat16" or "float16"
     checkpoint_every: int = 0  # also save every N steps (a checkpoint is always written at the end)
+    grad_accum: int = 1  # micro-batches per step: the same step, 1/grad_accum of the activations
 
     def __post_init__(self) -> None:
-        for name in ("steps",):
+        for name in ("steps", "grad_accum"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive int, got {v!r}")
@@ -178,6 +184,18 @@ def shard(batch: Any, rank: int, world_size: int) -> Any:
     if isinstance(batch, list):
         return batch[rank::world_size]
     return batch
+
+
+def _rows(batch: Any) -> int:
+    """The number of rows of a (nested) batch: the first axis of its first leaf with one."""
+    if isinstance(batch, Mapping):
+        batch = next(iter(batch.values()), None)
+    elif isinstance(batch, tuple) and batch:
+        batch = batch[0]
+    shape = getattr(batch, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return int(shape[0])
+    return len(batch) if isinstance(batch, list) else 1
 
 
 def to_device(batch: Any, device: Any) -> Any:
@@ -302,21 +320,43 @@ def fit(
     bar = progress(
         range(start, end), desc=desc, total=end - start, enabled=show_progress and info.is_main
     )
+    accum = config.grad_accum
     for step in bar:
         batch = to_device(shard(batch_fn(step), info.rank, info.world_size), info.device)
         kwargs = {"lr": float(sched.get_last_lr()[0])} if wants_lr else {}
-        if amp is not None:
-            with amp:
-                out = loss_fn(ddp, batch, **kwargs)
-        else:
-            out = loss_fn(ddp, batch, **kwargs)
-        loss, parts = out if isinstance(out, tuple) else (out, {})
-        if not torch.isfinite(loss.detach()):
-            raise FloatingPointError(
-                f"{desc}: loss is {loss.item()} at step {step}; lower lr or check the data"
+        micro = [shard(batch, i, accum) for i in range(accum)] if accum > 1 else [batch]
+        n = sum(_rows(b) for b in micro)
+        if accum > 1 and min(_rows(b) for b in micro) < 1:
+            raise ValueError(
+                f"grad_accum: expected at most one micro-batch per row, got {accum} for a "
+                f"batch of {n} rows on this process"
             )
         opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()  # type: ignore[no-untyped-call]
+        loss = torch.zeros((), device=info.device)
+        part_sums: dict[str, list[float]] = {}  # name -> [weighted sum, weight] over micro-batches
+        for i, mb in enumerate(micro):
+            weight = _rows(mb) / n
+            # DDP averages gradients once per step: at the last micro-batch's backward
+            sync = i == accum - 1 or not hasattr(ddp, "no_sync")
+            with contextlib.nullcontext() if sync else ddp.no_sync():
+                with amp if amp is not None else contextlib.nullcontext():
+                    out = loss_fn(ddp, mb, **kwargs)
+                mb_loss, mb_parts = out if isinstance(out, tuple) else (out, {})
+                if not torch.isfinite(mb_loss.detach()):
+                    raise FloatingPointError(
+                        f"{desc}: loss is {mb_loss.item()} at step {step}; lower lr or check "
+                        "the data"
+                    )
+                scaler.scale(mb_loss * weight).backward()  # type: ignore[no-untyped-call]
+            loss = loss + mb_loss.detach().float() * weight
+            for name, v in mb_parts.items():
+                if math.isfinite(float(v)):  # a micro-batch without rows of a part logs NaN
+                    acc = part_sums.setdefault(name, [0.0, 0.0])
+                    acc[0] += float(v) * weight
+                    acc[1] += weight
+                else:
+                    part_sums.setdefault(name, [0.0, 0.0])
+        parts = {name: s / w if w > 0 else float("nan") for name, (s, w) in part_sums.items()}
         if config.grad_clip > 0:
             scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)

@@ -22,12 +22,15 @@ from shared_core.verbs import (
     verb_command,
 )
 
+_SMALL_COST = (
+    f"~{ESTIMATE_S['small'] / 60:.0f} min of CPU" if "small" in ESTIMATE_S else "not yet measured"
+)
 REPRODUCE_HELP = (
     "Train a standard and a CROME reward model on the same preference pairs of a controlled "
     "world (causal: correct sum; spurious: decoration) and compare accuracy, sensitivity and "
     f"Best-of-N: micro (random tiny BERT, smoke run) takes ~{ESTIMATE_S['micro']:.0f} s of CPU, "
-    f"tiny (MiniLM-L6) ~{ESTIMATE_S['tiny']:.0f} s of CPU (one thread), small and paper are "
-    "sized for a GPU."
+    f"tiny (MiniLM-L6) ~{ESTIMATE_S['tiny']:.0f} s of CPU (one thread), small (twice tiny's "
+    f"pairs, 4 trained layers, the SmolLM2 oracle) {_SMALL_COST}; paper is sized for a GPU."
 )
 
 
@@ -66,7 +69,7 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def _train_options(p: argparse.ArgumentParser) -> None:
-    from shared_core.finetune import lora_arg
+    from shared_core.finetune import add_schedule_flags, lora_arg
 
     p.add_argument(
         "--model",
@@ -86,6 +89,9 @@ def _train_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--merge", action="store_true", help="with --lora: save the merged weights, not the adapter"
     )
+    # --grad-accum, --epochs/--max-steps, --lr (the model's weights; the head keeps lr_head),
+    # --bf16, as the other LLM packages' train; a flag left out keeps TrainConfig's value
+    add_schedule_flags(p, keep_config=True)
 
 
 def _augment_options(p: argparse.ArgumentParser) -> None:

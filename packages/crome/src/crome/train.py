@@ -39,6 +39,9 @@ class TrainConfig:
     `trainable_layers` the number of top encoder layers trained (-1: all, 0: head only).
 
     A batch holds ``min(batch_size, len(rows))`` rows (the whole data set when it is smaller).
+    `grad_accum`: each step's batch goes through the model in that many micro-batches (the
+    same step, a fraction of the activations in memory); `bf16`: bfloat16 autocast (fp32
+    weights), else fp32 throughout.
     """
 
     steps: int = 60
@@ -51,9 +54,11 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     checkpoint_every: int = 0
+    grad_accum: int = 1
+    bf16: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size"):
+        for name in ("steps", "batch_size", "grad_accum"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {v!r}")
@@ -78,6 +83,8 @@ class TrainConfig:
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 what = "tie weight" if name == "lam" else "weight decay"
                 raise ValueError(f"{name}: expected a finite non-negative {what}, got {v!r}")
+        if not isinstance(self.bf16, bool):
+            raise TypeError(f"bf16: expected True or False, got {self.bf16!r}")
         if not isinstance(self.device, str):
             raise TypeError(
                 f"device: expected a string such as 'auto' or 'cpu', got {self.device!r}"
@@ -179,6 +186,8 @@ def train_reward_model(
         betas=BETAS,
         grad_clip=0.0,
         checkpoint_every=config.checkpoint_every,
+        grad_accum=config.grad_accum,
+        amp_dtype="bfloat16" if config.bf16 else None,
     )
 
     def batch_fn(step: int) -> list[PairRow]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from crome.model import RewardModel, RewardScorer
     from crome.oracle import Oracle
     from crome.sequence_model import SequenceRewardModel
+    from crome.train import TrainConfig
 
 TIE_BAND = 0.1
 """A tie pair counts as right when |sigmoid(margin) - 1/2| <= TIE_BAND (the paper's delta)."""
@@ -200,6 +202,50 @@ def _grad_norm(model: Any) -> float:
     return float(torch.stack(grads).norm()) if grads else 0.0
 
 
+def schedule(
+    cfg: TrainConfig, extra: Mapping[str, Any], rows: int, processes: int = 1
+) -> TrainConfig:
+    """`cfg` with the optimisation flags of `shared_core.finetune.add_schedule_flags` applied
+    (a flag left out keeps the config's value, ``--set`` included):
+
+    - ``--max-steps N``: ``steps = N``; else ``--epochs E``: ``steps = ceil(E * rows /
+      batch_size)`` (`batch_size` is the global batch);
+    - ``--lr``: ``lr_encoder``, the rate of the model's weights (or of its LoRA adapter); the
+      fresh head keeps ``lr_head``;
+    - ``--grad-accum K``: ``grad_accum``, each step's batch in K micro-batches per process;
+    - ``--bf16``: ``bf16`` (bfloat16 autocast; fp32 without it).
+    """
+    import math
+
+    changes: dict[str, Any] = {}
+    if extra.get("max_steps") is not None:
+        if extra["max_steps"] < 1:
+            raise UsageError(f"--max-steps: expected an integer >= 1, got {extra['max_steps']}")
+        changes["steps"] = int(extra["max_steps"])
+    elif extra.get("epochs") is not None:
+        epochs = float(extra["epochs"])
+        if not (math.isfinite(epochs) and epochs > 0):
+            raise UsageError(f"--epochs: expected a finite number > 0, got {extra['epochs']}")
+        changes["steps"] = max(1, math.ceil(epochs * rows / cfg.batch_size))
+    if extra.get("lr") is not None:
+        if not (math.isfinite(extra["lr"]) and extra["lr"] > 0):
+            raise UsageError(f"--lr: expected a finite number > 0, got {extra['lr']}")
+        changes["lr_encoder"] = float(extra["lr"])
+    if extra.get("grad_accum") is not None:
+        changes["grad_accum"] = int(extra["grad_accum"])
+    if extra.get("bf16"):
+        changes["bf16"] = True
+    out = replace(cfg, **changes)
+    per_process = min(out.batch_size, rows) // processes
+    if out.grad_accum > per_process:
+        raise UsageError(
+            f"--grad-accum: expected at most {per_process} micro-batches (the rows of a batch "
+            f"per process: batch_size {out.batch_size}, {rows} rows, {processes} process(es)), "
+            f"got {out.grad_accum}"
+        )
+    return out
+
+
 def train(args: VerbArgs) -> int:
     """Train a reward model (Bradley-Terry on preference rows + the tie loss on tie rows)
     from ``--model`` (`new_reward_model`; ``--lora r,alpha`` for a causal LM) or
@@ -209,10 +255,11 @@ def train(args: VerbArgs) -> int:
     The training state is saved every ``checkpoint_every`` steps (``--set checkpoint_every=N``)
     in ``<out>.partial/``; ``--resume`` continues a killed run from there. Under
     ``torchrun --nproc_per_node N`` each process takes 1/N of every batch (``batch_size`` is
-    the global batch) and the main process writes the folder.
+    the global batch) and the main process writes the folder. ``--max-steps`` / ``--epochs``,
+    ``--lr``, ``--grad-accum`` and ``--bf16`` map onto `TrainConfig` (`schedule`).
     """
     from crome.sequence_model import SequenceRewardModel
-    from crome.train import TrainConfig, train_reward_model
+    from crome.train import train_reward_model
     from shared_core.device import seed_everything
     from shared_core.distributed import is_main
     from shared_core.progress import phase, plan
@@ -229,6 +276,7 @@ def train(args: VerbArgs) -> int:
     plan(["load", "train", "save"])
     phase("load")
     rows = read_rows(args.data[0], args.skip_invalid)
+    cfg = schedule(cfg, args.extra, len(rows), int(os.environ.get("WORLD_SIZE", "1")))
     if args.checkpoint is not None:
         model = _load_model(args.checkpoint)
     else:
