@@ -12,7 +12,7 @@ from shared_core.progress import phase, plan
 # CPU seconds per scale, one thread: the heartbeat's ETA and the costs `pgm-diffusion reproduce
 # --help` prints; `cpu_s` of the committed results/tiny.json and results/small.json (a test
 # checks both).
-ESTIMATE_S = {"micro": 20.0, "tiny": 211.0, "small": 670.0}
+ESTIMATE_S = {"micro": 20.0, "tiny": 211.0, "small": 492.0}
 
 
 def run(args: ReproduceArgs) -> int:
