@@ -220,7 +220,6 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
     "msgen": "no committed run kept with its plots yet",
     "orient-bias": "no committed run kept with its plots yet",
     "paretovae": "no committed run kept with its plots yet",
-    "pgm-diffusion": "no committed run kept with its plots yet",
     "topoformer": "no committed run kept with its plots yet",
     "toprovar": "no committed run kept with its plots yet",
 }

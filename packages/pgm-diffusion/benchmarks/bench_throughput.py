@@ -2,6 +2,8 @@
 L = 128, 512, 1024. One ratio direction throughout: speed-up = MDLM time / PGM time (> 1: PGM
 is faster).
 
+    python benchmarks/bench_throughput.py --repeats 5 --json results/bench-throughput.json
+
 MDLM: `masked_diffusion.ancestral_sample` (every step runs all 4 blocks on all L positions).
 PGM: `pgm.pgm_ordered_sample` with a random order (2 encoder blocks on the clean tokens only,
 GroupSwap + 2 decoder blocks on this step's L/S queries only). Same width (d = 128, 4 heads),
@@ -9,6 +11,11 @@ batch 4, 32 steps, V = 65, random weights. Training step: loss + backward + Adam
 """
 
 from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
 
 import torch
 from masked_diffusion import (
@@ -21,6 +28,7 @@ from masked_diffusion import (
 )
 from pgm import PartitionTransformer, PGMConfig, pgm_loss, pgm_ordered_sample
 
+from shared_core.atomic import atomic_write_text
 from shared_core.bench import BenchTable, bench_parser, finish, measure, train_step
 
 V, D, BATCH, STEPS = 65, 128, 4, 32
@@ -73,9 +81,23 @@ def main() -> None:
     repeats = 3 if a.quick else a.repeats
     sampling = BenchTable("sampling, PGM packed vs MDLM ancestral (speed-up = MDLM / PGM)", "PGM")
     training = BenchTable("one training step, PGM vs MDLM (speed-up = MDLM / PGM)", "PGM")
+    c0, t0 = time.process_time(), time.perf_counter()
     for n in lengths:
         bench_length(n, repeats, a.threads, sampling, training)
-    finish([sampling, training], a.json)
+    finish([sampling, training], None)
+    if a.json is not None:  # the tables plus the command and its cost (the README cites both)
+        payload = {
+            "command": "python benchmarks/bench_throughput.py " + " ".join(sys.argv[1:]),
+            "cpu_s": time.process_time() - c0,
+            "wall_s": time.perf_counter() - t0,
+            "threads": a.threads,
+            "repeats": repeats,
+            "tables": [
+                {"title": t.title, "candidate": t.candidate, "clock": t.clock, "rows": t.rows}
+                for t in (sampling, training)
+            ],
+        }
+        atomic_write_text(Path(a.json), json.dumps(payload, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ from shared_core.cli import ReproduceArgs
 from shared_core.progress import phase, plan
 
 # CPU seconds per scale, one thread: the heartbeat's ETA and the costs `pgm-diffusion reproduce
-# --help` prints. tiny: `cpu_s` of the committed results/tiny.json; small: the README's run.
-ESTIMATE_S = {"micro": 20.0, "tiny": 285.0, "small": 670.0}
+# --help` prints; `cpu_s` of the committed results/tiny.json and results/small.json (a test
+# checks both).
+ESTIMATE_S = {"micro": 20.0, "tiny": 211.0, "small": 492.0}
 
 
 def run(args: ReproduceArgs) -> int:
