@@ -57,7 +57,8 @@ def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> Non
     results = Path(__file__).resolve().parents[1] / "results"
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    assert set(assert_costs_are_the_committed_runs(ESTIMATE_S, results)) == {"tiny"}
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    assert set(measured) == {"tiny", "small"}
     lam = assert_costs_are_the_committed_runs(LAMBDA_ESTIMATE_S, results / "ablate-lambda")
     assert set(lam) == {"tiny"}
     for command, estimate in (("reproduce", ESTIMATE_S), ("ablate-lambda", LAMBDA_ESTIMATE_S)):
@@ -67,3 +68,5 @@ def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> Non
             "- ", "-"
         )  # argparse wraps at hyphens
         assert f"tiny ~{estimate['tiny']:.0f} CPU-s" in text, text
+        if "small" in estimate:
+            assert f"small ~{estimate['small']:.0f} CPU-s" in text, text

