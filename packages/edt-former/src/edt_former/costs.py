@@ -1,0 +1,20 @@
+"""The CPU cost of each ``reproduce`` scale, in one place (issue 67).
+
+`ESTIMATE_S` (scale -> CPU seconds, one thread) is the figure the heartbeat's ETA uses and
+``edt-former reproduce --help`` prints; a test checks it against the committed runs
+(``results/<scale>.json``). No torch here: ``--help`` imports this module.
+"""
+
+from __future__ import annotations
+
+# tiny: results/tiny.json (cpu_s); small and paper were never run (CPU hours / a GPU)
+ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 149.0}
+
+
+def cost_help() -> str:
+    """The scales' costs as ``--help`` states them, formatted from `ESTIMATE_S`."""
+    return (
+        f"micro (~{ESTIMATE_S['micro']:.0f} s of CPU) is a smoke run, tiny (random frozen "
+        f"Llama, 3 seeds) ~{ESTIMATE_S['tiny']:.0f} s of CPU on one thread (results/tiny.json), "
+        "small uses SmolLM2-135M (extra 'llm', CPU hours), paper is GPU-sized"
+    )
