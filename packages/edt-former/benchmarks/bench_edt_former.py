@@ -8,6 +8,9 @@
    (batched threshold and exclusive cumulative sum) vs the official per-molecule loop
    (``group_ids_by_entropy``) after the same batched scoring.
 
+With ``--json``, each row also holds ``molecules_per_s`` (from the median CPU time) and the
+training row ``trainable_parameters``.
+
     python benchmarks/bench_edt_former.py [--quick] [--llm tiny|smollm2] [--json out.json]
 """
 
@@ -83,13 +86,15 @@ def bench_training(
         f"training step (forward + backward), batch {batch_size}, LLM {llm_name}",
         candidate="edt-former",
     )
-    table.add(f"batch {batch_size}", res)
-    for name, m in res.items():
-        print(f"{name}: {batch_size / m.median('cpu'):.1f} molecules/s (CPU)")
+    row = table.add(f"batch {batch_size}", res)
+    row["molecules_per_s"] = {n: batch_size / m.median("cpu") for n, m in res.items()}
+    for name, rate in row["molecules_per_s"].items():
+        print(f"{name}: {rate:.1f} molecules/s (CPU)")
     params = {
         "edt-former": edt.trainable_parameters(),
         "lora-r8 + SMILES": lora.trainable_parameters(),
     }
+    row["trainable_parameters"] = params
     print("trainable parameters:", params)
     return table, params
 
@@ -113,9 +118,10 @@ def bench_patching(n: int, repeats: int) -> BenchTable:
     table = BenchTable(
         f"entropy patching of {n} ZINC molecules (scoring + group ids)", candidate="ours"
     )
-    table.add(f"{n} molecules", res)
-    for name, m in res.items():
-        print(f"{name}: {n / m.median('cpu'):.0f} molecules/s (CPU)")
+    row = table.add(f"{n} molecules", res)
+    row["molecules_per_s"] = {name: n / m.median("cpu") for name, m in res.items()}
+    for name, rate in row["molecules_per_s"].items():
+        print(f"{name}: {rate:.0f} molecules/s (CPU)")
     return table
 
 

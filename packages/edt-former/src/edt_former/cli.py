@@ -7,6 +7,7 @@ Thin on purpose: torch, RDKit and transformers are imported only when a command 
 
 from __future__ import annotations
 
+from edt_former.costs import cost_help
 from edt_former.verbs import answer_options, ask_options, train_options
 from shared_core.cli import lazy_reproduce_command, make_main
 from shared_core.verbs import Slots, evaluate_command, train_command, verb_command
@@ -16,8 +17,7 @@ VERBS = "edt_former.verbs"
 REPRODUCE_HELP = (
     "Molecular yes/no QA through a frozen LLM: static Q-Former queries vs EDT-Former's "
     "entropy/BRICS queries at equal token budget, plus SMILES-in-prompt and shuffled-label "
-    "controls: micro (~10 s) is a smoke run, tiny (random frozen Llama, 3 seeds) a few "
-    "minutes of CPU, small uses SmolLM2-135M (extra 'llm'), paper is GPU-sized."
+    f"controls: {cost_help()}."
 )
 
 main = make_main(

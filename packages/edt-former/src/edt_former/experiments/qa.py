@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from edt_former.atoms import AtomVocab
+from edt_former.costs import ESTIMATE_S
 from edt_former.data import (
     QM9_QUESTIONS,
     Encoded,
@@ -230,10 +231,26 @@ def encode(smiles: list[str], frozen: Frozen, c: Config) -> tuple[Encoded, dict[
     return enc, info
 
 
+def frozen_entropy_model(c: Config, seed: int, qm9_smiles: list[str]) -> tuple[AtomVocab, Any]:
+    """The run's frozen next-atom model: `c.n_entropy_smiles` SMILES, half the ZINC training
+    split, half QM9 molecules disjoint from the QA and GIN ones (`prepare`'s permutation of
+    `qm9_smiles` at `seed`), `c.entropy_steps` steps."""
+    from edt_former.entropy_model import train_entropy_model
+    from shared_core.data import load
+
+    perm = np.random.default_rng(seed).permutation(len(qm9_smiles))
+    ent_q = perm[c.n_qm9 + c.n_gin : c.n_qm9 + c.n_gin + c.n_entropy_smiles // 2]
+    zinc = list(load("zinc-smiles", limit=c.n_entropy_smiles - len(ent_q)))
+    vocab = AtomVocab()
+    model = train_entropy_model(
+        zinc + [qm9_smiles[i] for i in ent_q], vocab, steps=c.entropy_steps, seed=seed
+    )
+    return vocab, model
+
+
 def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any], Frozen]:
     """Load data, train the entropy model and the GIN, encode the QA molecules."""
     from edt_former.encoder import PRETRAIN_TARGETS, pretrain_gin
-    from edt_former.entropy_model import train_entropy_model
     from shared_core.data import QM9_PROPERTIES, load, mol_graph, require_extra
 
     unknown = [q for q in c.questions if q not in ALL_QUESTIONS]
@@ -248,7 +265,6 @@ def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any], F
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(smiles))
     qa_idx, gin_idx = perm[: c.n_qm9], perm[c.n_qm9 : c.n_qm9 + c.n_gin]
-    ent_q = perm[c.n_qm9 + c.n_gin : c.n_qm9 + c.n_gin + c.n_entropy_smiles // 2]
     sol_s: list[str] = []
     sol_y = np.zeros(0)
     if c.n_solubility and "soluble" in c.questions:
@@ -256,11 +272,7 @@ def prepare(c: Config, seed: int = 0) -> tuple[QASet, Encoded, dict[str, Any], F
         s_all, y_all = load("solubility")
         pick = rng.permutation(len(s_all))[: c.n_solubility]
         sol_s, sol_y = [s_all[i] for i in pick], np.asarray(y_all)[pick]
-    zinc = list(load("zinc-smiles", limit=c.n_entropy_smiles - len(ent_q)))
-    vocab = AtomVocab()
-    ent_model = train_entropy_model(
-        zinc + [smiles[i] for i in ent_q], vocab, steps=c.entropy_steps, seed=seed
-    )
+    vocab, ent_model = frozen_entropy_model(c, seed, smiles)
     cols = [QM9_PROPERTIES.index(t) for t in PRETRAIN_TARGETS]
     gin = pretrain_gin(
         [mol_graph(smiles[i]) for i in gin_idx],
@@ -487,9 +499,6 @@ def _tables(
             xs.append(budget)
             ys.append(est)
     return curves
-
-
-ESTIMATE_S = {"micro": 10.0, "tiny": 149.0}  # CPU seconds, one thread (README)
 
 
 def reproduce(args: ReproduceArgs) -> dict[str, Any]:

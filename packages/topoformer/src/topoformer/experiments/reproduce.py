@@ -53,7 +53,7 @@ SCALES: dict[str, ReproduceConfig] = {
         molecules=MoleculeConfig(train=TrainSettings(epochs=40), model=_SMALL_MODEL, gin_hidden=32),
     ),
     # the authors' architecture and budget (MUTAG d 64, FFN 2048, 100 epochs; FreeSolv d 32,
-    # 50 epochs): about 10 min of CPU (an estimate from tiny and the benchmark's step times)
+    # 50 epochs): about 7 min of CPU (results/small.json; `costs.ESTIMATE_S`)
     "small": ReproduceConfig(),
     # the same setting; the paper averages nothing more (one 10-fold run per dataset)
     "paper": ReproduceConfig(),
