@@ -209,7 +209,6 @@ README_WITHOUT_FORMULA: dict[str, str] = {}
 # that gains one fails the build until it is taken off the list
 PAGE_WITHOUT_PLOT: dict[str, str] = {
     "crome": "no committed run kept with its plots yet",
-    "edt-former": "no committed run kept with its plots yet",
     "masked-diffusion": "no committed run kept with its plots yet",
     "mathmo": "a tiny re-run on the loaded machine differed from results/tiny.json (jobshop's"
     " CP-SAT limits of 0.01-0.04 s are wall-clock: 11 candidates found no schedule), so its"
@@ -217,8 +216,6 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
     "meld-diffusion": "no committed run kept with its plots yet",
     "mesa-layer": "no committed run kept with its plots yet",
     "msgen": "no committed run kept with its plots yet",
-    "orient-bias": "no committed run kept with its plots yet",
-    "topoformer": "no committed run kept with its plots yet",
     "toprovar": "no committed run kept with its plots yet",
 }
 
