@@ -3,7 +3,7 @@
 ``micro`` is a smoke run of the whole pipeline in seconds: a random 2-layer BERT on the
 world's word vocabulary instead of MiniLM, so it needs no optional extra; its numbers say
 nothing about the method. ``tiny`` (the default) is the headline run on the MiniLM-L6
-encoder, sized for 2 CPU cores; ``small`` is the larger CPU run (about 15 CPU-minutes on one
+encoder, sized for 2 CPU cores; ``small`` is the larger CPU run (about 8.5 CPU-minutes on one
 thread); ``paper`` is sized for a GPU.
 """
 
@@ -67,8 +67,8 @@ SCALES: dict[str, ExperimentConfig] = {
         ),
         epochs=3.0,  # both RMs: 3 passes over the CROME data (issue 14)
     ),
-    # the honest CPU run (about 15 CPU-min on one thread): twice tiny's pairs, 4 trainable
-    # layers, the SmolLM2 oracle on 8 prompts; `paper` is the one sized for a GPU
+    # the larger CPU run (results/small.json: 8.6 CPU-min on one thread): twice tiny's pairs,
+    # 4 trainable layers, the SmolLM2 oracle on 8 prompts; `paper` is the one sized for a GPU
     "small": ExperimentConfig(
         scale="small",
         world=WorldConfig(n_facts=40, n_train=320, n_test=200),
@@ -90,9 +90,10 @@ SCALES: dict[str, ExperimentConfig] = {
 }
 
 
-ESTIMATE_S = {"micro": 14.0, "tiny": 175.0}
+ESTIMATE_S = {"micro": 14.0, "tiny": 175.0, "small": 505.0}
 """CPU seconds of ``crome reproduce`` per scale (one thread): the heartbeat's ETA and --help.
-tiny: the committed run results/tiny.json (173 s in the run, 179 s with the imports)."""
+tiny: the committed run results/tiny.json (173 s in the run, 179 s with the imports); small:
+results/small.json (495 s in the run, 514 s with the imports)."""
 
 
 def reproduce_phases(llm_oracle: bool) -> list[str]:
