@@ -129,9 +129,10 @@ def test_costs_are_the_committed_runs(capsys):
     results = Path(__file__).resolve().parents[1] / "results"
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
+    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    assert set(measured) == {"tiny", "small"}
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert f"small: ~{ESTIMATE_S['small']:.0f} CPU-s" in text, text

@@ -33,10 +33,10 @@ main = make_main(
                 "Train a tokenizer, a tiny VAR and an evaluator on digits and faces (cached), "
                 "then generate unpruned and with ToProVAR (adaptive, top-k), FastVAR and SkipVAR "
                 "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (one thread; "
-                f"micro: ~{ESTIMATE_S['micro']:.0f} CPU-s; tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s "
-                f"with its models cached; small: ~{ESTIMATE_S['small'] / 60:.0f} CPU-min from an "
-                "empty model cache; results/tiny.json, results/small.json; paper: GPU-sized, not "
-                "run by the maintainers)."
+                f"micro: ~{ESTIMATE_S['micro']:.0f} CPU-s; tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s, "
+                f"small: ~{ESTIMATE_S['small']:.0f} CPU-s with the generators cached, "
+                "results/tiny.json, results/small.json; a first run also trains them; paper: "
+                "GPU-sized, not run by the maintainers)."
             ),
             scales=("micro", "tiny", "small", "paper"),
             options=_options,
