@@ -215,7 +215,6 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
     "meld-diffusion": "no committed run kept with its plots yet",
     "mesa-layer": "no committed run kept with its plots yet",
     "msgen": "no committed run kept with its plots yet",
-    "toprovar": "no committed run kept with its plots yet",
 }
 
 # an <img> of a package's results folder, as the README part renders it (not already in a link)

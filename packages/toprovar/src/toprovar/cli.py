@@ -32,10 +32,11 @@ main = make_main(
             help=(
                 "Train a tokenizer, a tiny VAR and an evaluator on digits and faces (cached), "
                 "then generate unpruned and with ToProVAR (adaptive, top-k), FastVAR and SkipVAR "
-                "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (one thread, "
-                f"empty model cache: micro ~{ESTIMATE_S['micro']:.0f} CPU-s, tiny "
-                f"~{ESTIMATE_S['tiny'] / 60:.1f} CPU-min, small ~{ESTIMATE_S['small'] / 60:.0f} "
-                "CPU-min; paper: GPU-sized, not run by the maintainers)."
+                "at several budgets: MACs, wall/CPU speed-up, fidelity and quality (one thread; "
+                f"micro: ~{ESTIMATE_S['micro']:.0f} CPU-s; tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s, "
+                f"small: ~{ESTIMATE_S['small']:.0f} CPU-s with the generators cached, "
+                "results/tiny.json, results/small.json; a first run also trains them; paper: "
+                "GPU-sized, not run by the maintainers)."
             ),
             scales=("micro", "tiny", "small", "paper"),
             options=_options,
