@@ -1,4 +1,5 @@
-"""Fail on absolute paths of a developer's machine in tracked text files (issue 67).
+"""Fail on absolute paths of a developer's machine in tracked text files (issue 67), and on
+merge-conflict markers left in them (a line starting ``<<<<<<< `` or ``>>>>>>> ``).
 
 A README command must be the one a user types, and a test or script must not depend on one
 machine's folders. Every tracked text file (``git ls-files``; binary files and ``uv.lock`` are
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCAL = re.compile(r"(?<![\w.~-])/(?:work|tmp|root|home)/")
 ALLOW = "paths: example"
 _SKIP = {"uv.lock"}
+CONFLICT = re.compile(r"^(?:<{7}|>{7}) ")  # not "=======" alone: a Markdown heading rule
 
 
 def _fence(line: str) -> str | None:
@@ -51,6 +53,8 @@ def check_text(name: str, text: str) -> list[str]:
                     i += 1
                 i += 1
                 continue
+        if CONFLICT.match(line):
+            problems.append(f"{name}:{i + 1}: a merge-conflict marker {line[:7]!r} was committed")
         if ALLOW not in line:
             for m in LOCAL.finditer(line):
                 problems.append(
@@ -100,11 +104,17 @@ def self_test() -> None:
     # the marker exempts only the block right after it
     after = fine + "```bash\nls /home/alice/data\n```\n"  # paths: example
     assert len(check_text("README.md", after)) == 1
+    marked = "| a |\n<<<<<<< HEAD\n| b |\n=======\n| c |\n>>>>>>> branch\n"
+    assert len(check_text("docs/index.md", marked)) == 2, check_text("docs/index.md", marked)
+    assert check_text("a.md", "title\n=======\n\n<< not a marker\n") == []
     with tempfile.TemporaryDirectory() as tmp:
         binary = Path(tmp) / "w.bin"
         binary.write_bytes(b"\0/work/x")
         assert check_file(binary) == []
-    print("check_paths self-test: a planted path fails, relative paths and marked examples pass")
+    print(
+        "check_paths self-test: a planted path and conflict markers fail, relative paths and "
+        "marked examples pass"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -115,7 +125,9 @@ def main(argv: list[str]) -> int:
     problems = [p for f in files for p in check_file(f)]
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"check_paths: {len(files)} file(s), {len(problems)} machine-local path(s)")
+    print(
+        f"check_paths: {len(files)} file(s), {len(problems)} machine-local path(s) or conflict marker(s)"
+    )
     return 1 if problems else 0
 
 
