@@ -54,7 +54,16 @@ def one_run(path: str) -> dict[str, object]:
     cfg = doc["config"]
     out["config"] = {
         k: cfg[k]
-        for k in ("gradient", "recon", "tau", "eps", "phi_lr_factor", "sampling_eps", "steps")
+        for k in (
+            "gradient",
+            "recon",
+            "tau",
+            "eps",
+            "phi_lr_factor",
+            "sampling_eps",
+            "steps",
+            "sample_steps",
+        )
         if k in cfg
     } | {"arm": arm, "normalise": arm.endswith("normalised")}
     if "eps" not in cfg and isinstance(cfg.get("meld"), dict):  # 0.4.4+: MELDConfig.eps only

@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-# tiny: results/tiny.json (cpu_s 247.0); small: four arms at 6x tiny's training (no committed
+# tiny: results/tiny.json (cpu_s 229.5); small: four arms at 6x tiny's training (no committed
 # results/small.json: the small rows are per-arm runs)
-ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 247.0, "small": 1800.0}
+ESTIMATE_S: dict[str, float] = {"micro": 10.0, "tiny": 229.5, "small": 1800.0}
 
 
 def cost_help() -> str:
