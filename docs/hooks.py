@@ -211,7 +211,6 @@ PAGE_WITHOUT_PLOT: dict[str, str] = {
     "mathmo": "a tiny re-run on the loaded machine differed from results/tiny.json (jobshop's"
     " CP-SAT limits of 0.01-0.04 s are wall-clock: 11 candidates found no schedule), so its"
     " plots would not be the committed run's; re-run on an idle machine",
-    "mesa-layer": "no committed run kept with its plots yet",
 }
 
 # an <img> of a package's results folder, as the README part renders it (not already in a link)
