@@ -2,13 +2,12 @@
 ``--help`` text and the heartbeat's ETA. No torch here: ``--help`` imports this module.
 
 Each figure is the CPU time (``cpu_s`` + ``cpu_children_s``) of the committed run
-``results/<scale>.json`` where one is committed (tiny); small's is the 0.3.0 run the README
-reports (963 CPU-s), whose metrics file predates the results folder. A test holds them together.
+``results/<scale>.json`` (tiny and small). A test holds them together.
 """
 
 from __future__ import annotations
 
-ESTIMATE_S = {"micro": 3.0, "tiny": 146.0, "small": 963.0}
+ESTIMATE_S = {"micro": 3.0, "tiny": 141.0, "small": 648.0}
 """Scale -> CPU seconds of ``mesa-layer reproduce --scale <scale> --threads 1``."""
 
 
