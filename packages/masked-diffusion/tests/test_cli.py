@@ -48,7 +48,7 @@ def test_help_costs_are_the_committed_runs(capsys):
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
     measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
+    assert "tiny" in measured and "small" in measured
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
