@@ -211,3 +211,33 @@ def test_costs_match_the_committed_runs_within_the_tolerance(tmp_path) -> None:
         assert_costs_are_the_committed_runs({"tiny": 130}, tmp_path)
     with pytest.raises(AssertionError, match="small: no committed run"):
         assert_costs_are_the_committed_runs({"small": 900}, tmp_path, required=("small",))
+
+
+def test_help_states_the_committed_costs(tmp_path) -> None:
+    import argparse
+    import json
+
+    from shared_core.testing import assert_help_states_the_committed_costs
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "tiny.json").write_text(json.dumps({"cpu_s": 100.0}))
+    tests = tmp_path / "tests"
+
+    def main(argv: list[str]) -> None:
+        p = argparse.ArgumentParser(prog="pkg")
+        p.add_argument("--scale", help="micro, tiny: ~100 CPU-s with one thread")
+        p.parse_args(argv)
+
+    est = {"tiny": 100.0}
+    got = assert_help_states_the_committed_costs(main, est, tests, ["tiny: ~100 CPU-s"], argv=["-h"])
+    assert got == {"tiny": 100.0}
+    with pytest.raises(AssertionError, match="does not print 'tiny: ~90 CPU-s'"):
+        assert_help_states_the_committed_costs(main, est, tests, ["tiny: ~90 CPU-s"], argv=["-h"])
+    with pytest.raises(AssertionError, match="small: no committed run"):
+        assert_help_states_the_committed_costs(
+            main, {"tiny": 100.0, "small": 5.0}, tests, [], required=("tiny", "small"), argv=["-h"]
+        )
+    (tmp_path / "results" / "tiny.json").unlink()
+    (tmp_path / "results").rmdir()
+    with pytest.raises(pytest.skip.Exception):
+        assert_help_states_the_committed_costs(main, est, tests, [], argv=["-h"])

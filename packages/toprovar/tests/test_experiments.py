@@ -117,22 +117,19 @@ def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path):
     assert "digits" in line
 
 
-def test_costs_are_the_committed_runs(capsys):
+def test_costs_are_the_committed_runs():
     """ESTIMATE_S (the heartbeat's ETA and --help's figures) is the committed runs' CPU time."""
     from pathlib import Path
 
     from toprovar.cli import main
     from toprovar.experiments import ESTIMATE_S
 
-    from shared_core.testing import assert_costs_are_the_committed_runs
+    from shared_core.testing import assert_help_states_the_committed_costs
 
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
-    assert set(measured) == {"tiny", "small"}
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
-    assert f"small: ~{ESTIMATE_S['small']:.0f} CPU-s" in text, text
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s", f"small: ~{ESTIMATE_S['small']:.0f} CPU-s"],
+        required=("tiny", "small"),
+    )

@@ -363,6 +363,45 @@ def assert_costs_are_the_committed_runs(
     return measured
 
 
+
+def assert_help_states_the_committed_costs(
+    main: Callable[[list[str]], Any],
+    estimates: Any,
+    tests_dir: Any,
+    shown: Sequence[str],
+    *,
+    required: Sequence[str] = ("tiny",),
+    argv: Sequence[str] = ("reproduce", "--help"),
+) -> dict[str, float]:
+    """A package's cost test in one call (issue 67): `estimates` (``ESTIMATE_S``) are the CPU
+    times of the committed runs in ``<tests_dir>/../results`` (every scale in `required`
+    committed; `assert_costs_are_the_committed_runs`), and ``main(argv)``'s help prints each
+    phrase of `shown` (the package's cost figures formatted from `estimates`).
+
+    Skips when ``results/`` is not beside the tests (a copied tests folder, an sdist). The help
+    text is compared with its whitespace collapsed and argparse's line breaks after hyphens
+    undone. Returns {scale: measured CPU-s}; raises AssertionError naming what differs.
+    """
+    import contextlib
+    import io
+    from pathlib import Path
+
+    import pytest
+
+    results = Path(tests_dir).resolve().parent / "results"
+    if not results.is_dir():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    measured = assert_costs_are_the_committed_runs(estimates, results, required=required)
+    missing = set(required) - set(measured)
+    assert not missing, f"no committed run compared for {sorted(missing)}"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(list(argv))
+    text = " ".join(out.getvalue().split()).replace("- ", "-")
+    for phrase in shown:
+        assert phrase in text, f"{' '.join(argv)} does not print {phrase!r}: {text}"
+    return measured
+
 def assert_text_lm_verbs(
     main: Callable[[list[str]], int],
     tmp: Any,
