@@ -229,7 +229,9 @@ def test_help_states_the_committed_costs(tmp_path) -> None:
         p.parse_args(argv)
 
     est = {"tiny": 100.0}
-    got = assert_help_states_the_committed_costs(main, est, tests, ["tiny: ~100 CPU-s"], argv=["-h"])
+    got = assert_help_states_the_committed_costs(
+        main, est, tests, ["tiny: ~100 CPU-s"], argv=["-h"]
+    )
     assert got == {"tiny": 100.0}
     with pytest.raises(AssertionError, match="does not print 'tiny: ~90 CPU-s'"):
         assert_help_states_the_committed_costs(main, est, tests, ["tiny: ~90 CPU-s"], argv=["-h"])

@@ -363,7 +363,6 @@ def assert_costs_are_the_committed_runs(
     return measured
 
 
-
 def assert_help_states_the_committed_costs(
     main: Callable[[list[str]], Any],
     estimates: Any,
@@ -401,6 +400,7 @@ def assert_help_states_the_committed_costs(
     for phrase in shown:
         assert phrase in text, f"{' '.join(argv)} does not print {phrase!r}: {text}"
     return measured
+
 
 def assert_text_lm_verbs(
     main: Callable[[list[str]], int],
