@@ -16,6 +16,8 @@ from context_denoising.trainer import CDTTrainer
 from test_trainer import ROWS, VOCAB, GradCapture, rows
 from transformers import TrainingArguments
 
+from shared_core.distributed import shutdown
+
 
 def main(out: str) -> None:
     args = TrainingArguments(
@@ -41,6 +43,7 @@ def main(out: str) -> None:
     grads = {n.removeprefix("module."): g for n, g in cap.grads.items()}
     saved = {"grads": grads, "loss": result.training_loss, "world": args.world_size}
     torch.save(saved, f"{out}.{trainer.args.process_index}")
+    shutdown()  # leave the group together: a rank exiting with gloo threads alive aborts
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def test_ddp_two_processes_give_the_whole_batch_step(k1, tmp_path):
         }  # fmt: skip
         cmd = [sys.executable, str(here / "_ddp_worker.py"), str(out)]
         procs.append(subprocess.Popen(cmd, env=env))
-    assert all(p.wait(timeout=600) == 0 for p in procs)
+    codes = [p.wait(timeout=600) for p in procs]
+    assert codes == [0, 0], f"the two ranks exited with {codes}"
     ranks = [torch.load(f"{out}.{r}") for r in range(2)]
     assert [got["world"] for got in ranks] == [2, 2]
     loss1, grads1, _ = k1

@@ -15,6 +15,8 @@ from dist2loss import number_table
 from dist2loss.hf import Dist2Trainer
 from test_hf import _ragged_rows, _tiny_llama
 
+from shared_core.distributed import shutdown
+
 
 class Grab(transformers.TrainerCallback):
     def on_pre_optimizer_step(self, args, state, control, model=None, **_):
@@ -51,6 +53,7 @@ def main(out: str, normalise: str) -> None:
     out_ = trainer.train()
     if trainer.args.process_index == 0:
         torch.save({"grads": grab.grads, "loss": out_.training_loss, "world": args.world_size}, out)
+    shutdown()  # leave the group together: a rank exiting with gloo threads alive aborts
 
 
 if __name__ == "__main__":

@@ -176,7 +176,8 @@ def test_ddp_two_processes_give_the_whole_batch_gradient(tmp_path, normalise):
         }  # fmt: skip
         cmd = [sys.executable, str(here / "_ddp_worker.py"), str(out), normalise]
         procs.append(subprocess.Popen(cmd, env=env))
-    assert all(p.wait(timeout=600) == 0 for p in procs)
+    codes = [p.wait(timeout=600) for p in procs]
+    assert codes == [0, 0], f"the two ranks exited with {codes}"
     got = torch.load(out)
     assert got["world"] == 2
     _, grads = _whole_batch_reference(

@@ -15,6 +15,8 @@ import torch
 import transformers
 from nextquill.model import TinyLlamaConfig
 
+from shared_core.distributed import shutdown
+
 FORMS = ("paper", "code")
 ARCH = TinyLlamaConfig(hidden=32, layers=1, ff=64)
 
@@ -89,7 +91,7 @@ def main(out: str) -> None:
         }
     if torch.distributed.get_rank() == 0:
         torch.save(saved, out)
-    torch.distributed.destroy_process_group()
+    shutdown()  # a barrier, then leave the group
 
 
 if __name__ == "__main__":
