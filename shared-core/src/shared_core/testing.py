@@ -262,6 +262,7 @@ def assert_usage_error(
     that line starting ``<prog>: error:``, and no traceback. Returns the line, for the caller
     to check that it names the argument, the value and what was expected."""
     capsys.readouterr()
+    code: int | str | None
     try:
         code = main(list(argv))
     except SystemExit as e:
