@@ -56,6 +56,7 @@ def test_reproduce_micro_end_to_end(tmp_path: Path) -> None:
     (run,) = (p for p in (tmp_path / "quality-scaling").iterdir() if p.name != "cache")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["metrics"]["cells"] == 30
+    assert metrics["metrics"]["grid_cells_cached"] == 0  # a fresh run: its cpu_s is the cost
     assert metrics["run"]["threads"] == 1 and metrics["run"]["device"] == "cpu"
     assert (run / "loss_vs_D_per_Q.png").exists()
     assert metrics["metrics"]["protocol_cells"] == 21  # the paper's 7 eta x 3 D, one seed
