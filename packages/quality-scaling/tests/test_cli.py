@@ -17,7 +17,7 @@ from shared_core.testing import (
     assert_missing_extra_is_one_line,
 )
 
-REQUIRED = ("tiny",)  # the run committed under results/ (small: 0.3.0's, not committed)
+REQUIRED = ("tiny",)  # small's committed run resumed a grid cache: not its cost (costs.py)
 
 
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
