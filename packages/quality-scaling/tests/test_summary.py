@@ -93,3 +93,20 @@ def test_dropna_drops_rows_with_missing_cells(tmp_path) -> None:
     assert len(rows) == 2 and list(rows.N) == [1e6, 8e6]
     with pytest.raises(ValueError, match="every row has an empty or NaN cell"):
         read_runs_csv(_csv(tmp_path, "N,D,Q,loss\n1e6,1e8,,3\n"), q_col="Q", dropna=True)
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_tsv_and_parquet_read_as_the_csv(tmp_path, suffix) -> None:
+    """shared-core's table reader gives `fit` TSV and Parquet files: the same runs as the CSV."""
+    from shared_core.data.tables import read_frame, write_table
+
+    path = write_table(tmp_path / f"runs{suffix}", read_frame(RUNS))
+    want, got = read_runs_csv(RUNS, q_col="Q"), read_runs_csv(path, q_col="Q")
+    for column in ("N", "D", "loss", "Q"):
+        np.testing.assert_array_equal(getattr(got, column), getattr(want, column))
+    bad = write_table(
+        tmp_path / f"bad{suffix}", {"N": [1e6, 2e6], "D": [1e8, -1.0], "loss": [3, 2]}
+    )
+    row = 2 if suffix == ".parquet" else 3  # a Parquet file has rows, not lines
+    with pytest.raises(ValueError, match=f"row {row}, column 'D': expected a value > 0"):
+        read_runs_csv(bad)

@@ -2,7 +2,9 @@
 
 `ESTIMATE_S` (scale -> CPU seconds, one thread, one grid worker) is the figure the heartbeat's
 ETA uses and ``quality-scaling reproduce --help`` prints; a test checks it against the committed
-run (``results/tiny.json``; small, 1,113 CPU-s, was measured with 0.3.0 and is not committed).
+run (``results/tiny.json``). small's 1,113 CPU-s was measured by a whole run of 0.3.0; the small
+run behind the README (``results/small_resumed.json``) took 49 of its 143 grid cells from the
+cache of an interrupted run, so its 439 CPU-s are not the scale's cost.
 No numpy or torch here: ``--help`` imports this module.
 """
 

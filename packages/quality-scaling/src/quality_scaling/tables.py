@@ -1,6 +1,10 @@
 """Rows of training runs from CSV files: any layout (`read_runs_csv`) and Epoch AI's extraction
 of Chinchilla's Figure 4 (`read_epoch_chinchilla`).
 
+The file is read by shared-core's table reader (`shared_core.data.tables.read_frame`: CSV, TSV
+or Parquet, pandas); this module turns its columns into `ScalingData` with the checks the laws
+need (numbers, > 0, a quality in (0, 1]), each error naming the file's row and the column.
+
 Epoch AI (Besiroglu et al. 2024, "Chinchilla scaling: a replication attempt") read 245 runs
 off Hoffmann et al.'s Figure 4 (columns ``Model Size``, ``Training FLOP``, ``loss``). Their
 notebook drops the 5 runs with the highest loss before fitting (`EPOCH_DROPPED_RUNS`) and fits
@@ -10,13 +14,14 @@ the remaining 240, giving E = 1.82, A = 482, B = 2085, alpha = 0.348, beta = 0.3
 
 from __future__ import annotations
 
-import csv
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from quality_scaling.laws import ScalingData
+from shared_core.data.tables import read_frame
 
 __all__ = ["EPOCH_COLUMNS", "EPOCH_DROPPED_RUNS", "read_epoch_chinchilla", "read_runs_csv"]
 
@@ -26,30 +31,35 @@ EPOCH_COLUMNS = ("Model Size", "Training FLOP", "loss")
 """N (parameters), C (training FLOPs, C = 6 N D) and the final loss (nats)."""
 
 
-def _read(path: str | PathLike[str]) -> tuple[Path, list[dict[str, str]]]:
+def _read(path: str | PathLike[str]) -> tuple[Path, Any]:
+    """`path` and its rows as a pandas DataFrame, read by `shared_core.data.tables.read_frame`
+    (CSV, TSV or Parquet; a missing, empty or header-only file is refused there)."""
     if not isinstance(path, (str, PathLike)):
         raise TypeError(f"path: expected a path to a CSV file, got {type(path).__name__}")
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"path: {p} does not exist (or is not a file)")
-    with open(p, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"path: {p} has a header but no rows (expected one row per run)")
-    return p, rows
+    return p, read_frame(p)
 
 
-def _column(p: Path, rows: list[dict[str, str]], name: str) -> np.ndarray:
-    if name not in rows[0]:
-        raise ValueError(f"column {name!r}: not in {p.name}; its columns are {sorted(rows[0])}")
-    out = np.empty(len(rows))
-    for i, r in enumerate(rows):
-        cell = (r[name] or "").strip()
+def _row(p: Path, i: int) -> int:
+    """The row number an error names for the frame's `i`-th row: the file's line (a CSV's
+    header is line 1), or the 1-based row of a Parquet file."""
+    return i + 1 if p.suffix.lower() == ".parquet" else i + 2
+
+
+def _column(p: Path, frame: Any, name: str) -> np.ndarray:
+    """Column `name` as floats (an empty cell is NaN); a text cell is an error naming its row."""
+    if name not in frame.columns:
+        raise ValueError(
+            f"column {name!r}: not in {p.name}; its columns are {sorted(map(str, frame.columns))}"
+        )
+    cells = frame[name].tolist()
+    out = np.empty(len(cells))
+    for i, cell in enumerate(cells):
         try:
-            out[i] = float(cell) if cell else np.nan
+            out[i] = float(cell)
         except (TypeError, ValueError):
             raise ValueError(
-                f"{p.name}, row {i + 2}, column {name!r}: expected a number, got {r[name]!r}"
+                f"{p.name}, row {_row(p, i)}, column {name!r}: expected a number, got {cell!r}"
             ) from None
     return out
 
@@ -63,7 +73,7 @@ def _check_cells(p: Path, columns: dict[str, np.ndarray], dropna: bool) -> np.nd
         if missing.any() and not dropna:
             i = int(np.flatnonzero(missing)[0])
             raise ValueError(
-                f"{p.name}, row {i + 2}, column {name!r}: empty, NaN or infinite cell "
+                f"{p.name}, row {_row(p, i)}, column {name!r}: empty, NaN or infinite cell "
                 f"({int(missing.sum())} such rows); fill it, or drop those rows (dropna=True, "
                 "--dropna)"
             )
@@ -73,7 +83,7 @@ def _check_cells(p: Path, columns: dict[str, np.ndarray], dropna: bool) -> np.nd
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"{p.name}, row {i + 2}, column {name!r}: expected a value > 0 (the laws take "
+                f"{p.name}, row {_row(p, i)}, column {name!r}: expected a value > 0 (the laws take "
                 f"logs of N, D, Q and the loss), got {values[i]:g}"
             )
     if not keep.any():
@@ -89,19 +99,20 @@ def read_runs_csv(
     q_col: str | None = None,
     dropna: bool = False,
 ) -> ScalingData:
-    """One `ScalingData` row per CSV row: N, D, loss (and Q, if `q_col` is given) by column name.
+    """One `ScalingData` row per row of a CSV, TSV or Parquet file: N, D, loss (and Q, if `q_col`
+    is given) by column name.
 
     Row numbers in errors are the file's line numbers (the header is line 1). A row with an
     empty or NaN cell in one of these columns is an error unless `dropna` drops it.
     """
-    p, rows = _read(path)
+    p, frame = _read(path)
     names = [n_col, d_col, loss_col] + ([q_col] if q_col is not None else [])
-    columns = {name: _column(p, rows, name) for name in names}
+    columns = {name: _column(p, frame, name) for name in names}
     keep = _check_cells(p, columns, dropna)
     if q_col is not None and np.any(columns[q_col][keep] > 1):
         i = int(np.flatnonzero(keep & (columns[q_col] > 1))[0])
         raise ValueError(
-            f"{p.name}, row {i + 2}, column {q_col!r}: expected a quality in (0, 1] (1 = clean "
+            f"{p.name}, row {_row(p, i)}, column {q_col!r}: expected a quality in (0, 1] (1 = clean "
             f"data), got {columns[q_col][i]:g}"
         )
     N, D, loss = (columns[c][keep] for c in (n_col, d_col, loss_col))
@@ -126,8 +137,8 @@ def read_epoch_chinchilla(
         raise ValueError(
             f"drop_highest_loss: expected a non-negative int, got {drop_highest_loss!r}"
         )
-    p, rows = _read(path)
-    N, C, L = (_column(p, rows, c) for c in EPOCH_COLUMNS)
+    p, frame = _read(path)
+    N, C, L = (_column(p, frame, c) for c in EPOCH_COLUMNS)
     if drop_highest_loss >= len(L):
         raise ValueError(
             f"drop_highest_loss: expected fewer than the {len(L)} rows of {p.name}, "
@@ -141,6 +152,6 @@ def read_epoch_chinchilla(
     bad = keep[~np.isfinite(D[keep])]
     if bad.size:
         raise ValueError(
-            f"{p.name}, row {int(bad[0]) + 2}: 'Training FLOP' / (6 'Model Size') is not finite"
+            f"{p.name}, row {_row(p, int(bad[0]))}: 'Training FLOP' / (6 'Model Size') is not finite"
         )
     return ScalingData(N[keep], D[keep], L[keep])

@@ -23,7 +23,7 @@ from quality_scaling.experiments.fits import headline_fits, secondary_fits
 from quality_scaling.experiments.plots import plot_all, plot_protocol
 from quality_scaling.experiments.protocol import protocol_fits
 from quality_scaling.experiments.scales import Scale, start_grid
-from quality_scaling.grid import run_grid
+from quality_scaling.grid import read_rows, run_grid
 from quality_scaling.laws import QUALITY_FIXED_N
 from shared_core.cli import ReproduceArgs
 from shared_core.data import require_extra
@@ -69,8 +69,10 @@ def reproduce(args: ReproduceArgs) -> int:
     )
     proto_cells = scale.protocol.cells(args.seed)
     cells = proto_cells + [c for arm in scale.arms for c in arm.cells(args.seed)]
+    # a resumed run trains only the cells its cache lacks: its cpu_s is not the scale's cost
+    cached = len({c.key for c in cells} & {r["key"] for r in read_rows(cache)})
     phase("train GPT grid")
-    print(f"grid: {len(cells)} cells -> {cache} (finished cells are skipped)")
+    print(f"grid: {len(cells)} cells, {cached} of them already in {cache} (skipped)")
     all_rows = run_grid(cells, cache, workers=args.threads, device=args.device)
     t_grid = time.time() - t0
     phase("fit protocol laws")
@@ -117,6 +119,7 @@ def reproduce(args: ReproduceArgs) -> int:
         protocol_gamma_floor_fixed=fixed_proto.params["gamma"],
         protocol_gamma_below_1=bool(huber.ci["gamma"][1] < 1.0),
         cells=len(all_rows),
+        grid_cells_cached=cached,
         grid_seconds=t_grid,
         fit_seconds=time.time() - t0 - t_grid,
         gamma=fits.full.params["gamma"],
