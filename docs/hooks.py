@@ -207,11 +207,7 @@ README_WITHOUT_FORMULA: dict[str, str] = {}
 
 # package pages whose README shows no plot of a committed run yet, each with why; a listed page
 # that gains one fails the build until it is taken off the list
-PAGE_WITHOUT_PLOT: dict[str, str] = {
-    "mathmo": "a tiny re-run on the loaded machine differed from results/tiny.json (jobshop's"
-    " CP-SAT limits of 0.01-0.04 s are wall-clock: 11 candidates found no schedule), so its"
-    " plots would not be the committed run's; re-run on an idle machine",
-}
+PAGE_WITHOUT_PLOT: dict[str, str] = {}
 
 # an <img> of a package's results folder, as the README part renders it (not already in a link)
 PLOT = re.compile(r'(?<!">)<img\b[^>]*\ssrc="(?P<src>(?:[^"]*/)?results/[^"]+\.png)"[^>]*>')

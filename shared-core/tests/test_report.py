@@ -140,3 +140,27 @@ def test_plot_xticks_exactly_where_asked(tmp_path, monkeypatch):
     assert ax.get_xscale() == "log"
     with pytest.raises(ValueError, match="xticks"):
         run.plot("t", series, xlabel="x", ylabel="y", xticks=[1], integer_x=True)
+
+
+def test_plot_log_axis_labels_major_ticks_only(tmp_path, monkeypatch):
+    """A log x axis over 1.4 decades gets no minor-tick labels (they overlapped in pgm-diffusion's
+    throughput plot) but plain 1-2-5 labels; a wide one keeps its labelled powers of ten."""
+    run = Run("demo", {}, out=tmp_path)
+    figures = []
+    monkeypatch.setattr(run, "save_figure", lambda name, fig: figures.append(fig) or tmp_path)
+    y = [1.0, 2.0, 3.0, 4.0]
+    for x in ([3.0e3, 8.0e3, 1.5e4, 7.0e4], [1e-3, 1e-1, 1e1, 1e3]):
+        run.plot("q", {"a": (x, y)}, xlabel="x", ylabel="y", logx=True, logy=True)
+    narrow, wide = (f.axes[0] for f in figures)
+    for fig in figures:
+        fig.canvas.draw()
+
+    def shown(ax):
+        lo, hi = ax.get_xlim()
+        ticks = zip(ax.get_xticks(), ax.get_xticklabels(), strict=True)
+        return [label.get_text() for t, label in ticks if lo <= t <= hi and label.get_text()]
+
+    assert shown(narrow) == ["5000", "10000", "20000", "50000"]
+    assert len(shown(wide)) >= 3 and all("10^" in s for s in shown(wide)), shown(wide)
+    for ax in (narrow, wide):
+        assert all(t.get_text() == "" for t in ax.get_xminorticklabels())

@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -112,6 +114,33 @@ def test_cli_contract_helpers(tmp_path, capsys):
     assert_import_is_light("shared_core.cli")
     with pytest.raises(AssertionError, match="imported"):
         assert_import_is_light("shared_core.cli", heavy=("argparse",))
+
+
+def test_usage_error_contract(capsys):
+    """One `demo: error:` line and exit 2 pass (argparse's own exit too); a wrong exit code, a
+    second error line, another program's prefix and a traceback each fail."""
+    from shared_core.testing import assert_usage_error
+
+    def cli(argv):
+        kind = argv[0]
+        if kind == "argparse":
+            print("usage: demo [-h]\ndemo: error: unrecognized arguments: --x", file=sys.stderr)
+            raise SystemExit(2)
+        if kind == "traceback":
+            print("Traceback (most recent call last):", file=sys.stderr)
+        if kind == "twice":
+            print("demo: error: first", file=sys.stderr)
+        prefix = "other" if kind == "prefix" else "demo"
+        print(f"{prefix}: error: --n: expected > 0, got -1", file=sys.stderr)
+        return 1 if kind == "exit1" else 2
+
+    assert (
+        assert_usage_error(cli, ["ok"], capsys, "demo") == "demo: error: --n: expected > 0, got -1"
+    )
+    assert "unrecognized" in assert_usage_error(cli, ["argparse"], capsys, "demo")
+    for kind in ("exit1", "twice", "prefix", "traceback"):
+        with pytest.raises(AssertionError):
+            assert_usage_error(cli, [kind], capsys, "demo")
 
 
 def test_missing_extra_contract(tmp_path, capsys, monkeypatch):

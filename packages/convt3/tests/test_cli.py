@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_core.testing import assert_import_is_light
+from shared_core.testing import assert_help_states_the_committed_costs, assert_import_is_light
 
 
 def test_top_level_import_and_help_need_neither_torch_nor_jax():
@@ -67,21 +67,19 @@ def test_micro_reproduce_writes_its_report(tmp_path):
     assert (run / "report.md").exists() and (run / "error_vs_horizon_heat.png").exists()
 
 
-def test_help_costs_are_the_committed_runs(capsys):
-    """ESTIMATE_S (the ETA's and --help's one cost figure) is the committed tiny run's CPU time,
-    and --help prints it."""
+def test_help_costs_are_the_committed_runs():
+    """ESTIMATE_S (the ETA's and --help's one cost figure) is the committed tiny and small runs'
+    CPU time, and --help prints it."""
     from convt3.cli import main
     from convt3.experiments.config import ESTIMATE_S
 
-    from shared_core.testing import assert_costs_are_the_committed_runs
-
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU s" in text, text
-    assert f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU minutes" in text, text
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU s",
+            f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU minutes",
+        ],
+        required=("tiny", "small"),
+    )

@@ -13,6 +13,8 @@ pytest.importorskip("PIL")
 
 from convt3.cli import main
 
+from shared_core.testing import assert_usage_error
+
 DATA = Path(__file__).parent / "data"
 SEQUENCES = DATA / "advection8.npz"  # (4, 10, 1, 8, 8): advection-diffusion, unforced
 START = DATA / "start8.npz"  # (2, 4, 1, 8, 8): the first 4 frames of two of them
@@ -93,10 +95,7 @@ def test_evaluate_scores_per_step_beside_persistence(checkpoint: Path, tmp_path:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) >= 1 and err[-1].startswith("convt3: error:")
-    return err[-1]
+    return assert_usage_error(main, argv, capsys, "convt3")
 
 
 def test_bad_inputs_are_one_clear_error(

@@ -9,7 +9,7 @@ from edt_former.costs import ESTIMATE_S
 from edt_former.experiments.qa import SCALES, _arm_connector, runs_of
 
 from shared_core.testing import (
-    assert_costs_are_the_committed_runs,
+    assert_help_states_the_committed_costs,
     assert_import_is_light,
     run_micro,
 )
@@ -59,16 +59,15 @@ def test_missing_data_extra_is_one_line(monkeypatch, capsys, tmp_path) -> None:
     assert "QM9" in line
 
 
-def test_costs_are_the_committed_runs(capsys) -> None:
+def test_costs_are_the_committed_runs() -> None:
     """ESTIMATE_S (the ETA's figures) is the committed tiny run's CPU time, and --help prints
     it."""
     from edt_former.cli import main
 
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    assert set(assert_costs_are_the_committed_runs(ESTIMATE_S, results)) == {"tiny"}
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny (random frozen Llama, 3 seeds) ~{ESTIMATE_S['tiny']:.0f} s of CPU" in text, text
+    measured = assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [f"tiny (random frozen Llama, 3 seeds) ~{ESTIMATE_S['tiny']:.0f} s of CPU"],
+    )
+    assert set(measured) == {"tiny"}

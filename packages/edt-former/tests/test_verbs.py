@@ -15,6 +15,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("rdkit")
 from edt_former.cli import main
 
+from shared_core.testing import assert_usage_error
+
 DATA = Path(__file__).parent / "data"
 QUESTION = "how many rings does this molecule have"
 WORDS = [
@@ -55,11 +57,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, llm_dir: Path) -> Path:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 2
-    lines = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
-    assert len(lines) == 1, lines
-    return lines[0]
+    return assert_usage_error(main, argv, capsys, "edt-former")
 
 
 def test_train_writes_a_folder_that_loads_and_answers_the_same(trained: Path) -> None:

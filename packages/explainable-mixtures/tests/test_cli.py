@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from explainable_mixtures.cli import main
 from explainable_mixtures.costs import ESTIMATE_S, LAMBDA_ESTIMATE_S
 
 from shared_core.testing import (
     assert_bad_scale_is_a_usage_error,
-    assert_costs_are_the_committed_runs,
+    assert_help_states_the_committed_costs,
     assert_import_is_light,
     run_micro,
 )
@@ -51,22 +50,28 @@ def test_lambda_ablation_is_one_command(tmp_path, capsys):
     assert "lambda ablation" in (run / "report.md").read_text()
 
 
-def test_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def _shown(estimate: dict[str, float]) -> list[str]:
+    return [
+        f"{scale} ~{estimate[scale]:.0f} CPU-s" for scale in ("tiny", "small") if scale in estimate
+    ]
+
+
+def test_costs_are_the_committed_runs() -> None:
     """ESTIMATE_S and LAMBDA_ESTIMATE_S (the ETA's figures) are the committed runs' CPU time,
-    and --help prints them."""
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results, required=("tiny", "small"))
+    and each command's --help prints its own."""
+    tests = Path(__file__).parent
+    measured = assert_help_states_the_committed_costs(
+        main, ESTIMATE_S, tests, _shown(ESTIMATE_S), required=("tiny", "small")
+    )
     assert set(measured) == {"tiny", "small"}
-    lam = assert_costs_are_the_committed_runs(LAMBDA_ESTIMATE_S, results / "ablate-lambda")
-    assert set(lam) == {"tiny"}
-    for command, estimate in (("reproduce", ESTIMATE_S), ("ablate-lambda", LAMBDA_ESTIMATE_S)):
-        with pytest.raises(SystemExit):
-            main([command, "--help"])
-        text = " ".join(capsys.readouterr().out.split()).replace(
-            "- ", "-"
-        )  # argparse wraps at hyphens
-        assert f"tiny ~{estimate['tiny']:.0f} CPU-s" in text, text
-        if "small" in estimate:
-            assert f"small ~{estimate['small']:.0f} CPU-s" in text, text
+    # the lambda ablation's runs are results/ablate-lambda/<scale>.json
+    lam = {f"ablate-lambda/{scale}": s for scale, s in LAMBDA_ESTIMATE_S.items()}
+    measured = assert_help_states_the_committed_costs(
+        main,
+        lam,
+        tests,
+        _shown(LAMBDA_ESTIMATE_S),
+        required=("ablate-lambda/tiny",),
+        argv=("ablate-lambda", "--help"),
+    )
+    assert set(measured) == {"ablate-lambda/tiny"}

@@ -13,7 +13,7 @@ from free_energy_mixer.experiments.common import train_config
 from free_energy_mixer.experiments.costs import ESTIMATE_S
 
 from shared_core.testing import (
-    assert_costs_are_the_committed_runs,
+    assert_help_states_the_committed_costs,
     assert_import_is_light,
     assert_missing_extra_is_one_line,
 )
@@ -30,17 +30,18 @@ def test_reproduce_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "micro" in capsys.readouterr().out
 
 
-def test_help_costs_are_the_committed_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_costs_are_the_committed_runs() -> None:
     """--help prints ESTIMATE_S, and ESTIMATE_S is the committed runs' CPU time (issue 67)."""
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny: ~{ESTIMATE_S['tiny']:.0f} CPU-s",
+            f"small: ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes",
+        ],
+        required=("tiny", "small"),
+    )
 
 
 def test_missing_data_extra_is_one_line(

@@ -13,6 +13,8 @@ from masked_diffusion.cli import main
 from masked_diffusion.pretrained import MDLM
 from masked_diffusion.verbs import mdlm_method
 
+from shared_core.testing import assert_usage_error
+
 DATA = Path(__file__).parent / "data"
 TINY = ["--set", "steps=6", "--set", "d_model=16", "--set", "n_heads=2", "--set", "n_layers=1",
         "--set", "warmup=2", "--set", "checkpoint_every=3"]  # fmt: skip
@@ -38,15 +40,7 @@ def image_ck(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse's own usage errors
-        code = e.code
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("masked-diffusion: error:"), err
-    assert "Traceback" not in "\n".join(err)
-    return err[-1]
+    return assert_usage_error(main, argv, capsys, "masked-diffusion")
 
 
 def test_train_writes_a_checkpoint_with_the_char_vocabulary(text_ck: Path) -> None:

@@ -9,11 +9,9 @@ import pytest
 
 from shared_core.testing import (
     assert_bad_scale_is_a_usage_error,
-    assert_costs_are_the_committed_runs,
+    assert_help_states_the_committed_costs,
     assert_import_is_light,
 )
-
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def test_help_does_not_import_torch(capsys):
@@ -25,25 +23,23 @@ def test_help_does_not_import_torch(capsys):
     assert "--scale" in capsys.readouterr().out
 
 
-def test_help_costs_are_the_committed_runs(capsys):
-    """--help and the heartbeat's ETA print ESTIMATE_S, and it is the committed runs' CPU time."""
+def test_help_costs_are_the_committed_runs():
+    """--help and the heartbeat's ETA print ESTIMATE_S, and it is the committed runs' CPU time;
+    the ablation's tiny figure is results/tiny-ablate.json's."""
     from nextquill.cli import main
     from nextquill.experiments.costs import ABLATE_ESTIMATE_S, ESTIMATE_S
 
-    if not RESULTS.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    assert_costs_are_the_committed_runs(ESTIMATE_S, RESULTS)
-    assert_costs_are_the_committed_runs(
-        {"tiny-ablate": ABLATE_ESTIMATE_S["tiny"]}, RESULTS, required=("tiny-ablate",)
+    assert_help_states_the_committed_costs(
+        main,
+        {**ESTIMATE_S, "tiny-ablate": ABLATE_ESTIMATE_S["tiny"]},
+        Path(__file__).parent,
+        [
+            f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s",
+            f"small (ContextSFT, L_n only, NextQuill; 5 seeds) ~{ESTIMATE_S['small'] / 60:.0f}",
+            f"tiny takes ~{ABLATE_ESTIMATE_S['tiny']:.0f} CPU-s",
+        ],
+        required=("tiny", "small", "tiny-ablate"),
     )
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
-    assert (
-        f"small (ContextSFT, L_n only, NextQuill; 5 seeds) ~{ESTIMATE_S['small'] / 60:.0f}" in text
-    )
-    assert f"tiny takes ~{ABLATE_ESTIMATE_S['tiny']:.0f} CPU-s" in text, text
 
 
 def test_bad_scale_is_a_usage_error(capsys):

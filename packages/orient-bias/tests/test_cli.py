@@ -10,7 +10,7 @@ from orient_bias.cli import main
 from orient_bias.costs import ESTIMATE_S
 from orient_bias.frames import pad, principal_frames
 
-from shared_core.testing import assert_costs_are_the_committed_runs
+from shared_core.testing import assert_help_states_the_committed_costs
 
 
 def _write_aligned_npz(path, n=120):
@@ -57,19 +57,19 @@ def test_lazy_scales_are_the_experiment_scales():
     assert all(lazy[k] == v for k, v in SCALES.items())
 
 
-def test_costs_are_the_committed_runs(capsys):
-    """ESTIMATE_S (the ETA's figures) is the committed tiny run's CPU time, and --help prints
-    it."""
-    results = Path(__file__).resolve().parents[1] / "results"
-    if not results.is_dir():
-        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(ESTIMATE_S, results)
-    assert "tiny" in measured
-    with pytest.raises(SystemExit):
-        main(["reproduce", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"tiny ~{ESTIMATE_S['tiny']:.0f} s of CPU" in text, text
-    assert f"small ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes" in text, text
+def test_costs_are_the_committed_runs():
+    """ESTIMATE_S (the ETA's figures) is the committed tiny and small runs' CPU time, and
+    --help prints it."""
+    assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny ~{ESTIMATE_S['tiny']:.0f} s of CPU",
+            f"small ~{ESTIMATE_S['small'] / 60:.0f} CPU-minutes",
+        ],
+        required=("tiny", "small"),
+    )
 
 
 def test_help_imports_neither_torch_nor_the_experiments():

@@ -16,6 +16,8 @@ from pgm.cli import main
 from pgm.loss import as_denoiser
 from pgm.pretrained import PGM
 
+from shared_core.testing import assert_usage_error
+
 DATA = Path(__file__).parent / "data"
 TINY = ["--set", "steps=6", "--set", "d_model=16", "--set", "n_heads=2", "--set", "warmup=2"]
 
@@ -39,14 +41,7 @@ def image_ck(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse's own usage errors
-        code = e.code
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("pgm-diffusion: error:"), err
-    return err[-1]
+    return assert_usage_error(main, argv, capsys, "pgm-diffusion")
 
 
 def test_checkpoint_holds_the_partition_model_and_vocabulary(text_ck: Path) -> None:

@@ -11,6 +11,8 @@ import torch
 from PIL import Image
 from toprovar.cli import main
 
+from shared_core.testing import assert_usage_error
+
 TEXTURES = Path(__file__).parent / "data" / "textures"  # brick/grass/gravel, 4 16x16 PNGs each
 TINY = ["--set", "vq_steps=6", "--set", "var_steps=6", "--set", "batch=8", "--set", "dim=32",
         "--set", "depth=2", "--set", "heads=2", "--set", "hidden=8"]  # fmt: skip
@@ -88,10 +90,7 @@ def test_generate_one_class_and_merge_results(checkpoint: Path, tmp_path: Path) 
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err and err[-1].startswith("toprovar: error:")
-    return err[-1]
+    return assert_usage_error(main, argv, capsys, "toprovar")
 
 
 def test_bad_inputs_are_one_clear_error(

@@ -16,6 +16,8 @@ from vadd.cli import main
 from vadd.likelihood import iw_log_likelihood, valid_bound
 from vadd.pretrained import VADDModel
 
+from shared_core.testing import assert_usage_error
+
 DATA = Path(__file__).parent / "data"
 TINY = ["--set", "steps=6", "--set", "d_model=16", "--set", "n_heads=2", "--set", "n_layers=1",
         "--set", "latent_hidden=16", "--set", "warmup=2"]  # fmt: skip
@@ -34,14 +36,7 @@ def text_ck(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse's own usage errors
-        code = e.code
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("vadd: error:"), err
-    return err[-1]
+    return assert_usage_error(main, argv, capsys, "vadd")
 
 
 def test_checkpoint_holds_the_latent_model_and_vocabulary(text_ck: Path) -> None:

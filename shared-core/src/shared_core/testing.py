@@ -254,6 +254,31 @@ def assert_bad_scale_is_a_usage_error(main: Callable[[list[str]], int], capsys: 
     return err
 
 
+def assert_usage_error(
+    main: Callable[[list[str]], int], argv: Sequence[str], capsys: Any, prog: str
+) -> str:
+    """Run ``main(argv)`` and assert a console script's bad-input contract: exit status 2
+    (returned, or argparse's own ``SystemExit``), exactly one stderr line holding ``error:``,
+    that line starting ``<prog>: error:``, and no traceback. Returns the line, for the caller
+    to check that it names the argument, the value and what was expected."""
+    capsys.readouterr()
+    code: int | str | None
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    err = str(capsys.readouterr().err)
+    lines = [line for line in err.splitlines() if "error:" in line]
+    if code != 2 or len(lines) != 1 or not lines[0].startswith(f"{prog}: error:"):
+        raise AssertionError(
+            f"{' '.join(argv)}: expected exit 2 and one '{prog}: error:' line, "
+            f"got exit {code!r} and stderr {err!r}"
+        )
+    if "Traceback" in err:
+        raise AssertionError(f"{' '.join(argv)}: a traceback on stderr: {err}")
+    return lines[0]
+
+
 def assert_missing_extra_is_one_line(
     main: Callable[[list[str]], int],
     module: str,

@@ -8,7 +8,7 @@ here: ``--help`` imports this module.
 
 from __future__ import annotations
 
-ESTIMATE_S: dict[str, float] = {"micro": 9.2, "tiny": 178.0, "small": 769.0}
+ESTIMATE_S: dict[str, float] = {"micro": 9.2, "tiny": 184.0, "small": 769.0}
 
 
 def cost_help() -> str:
