@@ -100,14 +100,21 @@ def test_no_export_is_shadowed_by_a_submodule() -> None:
 
 def test_the_cost_estimates_are_the_committed_runs():
     """`ESTIMATE_S` (the --help and heartbeat figure) is the committed tiny and small runs' CPU
-    time."""
+    time, and ``reproduce --help`` prints both figures from it."""
     from pathlib import Path
 
     from crome.experiments.config import ESTIMATE_S
 
-    from shared_core.testing import assert_costs_are_the_committed_runs
+    from shared_core.testing import assert_help_states_the_committed_costs
 
-    results = Path(__file__).parent.parent / "results"
-    if not results.is_dir():
-        pytest.skip("results/ is not beside the tests (an installed wheel)")
-    assert set(assert_costs_are_the_committed_runs(ESTIMATE_S, results)) == {"tiny", "small"}
+    measured = assert_help_states_the_committed_costs(
+        main,
+        ESTIMATE_S,
+        Path(__file__).parent,
+        [
+            f"tiny (MiniLM-L6) ~{ESTIMATE_S['tiny']:.0f} s of CPU",
+            f"the SmolLM2 oracle) ~{ESTIMATE_S['small'] / 60:.0f} min of CPU",
+        ],
+        required=("tiny", "small"),
+    )
+    assert set(measured) == {"tiny", "small"}

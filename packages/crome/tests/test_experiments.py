@@ -97,6 +97,33 @@ def test_summarize_pools_seeds_and_pairs_the_4x_arms():
         summarize([{"a": m(0, 0.0), "b": m(1, 0.0)}])
 
 
+def test_summarize_out_writes_the_summary_json(tmp_path, capsys):
+    """``--summarize ... --out FILE`` prints the tables and writes the summary (with the pooled
+    files' names) as JSON, atomically: no temporary file is left beside it."""
+    import json
+
+    from crome.experiments.ablation import METRICS, main, summarize
+
+    files = []
+    for s in range(2):
+        run = {
+            "standard": {**dict.fromkeys(METRICS, 0.1 * s), "seed": s, "steps": 36},
+            "crome_4x_steps": {**dict.fromkeys(METRICS, 0.5 + s), "seed": s, "steps": 144},
+            "standard_4x_steps": {**dict.fromkeys(METRICS, 0.2), "seed": s, "steps": 144},
+        }
+        files.append(tmp_path / f"s{s}.json")
+        files[-1].write_text(json.dumps(run))
+    out = tmp_path / "summary.json"
+    main(["--summarize", *map(str, files), "--out", str(out)])
+    assert "| crome_4x_steps | 144 | 0,1 |" in capsys.readouterr().out
+    written = json.loads(out.read_text())
+    assert written["files"] == [str(f) for f in files]
+    expected = summarize([json.loads(f.read_text()) for f in files])
+    assert written["summary"] == json.loads(json.dumps(expected))
+    assert written["summary"]["bars"]["cf_acc above standard"][0] == pytest.approx(0.8)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s0.json", "s1.json", "summary.json"]
+
+
 def test_tie_kinds_arms_select_by_provenance():
     from crome.experiments.tie_kinds import ARMS, PREMISE, TARGETED, arm_rows
 

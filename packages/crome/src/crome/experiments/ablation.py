@@ -8,7 +8,7 @@ the share of decoration probes where the decorated answer wins, spurious and cau
 sensitivity, and the spread of rewards (a collapsed RM has spread ~0).
 
     python -m crome.experiments.ablation --arms crome,crome_4x_steps --seed 1 --out s1.json
-    python -m crome.experiments.ablation --summarize s0.json s1.json s2.json
+    python -m crome.experiments.ablation --summarize s0.json s1.json s2.json --out summary.json
 
 Each 36-step arm costs about 40 s of CPU (one thread); the 4x arms four times that.
 """
@@ -38,6 +38,7 @@ from crome.experiments.controlled_world import best_of_n_trap, new_reward_model
 from crome.model import RewardModel
 from crome.oracle import ProgrammaticOracle
 from crome.train import TrainConfig, train_reward_model
+from shared_core.atomic import atomic_write_json
 from shared_core.device import seed_everything
 
 ARMS = (
@@ -147,7 +148,7 @@ def run_ablation(
             "cpu_s": time.process_time() - t0,
         }
         if out is not None:
-            out.write_text(json.dumps(results, indent=1) + "\n")
+            atomic_write_json(out, results)
     return results
 
 
@@ -245,7 +246,12 @@ def main(argv: list[str] | None = None) -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--arms", default="crome", help=f"comma-separated, among {', '.join(ARMS)}")
-    p.add_argument("--out", type=Path, default=None, help="write the results here as JSON")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the results here as JSON (with --summarize: the summary, and the files pooled)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=None, help="world and training seed (default 0)")
     p.add_argument(
@@ -258,7 +264,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ns = p.parse_args(argv)
     if ns.summarize is not None:
-        print(format_summary(summarize([json.loads(f.read_text()) for f in ns.summarize])))
+        summary = summarize([json.loads(f.read_text()) for f in ns.summarize])
+        print(format_summary(summary))
+        if ns.out is not None:
+            atomic_write_json(ns.out, {"summary": summary, "files": [str(f) for f in ns.summarize]})
         return
     with limit_threads(ns.threads):
         res = run_ablation(ns.arms.split(","), out=ns.out, seed=ns.seed)

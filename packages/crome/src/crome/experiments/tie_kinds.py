@@ -47,6 +47,7 @@ from crome.experiments.controlled_world import budget, new_reward_model
 from crome.oracle import ProgrammaticOracle
 from crome.train import train_reward_model
 from crome.world import WorldConfig
+from shared_core.atomic import atomic_write_json
 from shared_core.device import seed_everything
 
 CAUSAL = ("causal-degrade", "causal-upgrade")
@@ -165,7 +166,7 @@ def run_kinds(
         m = evaluate(model, w, cfg.n_best_of, seed)
         results[arm] = {**m, "seed": seed, "rows": rows, "steps": tc.steps, "cpu_s": cpu}
         if out is not None:
-            out.write_text(json.dumps(results, indent=1) + "\n")
+            atomic_write_json(out, results)
 
     if "standard" in arms:
         record("standard", base, len(w.train), std_cpu)
@@ -263,8 +264,6 @@ def main(argv: list[str] | None = None) -> None:
         summary = summarize_kinds([json.loads(f.read_text()) for f in ns.summarize])
         print(format_kinds(summary))
         if ns.json is not None:
-            from shared_core.atomic import atomic_write_json
-
             atomic_write_json(
                 ns.json, {"summary": summary, "files": [str(f) for f in ns.summarize]}
             )
