@@ -10,6 +10,7 @@ CPU time taken, and fails on the first error of each README with the block's lin
     python .ci/check_readme_code.py               # README.md, shared-core/, packages/*/
     python .ci/check_readme_code.py README.md...  # the given files
     python .ci/check_readme_code.py --self-test   # a broken block must fail, a marked one skip
+    python .ci/check_readme_code.py --help        # this text
 """
 
 from __future__ import annotations
@@ -146,6 +147,13 @@ def main(argv: list[str]) -> int:
     if argv == ["--self-test"]:
         self_test()
         return 0
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    options = [a for a in argv if a.startswith("-")]
+    if options:
+        print(f"check_readme_code: unknown option(s) {options}; see --help", file=sys.stderr)
+        return 2
     readmes = [Path(a).resolve() for a in argv] or [
         ROOT / "README.md",
         ROOT / "shared-core" / "README.md",
