@@ -112,7 +112,7 @@ SCALES: dict[str, Config] = {
         clash_columns=2,
     ),
     "tiny": Config(),
-    "small": Config(  # sized to ~30 CPU-minutes: 6x tiny's training per arm, four arms
+    "small": Config(  # ~17 CPU-minutes (costs.py): 6x tiny's training per arm, four arms
         n_train=20000,
         n_reference=2000,
         steps=3000,
