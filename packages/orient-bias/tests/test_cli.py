@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import asymmetric_molecule
 from orient_bias.cli import main
-from orient_bias.costs import ESTIMATE_S
+from orient_bias.costs import AUDIT_QM9_MPNN_S, AUDIT_QM9_S, ESTIMATE_S, audit_cost_help
 from orient_bias.frames import pad, principal_frames
 
 from shared_core.testing import assert_help_states_the_committed_costs
@@ -70,6 +70,20 @@ def test_costs_are_the_committed_runs():
         ],
         required=("tiny", "small"),
     )
+
+
+def test_audit_cost_is_the_committed_qm9_audit(capsys):
+    """`audit --help`'s cost is the committed `audit --dataset qm9` run's CPU by phase (the
+    run's own `cpu_s` counts only its report), the MPNN phase included."""
+    results = Path(__file__).resolve().parents[1] / "results" / "audit-qm9.json"
+    if not results.is_file():
+        pytest.skip("results/ lives in the repository, not beside a copied tests folder")
+    phases = json.loads(results.read_text())["metrics"]["cpu_s_by_phase"]
+    assert pytest.approx(sum(phases.values()), rel=0.25) == AUDIT_QM9_S
+    assert pytest.approx(phases["mpnn"], rel=0.25) == AUDIT_QM9_MPNN_S
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    assert audit_cost_help() in " ".join(capsys.readouterr().out.split()).replace("- ", "-")
 
 
 def test_help_imports_neither_torch_nor_the_experiments():

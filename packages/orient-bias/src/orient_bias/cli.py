@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from orient_bias.costs import cost_help
+from orient_bias.costs import audit_cost_help, cost_help
 from shared_core.cli import (
     LazyScales,
     ReproduceArgs,
@@ -84,8 +84,7 @@ main = make_main(
             "orient_bias.verbs:audit",
             "Test whether a dataset's poses are randomly oriented (the paper's finding 1 on your "
             "file): gradient-boosting and MPNN AUCs, KL of the frames to Haar, frame plots and "
-            "a one-line verdict in report.md (--out copies the report there); 20,000 QM9 "
-            "molecules took 108 CPU-s (75 of them the MPNN; --no-mpnn skips it).",
+            f"a one-line verdict in report.md (--out copies the report there); {audit_cost_help()}.",
             Slots(data="optional", checkpoint="none", out="optional"),
             config="orient_bias.audit:AuditConfig",
             options=_audit_options,
