@@ -231,15 +231,15 @@ def test_shadowed_exports_never_imports_a_main_module(tmp_path, monkeypatch):
 def test_costs_match_the_committed_runs_within_the_tolerance(tmp_path) -> None:
     import json
 
-    from shared_core.testing import assert_costs_are_the_committed_runs
+    from shared_core.testing import _assert_costs_are_the_committed_runs
 
     (tmp_path / "tiny.json").write_text(json.dumps({"cpu_s": 90.0, "cpu_children_s": 10.0}))
-    got = assert_costs_are_the_committed_runs({"micro": 5, "tiny": 110, "small": 900}, tmp_path)
+    got = _assert_costs_are_the_committed_runs({"micro": 5, "tiny": 110, "small": 900}, tmp_path)
     assert got == {"tiny": 100.0}  # small has no committed run and is not required
     with pytest.raises(AssertionError, match=r"tiny: the estimate says 130 CPU-s.*100 CPU-s"):
-        assert_costs_are_the_committed_runs({"tiny": 130}, tmp_path)
+        _assert_costs_are_the_committed_runs({"tiny": 130}, tmp_path)
     with pytest.raises(AssertionError, match="small: no committed run"):
-        assert_costs_are_the_committed_runs({"small": 900}, tmp_path, required=("small",))
+        _assert_costs_are_the_committed_runs({"small": 900}, tmp_path, required=("small",))
 
 
 def test_help_states_the_committed_costs(tmp_path) -> None:

@@ -23,8 +23,8 @@ lists its cases in one table and parametrises one test over it::
     def test_bad_input(case): assert_bad_input(*CASES[case])
 
 The console-script contract (`assert_import_is_light`, `assert_bad_scale_is_a_usage_error`,
-`assert_missing_extra_is_one_line`, `run_micro`,
-`assert_costs_are_the_committed_runs`, `assert_killed_train_resumes`) and the export checks
+`assert_missing_extra_is_one_line`, `run_micro`, `assert_usage_error`,
+`assert_help_states_the_committed_costs`, `assert_killed_train_resumes`) and the export checks
 (`assert_fresh_import_is_callable`, `shadowed_exports`, `assert_exports_not_shadowed`) follow
 below. The tiny causal LM for tests, ``model, tok = shared_core.models.tiny_lm(words, ...)`` (a random
 `tiny_llama` over an in-memory `word_tokenizer`), lives in `shared_core.models`, since a
@@ -352,7 +352,7 @@ def run_micro(
     return run
 
 
-def assert_costs_are_the_committed_runs(
+def _assert_costs_are_the_committed_runs(
     estimates: Any, results: Any, *, required: Sequence[str] = ("tiny",), rel: float = 0.25
 ) -> dict[str, float]:
     """Each scale's CPU-cost estimate (``ESTIMATE_S``, the figure ``--help`` and the heartbeat's
@@ -399,7 +399,7 @@ def assert_help_states_the_committed_costs(
 ) -> dict[str, float]:
     """A package's cost test in one call (issue 67): `estimates` (``ESTIMATE_S``) are the CPU
     times of the committed runs in ``<tests_dir>/../results`` (every scale in `required`
-    committed; `assert_costs_are_the_committed_runs`), and ``main(argv)``'s help prints each
+    committed; `_assert_costs_are_the_committed_runs`), and ``main(argv)``'s help prints each
     phrase of `shown` (the package's cost figures formatted from `estimates`).
 
     Skips when ``results/`` is not beside the tests (a copied tests folder, an sdist). The help
@@ -415,7 +415,7 @@ def assert_help_states_the_committed_costs(
     results = Path(tests_dir).resolve().parent / "results"
     if not results.is_dir():
         pytest.skip("results/ lives in the repository, not beside a copied tests folder")
-    measured = assert_costs_are_the_committed_runs(estimates, results, required=required)
+    measured = _assert_costs_are_the_committed_runs(estimates, results, required=required)
     missing = set(required) - set(measured)
     assert not missing, f"no committed run compared for {sorted(missing)}"
     out = io.StringIO()
