@@ -339,7 +339,6 @@ UNMARKED_ALLOWED: dict[str, tuple[int, str]] = {
     ),
     "meld-diffusion": (1, "the small per-arm table: four arms of ~250 CPU-s not re-run"),
     "mesa-layer": (1, "the GPU timings: needs the CUDA check's JSON; no GPU was drawn"),
-    "msgen": (2, "the 0.3.0 oracle-guide ablations (~42 CPU-min); some rows are in results/"),
     "quality-scaling": (2, "the small run (~19 CPU-min) not re-run since results/"),
 }
 
