@@ -17,7 +17,7 @@ from shared_core.testing import (
     assert_missing_extra_is_one_line,
 )
 
-REQUIRED = ("tiny",)  # small's committed run resumed a grid cache: not its cost (costs.py)
+REQUIRED = ("tiny", "small")  # the committed runs (small: a whole run, no cached cell)
 
 
 def test_fit_and_plan_commands(tmp_path: Path, capsys) -> None:

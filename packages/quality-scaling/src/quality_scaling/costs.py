@@ -2,15 +2,14 @@
 
 `ESTIMATE_S` (scale -> CPU seconds, one thread, one grid worker) is the figure the heartbeat's
 ETA uses and ``quality-scaling reproduce --help`` prints; a test checks it against the committed
-run (``results/tiny.json``). small's 1,113 CPU-s was measured by a whole run of 0.3.0; the small
-run behind the README (``results/small_resumed.json``) took 49 of its 143 grid cells from the
-cache of an interrupted run, so its 439 CPU-s are not the scale's cost.
+runs (``results/tiny.json``, ``results/small.json``; small's is a whole run, no grid cell from a
+cache).
 No numpy or torch here: ``--help`` imports this module.
 """
 
 from __future__ import annotations
 
-ESTIMATE_S: dict[str, float] = {"micro": 19.0, "tiny": 123.0, "small": 1113.0}
+ESTIMATE_S: dict[str, float] = {"micro": 19.0, "tiny": 142.0, "small": 1154.0}
 
 
 def cost_help() -> str:
